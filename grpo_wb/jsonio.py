@@ -1,0 +1,152 @@
+"""Crash-safe JSON and JSONL I/O.
+
+JSONL artifacts are appended one line at a time and flushed (and fsynced) so a
+crash loses at most the line being written; JSON artifacts are written to a
+temporary file in the same directory and renamed over the target, so a reader
+sees either the old file or the new one, never half of one.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import UserError
+
+
+def _default(obj: Any) -> Any:
+    # numpy scalars and arrays sneak in from diagnostics; keep the JSON plain.
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "shape", None) == ():
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "to_json") and callable(obj.to_json):
+        return obj.to_json()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _clean(obj: Any) -> Any:
+    """Replace NaN/inf by None: strict JSON readers reject them (TRL does the same)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """One-line strict JSON (NaN becomes null)."""
+    return json.dumps(_clean(json.loads(json.dumps(obj, default=_default))), allow_nan=False,
+                      ensure_ascii=False)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Pretty JSON, written atomically."""
+    atomic_write_text(path, json.dumps(_clean(json.loads(json.dumps(obj, default=_default))),
+                                       indent=2, allow_nan=False, ensure_ascii=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
+    """A whole JSONL file, written atomically (for files replaced each step)."""
+    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+
+
+class JsonlAppender:
+    """Append JSON lines, each flushed and fsynced before ``write`` returns."""
+
+    def __init__(self, path: str | os.PathLike, mode: str = "a"):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, mode, encoding="utf-8")
+
+    def write(self, row: Any) -> None:
+        self._f.write(dumps(row) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_text(path: str | os.PathLike):
+    """Open a text file, transparently gunzipping ``*.gz``; a missing file is a UserError."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError("no such file", path=str(path))
+    if p.is_dir():
+        raise UserError("is a directory, expected a file", path=str(path))
+    if p.suffix == ".gz":
+        return gzip.open(p, "rt", encoding="utf-8")
+    return open(p, "r", encoding="utf-8")
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line."""
+    with open_text(path) as f:
+        try:
+            for lineno, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise UserError(f"invalid JSON: {e.msg} (column {e.colno})",
+                                    path=str(path), line=lineno) from None
+        except UnicodeDecodeError as e:
+            raise UserError(f"not UTF-8 text: {e.reason}", path=str(path)) from None
+        except (OSError, EOFError) as e:
+            raise UserError(f"cannot read: {e}", path=str(path)) from None
+
+
+def repair_jsonl_tail(path: str | os.PathLike) -> int:
+    """Drop a trailing partial line left by a crash; return how many complete lines remain."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    data = p.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(p, "r+b") as f:
+            f.truncate(cut)
+        data = data[:cut]
+    return sum(1 for line in data.splitlines() if line.strip())
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

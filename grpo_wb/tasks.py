@@ -1,0 +1,239 @@
+"""Canonical task records and their JSONL file format.
+
+One task per line. The JSON form (``schema_version`` 1)::
+
+    {"schema_version": 1,
+     "task_id": "toy/add",                      # unique in the file
+     "prompt": "def add(a, b):\\n    \\"\\"\\"Sum.\\"\\"\\"\\n",
+     "entry_point": "add",                      # the function the tests call
+     "tests": [{"name": "small", "type": "assert",
+                "code": "assert candidate(1, 2) == 3"}],
+     "test_setup": "",                          # optional: code run before every test
+     "check": null,                             # optional: source defining check(candidate)
+     "canonical_solution": "    return a + b\\n",  # optional: completes the prompt
+     "timeout": null,                           # optional: seconds, overrides the run's default
+     "metadata": {}}                            # optional: free-form
+
+``tests`` are counted one by one (partial credit). When ``check`` is present
+(imported HumanEval tasks keep the original ``check`` function there) it is the
+authority for ``passed``; otherwise a completion passes when every test passes.
+The program a completion is judged on is ``prompt + completion`` for a
+continuation, or the completion alone when it defines the entry point itself
+(see :mod:`grpo_wb.extraction`).
+
+Loading is strict: unknown fields, wrong types, duplicate ids, empty test lists
+and tests that do not compile are errors reported as ``PATH:LINE: problem``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import ValidationError, format_location
+from .jsonio import atomic_write_text, dumps, iter_jsonl
+
+SCHEMA_VERSION = 1
+TEST_TYPES = ("assert",)
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One separately counted test of a task."""
+
+    name: str
+    """Unique within its task; shown in per-test results."""
+    code: str
+    """Python statements run after the program; ``candidate`` is bound to the entry point."""
+    type: str = "assert"
+    """Test kind; ``assert`` runs ``code`` and passes when it raises nothing."""
+
+    __test__ = False  # not a pytest class
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "code": self.code}
+
+
+@dataclass(frozen=True)
+class Task:
+    """A code-generation task: a prompt, an entry point and tests."""
+
+    task_id: str
+    """Unique identifier, e.g. ``HumanEval/0``."""
+    prompt: str
+    """What the model sees; a continuation completion is appended to it."""
+    entry_point: str
+    """Name of the function the tests call."""
+    tests: tuple[TestCase, ...]
+    """Individually counted tests (partial credit)."""
+    test_setup: str = ""
+    """Code run before each test (helpers, imports, constants of the original test module)."""
+    check: str | None = None
+    """Optional source defining ``check(candidate)``; when set it decides ``passed``."""
+    canonical_solution: str | None = None
+    """A reference completion of ``prompt``, used by ``tasks validate`` and the mock backend."""
+    timeout: float | None = None
+    """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form extra information (source, difficulty, mock skill, ...)."""
+    schema_version: int = SCHEMA_VERSION
+    """Format version of this record."""
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tests"] = [t.to_json() for t in self.tests]
+        order = ["schema_version", "task_id", "prompt", "entry_point", "tests", "test_setup",
+                 "check", "canonical_solution", "timeout", "metadata"]
+        return {k: d[k] for k in order}
+
+
+_REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
+_OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
+             "canonical_solution": (str, type(None)), "timeout": (int, float, type(None)),
+             "metadata": dict}
+_TEST_FIELDS = {"name": str, "type": str, "code": str}
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(_type_name(x) for x in t)
+    return {str: "string", int: "integer", float: "number", list: "list", dict: "object",
+            type(None): "null"}.get(t, t.__name__)
+
+
+def _compiles(src: str, what: str) -> str | None:
+    try:
+        compile(src, f"<{what}>", "exec")
+    except SyntaxError as e:
+        return f"{what} does not compile: {e.msg} (line {e.lineno})"
+    except ValueError as e:  # e.g. null bytes
+        return f"{what} does not compile: {e}"
+    return None
+
+
+def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
+    """Check one decoded JSON line; return the task (or None) and the problems found."""
+    if not isinstance(obj, dict):
+        return None, [f"expected a JSON object, got {type(obj).__name__}"]
+    problems: list[str] = []
+    for key in obj:
+        if key not in _REQUIRED and key not in _OPTIONAL:
+            problems.append(f"unknown field {key!r}")
+    for key, typ in _REQUIRED.items():
+        if key not in obj:
+            problems.append(f"missing field {key!r}")
+        elif not isinstance(obj[key], typ) or isinstance(obj[key], bool):
+            problems.append(f"field {key!r} must be a {_type_name(typ)}, got {type(obj[key]).__name__}")
+    for key, typ in _OPTIONAL.items():
+        if key in obj and (not isinstance(obj[key], typ) or isinstance(obj[key], bool)):
+            problems.append(f"field {key!r} must be a {_type_name(typ)}, got {type(obj[key]).__name__}")
+    if problems:
+        return None, problems
+    if obj.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        problems.append(f"unsupported schema_version {obj['schema_version']} (this grpo_wb reads {SCHEMA_VERSION})")
+    if not obj["task_id"].strip():
+        problems.append("task_id is empty")
+    if not obj["entry_point"].isidentifier():
+        problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier")
+    if obj.get("timeout") is not None and not obj["timeout"] > 0:
+        problems.append("timeout must be positive")
+    tests: list[TestCase] = []
+    if not obj["tests"]:
+        problems.append("tests is empty: a task needs at least one test")
+    seen: set[str] = set()
+    for i, t in enumerate(obj["tests"]):
+        where = f"tests[{i}]"
+        if not isinstance(t, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        bad = False
+        for key in t:
+            if key not in _TEST_FIELDS:
+                problems.append(f"{where}: unknown field {key!r}")
+                bad = True
+        for key in ("name", "code"):
+            if key not in t:
+                problems.append(f"{where}: missing field {key!r}")
+                bad = True
+        for key, typ in _TEST_FIELDS.items():
+            if key in t and not isinstance(t[key], typ):
+                problems.append(f"{where}: field {key!r} must be a {_type_name(typ)}")
+                bad = True
+        if bad:
+            continue
+        ttype = t.get("type", "assert")
+        if ttype not in TEST_TYPES:
+            problems.append(f"{where}: unknown test type {ttype!r} (known: {', '.join(TEST_TYPES)})")
+            continue
+        if t["name"] in seen:
+            problems.append(f"{where}: duplicate test name {t['name']!r}")
+        seen.add(t["name"])
+        if not t["code"].strip():
+            problems.append(f"{where}: code is empty")
+        elif (err := _compiles(t["code"], f"{where} code")):
+            problems.append(err)
+        tests.append(TestCase(name=t["name"], code=t["code"], type=ttype))
+    for key in ("test_setup", "check"):
+        if obj.get(key) and (err := _compiles(obj[key], key)):
+            problems.append(err)
+    if obj.get("check") and "def check" not in obj["check"]:
+        problems.append("check must define a function check(candidate)")
+    if problems:
+        return None, problems
+    task = Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
+                tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
+                canonical_solution=obj.get("canonical_solution"),
+                timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
+                metadata=obj.get("metadata", {}))
+    return task, []
+
+
+def check_task_file(path: str | Path) -> tuple[list[tuple[int, Task]], list[str]]:
+    """Parse a task file; return ``(line, task)`` pairs and formatted problems (runs nothing)."""
+    from .errors import UserError
+
+    path = str(path)
+    tasks: list[tuple[int, Task]] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    try:
+        for lineno, obj in iter_jsonl(path):
+            task, errs = parse_task(obj)
+            problems.extend(format_location(path, lineno, e) for e in errs)
+            if task is None:
+                continue
+            if task.task_id in first_line:
+                problems.append(format_location(
+                    path, lineno, f"duplicate task_id {task.task_id!r} (first on line {first_line[task.task_id]})"))
+                continue
+            first_line[task.task_id] = lineno
+            tasks.append((lineno, task))
+    except UserError as e:  # unreadable or bad JSON: report it with the rest
+        problems.append(str(e))
+    if not tasks and not problems:
+        problems.append(format_location(path, None, "no tasks in file"))
+    return tasks, problems
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Load and check a task file; any problem raises :class:`ValidationError`."""
+    tasks, problems = check_task_file(path)
+    if problems:
+        raise ValidationError(problems)
+    return [t for _, t in tasks]
+
+
+def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
+    """Write tasks as canonical JSONL (atomically); return how many."""
+    rows = [dumps(t.to_json()) for t in tasks]
+    atomic_write_text(path, "".join(r + "\n" for r in rows))
+    return len(rows)
+
+
+def task_from_json(obj: dict[str, Any]) -> Task:
+    """Build a task from its JSON form, raising ValueError on problems (for library use)."""
+    task, errs = parse_task(json.loads(json.dumps(obj)))
+    if task is None:
+        raise ValueError("; ".join(errs))
+    return task
