@@ -4,7 +4,6 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_OUT ?= reports/runs/toy_mock
 
 .PHONY: demo test install lab clean
 
@@ -19,9 +18,15 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/grpo-wb smoke --tasks data/toy_tasks.jsonl --backend mock --group-size 8 --batch-size 8 \
-		--steps 3 --seed 0 --out $(DEMO_OUT) --overwrite
+HUMANEVAL := reports/data/humaneval.jsonl
+
+$(HUMANEVAL): | $(STAMP)
+	$(BIN)/grpo-wb tasks import humaneval --out $@
+
+# papermill batch: smoke / headroom / compare notebooks over toy tasks and HumanEval (mock backend,
+# G = 4 and 8); the last line printed is the path of reports/index.html.
+demo: $(STAMP) $(HUMANEVAL)
+	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

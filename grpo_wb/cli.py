@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     sm.add_argument("--no-progress", action="store_true")
     _add_sandbox_args(sm)
+
+    from . import batch, headroom, reports  # notebook/report layer: parsers live with their commands
+    headroom.add_parser(sub)
+    reports.add_parser(sub)
+    batch.add_parser(sub)
     return parser
 
 
@@ -193,7 +198,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .diagnostics import informative_probability, pass_at_k
     from .jsonio import JsonlAppender
     from .rewards import RewardConfig
-    from .sandbox import SandboxLimits, isolation_report
+    from .sandbox import SandboxLimits, describe_isolation
     from .scoring import ScoreRequest, Scorer
     from .tasks import load_tasks
 
@@ -213,14 +218,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         reqs.append(ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
                                  completion_id=cid, meta=meta))
     limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
-    iso = isolation_report()
-    print(f"isolation: {iso['process']}; uid {iso['uid']}; network {iso['network']}", file=sys.stderr)
     tmp = out.with_name(out.name + ".partial")
     n_correct: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     t0 = time.monotonic()
     with Scorer(limits, RewardConfig(kind=args.reward), workers=args.workers) as scorer, \
             JsonlAppender(tmp, mode="w") as f:
+        print("isolation: " + describe_isolation(scorer.isolation()))
         for res in tqdm(scorer.score(reqs), total=len(reqs), desc="score", unit="completion",
                         disable=args.no_progress, file=sys.stderr):
             row = res.to_json()
@@ -305,10 +309,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_score(args)
         if args.command == "smoke":
             return cmd_smoke(args)
+        if args.command == "headroom":
+            from .headroom import cmd_headroom
+            return cmd_headroom(args)
+        if args.command == "report":
+            from .reports import cmd_report
+            return cmd_report(args)
+        if args.command == "batch":
+            from .batch import cmd_batch
+            return cmd_batch(args)
     except ValidationError as e:
+        if len(e.problems) == 1:
+            print(f"grpo-wb: error: {e.problems[0]}", file=sys.stderr)
+            return 1
         for p in e.problems:
             print(p, file=sys.stderr)
-        print(f"grpo-wb: error: {len(e.problems)} problem(s) in the input", file=sys.stderr)
+        print(f"grpo-wb: error: {len(e.problems)} problems in the input (first: {e.problems[0]})", file=sys.stderr)
         return 1
     except UserError as e:
         print(f"grpo-wb: error: {e}", file=sys.stderr)

@@ -54,7 +54,7 @@ def _compiles(src: str) -> bool:
     try:
         ast.parse(src)
         return True
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
 
 
@@ -85,12 +85,15 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
     """Build the program for ``completion`` to the task with this prompt and entry point."""
     if completion is None or not completion.strip():
         return Extraction(None, "none", "empty completion")
+    completion = completion.replace("\r\n", "\n")
     if "```" in completion:
         blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(completion)]
         py = [body for tag, body in blocks if tag in _PY_TAGS and body.strip()]
         if not py:
             return Extraction(None, "none", "no Python code block in the reply")
-        defining = [b for b in py if _defines(b, entry_point)]
+        # a fence indented inside a Markdown list item carries its indentation into a full
+        # function; a function *body* keeps its indentation (it continues the prompt)
+        defining = [textwrap.dedent(b) for b in py if _defines(textwrap.dedent(b), entry_point)]
         if defining:
             return Extraction(_full_program(prompt, defining[-1]), "full_function")
         return Extraction(prompt + py[0], "continuation")

@@ -67,7 +67,9 @@ def split_check(test_src: str) -> tuple[str, list[TestCase]] | None:
     check = checks[0]
     if len(check.args.args) != 1 or check.args.args[0].arg != "candidate" or check.decorator_list:
         return None
-    body = [s for s in check.body if not _is_trivial(s)]
+    # `assert True, "..."` lines test nothing: counting them would give free partial credit.
+    body = [s for s in check.body if not _is_trivial(s)
+            and not (isinstance(s, ast.Assert) and isinstance(s.test, ast.Constant))]
     if not body or not all(isinstance(s, ast.Assert) for s in body):
         return None
     # An assert that (re)binds a name via the walrus operator would leak state between tests.

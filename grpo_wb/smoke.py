@@ -39,7 +39,7 @@ from .errors import UserError
 from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail,
                      sha256_file)
 from .rewards import RewardConfig
-from .sandbox import SandboxLimits
+from .sandbox import SandboxLimits, describe_isolation
 from .scoring import ScoreRequest, Scorer
 from .tasks import Task, load_tasks
 
@@ -173,6 +173,7 @@ class SmokeRun:
         self.overwrite = overwrite
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.isolation: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ set-up
     def _prepare_dir(self) -> int:
@@ -239,15 +240,17 @@ class SmokeRun:
         stop_reason = None
         occurrences = self._occurrences(len(tasks), start)
         adv_cfg = cfg.advantage_config()
-        self._write_manifest(backend, steps_completed=start)
         t_run = time.monotonic()
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
-                   disable=not self.progress, file=sys.stderr)
         with Scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers) as scorer, \
                 JsonlAppender(self.out / "metrics.jsonl") as metrics_f, \
                 JsonlAppender(self.out / "groups.jsonl") as groups_f:
+            self.isolation = scorer.isolation()
+            self.log("isolation: " + describe_isolation(self.isolation))
+            self._write_manifest(backend, steps_completed=start)
+            bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
+                       disable=not self.progress, file=sys.stderr)
             for step in range(start, cfg.steps):
                 if stop_reason:
                     break
@@ -359,8 +362,6 @@ class SmokeRun:
             p = self.out / a
             if p.exists():
                 files[a] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
-        from .sandbox import isolation_report
-
         manifest = {
             "kind": "grpo_wb smoke run",
             "trained_weights": False,
@@ -372,7 +373,7 @@ class SmokeRun:
             "config": self.cfg.to_json(),
             "advantage": asdict(self.cfg.advantage_config()),
             "backend": backend.describe(),
-            "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": isolation_report()},
+            "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation},
             "tasks_file": str(self.cfg.tasks),
             "tasks_sha256": sha256_file(self.cfg.tasks),
             "files": files,

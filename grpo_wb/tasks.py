@@ -27,6 +27,8 @@ and tests that do not compile are errors reported as ``PATH:LINE: problem``.
 from __future__ import annotations
 
 import json
+import keyword
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -134,10 +136,10 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         problems.append(f"unsupported schema_version {obj['schema_version']} (this grpo_wb reads {SCHEMA_VERSION})")
     if not obj["task_id"].strip():
         problems.append("task_id is empty")
-    if not obj["entry_point"].isidentifier():
+    if not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"]):
         problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier")
-    if obj.get("timeout") is not None and not obj["timeout"] > 0:
-        problems.append("timeout must be positive")
+    if obj.get("timeout") is not None and not (obj["timeout"] > 0 and math.isfinite(obj["timeout"])):
+        problems.append("timeout must be a positive finite number of seconds")
     tests: list[TestCase] = []
     if not obj["tests"]:
         problems.append("tests is empty: a task needs at least one test")

@@ -236,16 +236,15 @@ def test_check_decides_passed_for_whole_tasks(imported):
     assert (right.status, right.passed, right.tests_passed, right.tests_total) == ("pass", True, 1, 1)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: importers.split_check keeps constant `assert True, '...'` "
-                                       "statements as tests, so any program that loads gets partial credit")
 def test_a_do_nothing_completion_earns_no_partial_credit(imported):
     tasks = imported[1]
-    # 48 split tests over 36 HumanEval tasks never touch candidate (e.g. HumanEval/79)
-    assert all("candidate" in x.code for t in tasks if t.metadata["check_split"] == "split" for x in t.tests)
-    task = by_id(tasks)["HumanEval/79"]
+    task = by_id(tasks)["HumanEval/79"]  # decimal_to_binary: 4 real asserts + `assert True, "..."`
     with Scorer(SandboxLimits(timeout=5)) as scorer:
         (res,) = scorer.score([ScoreRequest(task=task, completion="    pass\n")])
-    assert res.tests_passed == 0
+    assert res.status == "fail"
+    assert res.tests_passed == 0, f"{res.tests_passed}/{res.tests_total} tests passed by a function returning None"
+    # 48 split tests over 36 HumanEval tasks never touch candidate
+    assert all("candidate" in x.code for t in tasks if t.metadata["check_split"] == "split" for x in t.tests)
 
 
 # ----------------------------------------------------------------------------- split_check

@@ -120,7 +120,7 @@ BAD_CASES = {
                               r"tests\[0\] code does not compile"),
     "test_setup_does_not_compile": ([good(test_setup="def helper(:\n")], 1, r"test_setup does not compile"),
     "bad_entry_point": ([good(entry_point="add me")], 1, r"entry_point 'add me' is not a Python identifier"),
-    "nonpositive_timeout": ([good(timeout=0)], 1, r"timeout must be positive"),
+    "nonpositive_timeout": ([good(timeout=0)], 1, r"timeout must be a positive finite number"),
     "bad_schema_version": ([good(schema_version=2)], 1, r"unsupported schema_version 2"),
     "duplicate_test_name": ([good(tests=[{"name": "t0", "code": "assert 1"}, {"name": "t0", "code": "assert 2"}])],
                             1, r"duplicate test name 't0'"),
@@ -202,30 +202,29 @@ def test_empty_file_is_an_error(capsys, tmp_path):
 # ----------------------------------------------------------------------------- nothing is run on a bad file
 
 
-def marker_task(marker: Path) -> dict:
-    return good(task_id="t/marker",
-                canonical_solution=f"    open({str(marker)!r}, 'w').close()\n    return a + b\n")
+def failing_task() -> dict:
+    # The sandbox hides the caller's files, so "did it run?" is shown by the verdict:
+    # this canonical solution fails, and only running it can say so.
+    return good(task_id="t/fails", canonical_solution="    return a - b\n")
 
 
-def test_control_good_task_alone_does_run_and_create_the_marker(capsys, tmp_path):
-    marker = tmp_path / "ran.marker"
-    path = write_lines(tmp_path / "ok.jsonl", [marker_task(marker)])
+def test_control_a_failing_canonical_solution_is_run_and_reported(capsys, tmp_path):
+    path = write_lines(tmp_path / "ok.jsonl", [failing_task()])
     rc, out, err = validate(capsys, path)
-    assert rc == 0, err
-    assert marker.exists(), "the canonical solution was not executed"
+    assert rc == 1
+    assert f"{path}:1: canonical solution of 't/fails' does not pass" in err
 
 
 @pytest.mark.parametrize("bad", ["{broken json", json.dumps(without("entry_point")),
                                  json.dumps(good(task_id="t/other", tests=[]))])
 @pytest.mark.parametrize("bad_first", [True, False])
 def test_nothing_is_run_on_a_bad_file(capsys, tmp_path, bad, bad_first):
-    marker = tmp_path / "ran.marker"
-    lines = [bad, marker_task(marker)] if bad_first else [marker_task(marker), bad]
+    lines = [bad, failing_task()] if bad_first else [failing_task(), bad]
     path = write_lines(tmp_path / "bad.jsonl", lines)
     rc, out, err = validate(capsys, path)
     assert rc == 1
     assert "nothing was run" in err
-    assert not marker.exists(), "a canonical solution ran although the file is malformed"
+    assert "does not pass" not in err, "a canonical solution ran although the file is malformed"
 
 
 def test_load_tasks_raises_validation_error_with_all_problems(tmp_path):
@@ -251,8 +250,6 @@ def test_parse_task_defaults_and_task_from_json():
 # ----------------------------------------------------------------------------- bugs
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tasks.parse_task accepts a non-finite timeout (JSON Infinity); "
-                                       "the sandbox then fails with OverflowError (math.ceil(inf))")
 def test_infinite_timeout_is_rejected_when_loading(capsys, tmp_path):
     path = tmp_path / "inf.jsonl"
     path.write_text(json.dumps(good(timeout=float("inf"))) + "\n")  # json.dumps writes Infinity
@@ -262,8 +259,6 @@ def test_infinite_timeout_is_rejected_when_loading(capsys, tmp_path):
     assert any(p.startswith(f"{path}:1: ") and "timeout" in p for p in problem_lines(err))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tasks.parse_task accepts a Python keyword as entry_point "
-                                       "('def'.isidentifier() is True); no program can define it")
 def test_keyword_entry_point_is_rejected_when_loading(capsys, tmp_path):
     path = write_lines(tmp_path / "kw.jsonl", [good(entry_point="def")])
     rc, out, err = validate(capsys, path, "--no-run")

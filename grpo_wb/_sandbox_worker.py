@@ -1,0 +1,461 @@
+"""A warm sandbox worker: forks one child per completion (standard library only).
+
+Started by :mod:`grpo_wb.sandbox` as ``python -I -S -B _sandbox_worker.py CONFIG``,
+inside bubblewrap when available (own PID, network, IPC and UTS namespaces, a
+minimal read-only filesystem, a size-limited tmpfs ``/tmp``). The worker itself
+never runs untrusted code. Per job it:
+
+1. makes a fresh job directory and forks;
+2. in the child: new session, stdin/stdout to /dev/null, stderr to a capped
+   file, every other descriptor closed except the event pipe, resource limits,
+   drop to an unprivileged uid (when running as root), ``no_new_privs``,
+   parent-death signal; then the harness below runs the completion;
+3. enforces the wall-clock deadline, kills the child's process group and
+   (inside a PID namespace) every process left in the namespace, removes the
+   job directory, and sends the child's raw events back to the scorer.
+
+The scorer -- never this worker or the child -- decides the verdict from those
+events. For value tests the child only reports the values its calls produced,
+encoded from builtin types; the expected values never reach this process.
+
+Protocol: 4-byte big-endian length + JSON, both directions, on stdin/stdout.
+"""
+import ctypes
+import gc
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+
+# Warm the modules completions commonly import, so a fork finds them loaded.
+for _name in ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string", "typing",
+              "fractions", "decimal", "random", "hashlib", "statistics", "copy", "operator", "datetime",
+              "array", "numbers", "enum", "dataclasses", "textwrap", "unicodedata", "cmath", "builtins",
+              "atexit", "traceback", "io"):
+    try:
+        __import__(_name)
+    except ImportError:
+        pass
+import builtins  # noqa: E402
+
+_LIBC = None
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+MAX_EVENT_BYTES = 4 << 20
+STDERR_TAIL = 2000
+
+
+def _prctl(option, value):
+    global _LIBC
+    try:
+        if _LIBC is None:
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+        return _LIBC.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+# ----------------------------------------------------------------------------- value encoding
+
+_ATOMS = (int, float, str, bool, type(None))
+
+
+class NotBuiltin(Exception):
+    pass
+
+
+def encode(value, depth=0, budget=None):
+    """Encode a value built only from builtin types (exact types: subclasses are rejected)."""
+    if budget is None:
+        budget = [200000]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 64:
+        raise NotBuiltin("value too large or too deeply nested")
+    t = type(value)
+    if t is bool or t is type(None) or t is str:
+        return value
+    if t is int:
+        if abs(value) > 1 << 63:
+            return {"$": "bigint", "v": str(value)}
+        return value
+    if t is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"$": "float", "v": repr(value)}
+        return value
+    if t is list:
+        return [encode(v, depth + 1, budget) for v in value]
+    if t is tuple:
+        return {"$": "tuple", "v": [encode(v, depth + 1, budget) for v in value]}
+    if t is dict:
+        return {"$": "dict", "v": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)]
+                                   for k, v in value.items()]}
+    if t is set or t is frozenset:
+        return {"$": t.__name__, "v": [encode(v, depth + 1, budget) for v in value]}
+    if t is bytes:
+        return {"$": "bytes", "v": value.hex()}
+    if t is complex:
+        return {"$": "complex", "v": [repr(value.real), repr(value.imag)]}
+    raise NotBuiltin(f"returned a value of non-builtin type {t.__module__}.{t.__qualname__}")
+
+
+# ----------------------------------------------------------------------------- the harness (runs in the child)
+
+
+def _short(exc):
+    try:
+        msg = f"{type(exc).__name__}: {exc}"
+    except BaseException:
+        msg = type(exc).__name__
+    return msg if len(msg) <= 300 else msg[:297] + "..."
+
+
+def _snapshot(module_names):
+    snap = {"builtins": dict(builtins.__dict__)}
+    for name in module_names:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            snap[name] = dict(vars(mod))
+    return snap
+
+
+def _tampered(snap):
+    """Names the completion changed in builtins or watched modules; restores them."""
+    found = []
+    for name, saved in snap.items():
+        mod = builtins if name == "builtins" else sys.modules.get(name)
+        if mod is None:
+            found.append(f"module {name} removed")
+            continue
+        current = vars(mod)
+        for k, v in saved.items():
+            if current.get(k, _MISSING) is not v:
+                found.append(f"{name}.{k}")
+        if name == "builtins":
+            for k in list(current):
+                if k not in saved:
+                    found.append(f"builtins.{k} added")
+        # restore whatever we can
+        try:
+            for k in list(current):
+                if k not in saved and name == "builtins":
+                    del current[k]
+            current.update(saved)
+        except BaseException:
+            pass
+    return found
+
+
+_MISSING = object()
+
+
+def run_harness(job, emit):
+    """Execute the program and its tests, emitting raw events (no verdicts here)."""
+    watched = [m for m in job.get("watch_modules", []) if m in sys.modules] + ["json", "os", "sys"]
+    snap = _snapshot(watched)
+    harness_globals = dict(globals())
+    emit({"event": "start"})
+    ns = {"__name__": "__candidate__", "__builtins__": builtins}
+    try:
+        code = compile(job["program"], "<candidate>", "exec")
+    except (SyntaxError, ValueError, MemoryError) as e:
+        emit({"event": "load_error", "error": _short(e)})
+        return
+    try:
+        exec(code, ns)
+    except BaseException as e:  # SystemExit included: leaving early passes nothing
+        emit({"event": "load_error", "error": _short(e)})
+        return
+    found = _tampered(snap)
+    if any(globals().get(k) is not v for k, v in harness_globals.items() if k != "__builtins__"):
+        found.append("harness globals")
+        globals().update(harness_globals)
+    if found:
+        emit({"event": "tamper", "where": "module level", "what": found[:20]})
+    entry = ns.get(job["entry_point"])
+    if not callable(entry):
+        emit({"event": "load_error", "error": f"NameError: entry point {job['entry_point']!r} is not defined"})
+        return
+    emit({"event": "loaded"})
+    setup = compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
+
+    def fresh_ns():
+        tns = dict(ns)
+        tns["candidate"] = entry
+        if setup is not None:
+            exec(setup, tns)
+        return tns
+
+    for i, test in enumerate(job["tests"]):
+        t0 = time.perf_counter()
+        if test["kind"] == "values":
+            values = []
+            try:
+                tns = fresh_ns()
+                for src in test["exprs"]:
+                    values.append(encode(eval(compile(src, f"<test {i}>", "eval"), tns)))
+                ev = {"event": "values", "index": i, "values": values}
+            except NotBuiltin as e:
+                ev = {"event": "values", "index": i, "error": f"NotBuiltin: {e}"}
+            except BaseException as e:
+                ev = {"event": "values", "index": i, "error": _short(e)}
+        else:
+            try:
+                tns = fresh_ns()
+                exec(compile(test["code"], f"<test {i}>", "exec"), tns)
+                ev = {"event": "test", "index": i, "ok": True}
+            except BaseException as e:
+                ev = {"event": "test", "index": i, "ok": False,
+                      "error": "AssertionError" if isinstance(e, AssertionError) and not str(e) else _short(e)}
+        found = _tampered(snap)
+        if found:
+            emit({"event": "tamper", "where": f"test {i}", "what": found[:20]})
+        ev["seconds"] = time.perf_counter() - t0
+        emit(ev)
+    if job.get("check"):
+        try:
+            tns = fresh_ns()
+            exec(compile(job["check"], "<check>", "exec"), tns)
+            tns["check"](entry)
+            ev = {"event": "check", "ok": True}
+        except BaseException as e:
+            ev = {"event": "check", "ok": False, "error": _short(e)}
+        found = _tampered(snap)
+        if found:
+            emit({"event": "tamper", "where": "check", "what": found[:20]})
+        emit(ev)
+    emit({"event": "done"})
+
+
+# ----------------------------------------------------------------------------- the child process
+
+
+def _set_limits(lim):
+    pairs = [("RLIMIT_AS", lim.get("memory_bytes")), ("RLIMIT_CPU", lim.get("cpu_seconds")),
+             ("RLIMIT_FSIZE", lim.get("max_file_bytes")), ("RLIMIT_NOFILE", lim.get("max_open_files")),
+             ("RLIMIT_NPROC", lim.get("max_processes")), ("RLIMIT_CORE", 0)]
+    for name, value in pairs:
+        if value is None:
+            continue
+        try:
+            resource.setrlimit(getattr(resource, name), (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def child_main(job, wfd, jobdir, cfg):
+    os.setsid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    err = os.open(os.path.join(jobdir, ".stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    if wfd != 3:
+        os.dup2(wfd, 3)
+        wfd = 3
+    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else range(4, 1024):
+        if int(fd) > 3:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    os.chdir(jobdir)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    uid = cfg.get("child_uid")
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _set_limits(job["limits"])
+    sys.path.extend(cfg.get("extra_sys_path", []))
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": jobdir, "TMPDIR": jobdir})
+    sys.stdin = open(os.devnull)
+    sys.stdout = open(os.devnull, "w")
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+
+    def emit(ev):
+        data = (json.dumps(ev) + "\n").encode()
+        while data:
+            n = os.write(wfd, data)
+            data = data[n:]
+
+    try:
+        run_harness(job, emit)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+# ----------------------------------------------------------------------------- the worker loop
+
+
+def _read_exact(fd, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def _send(obj):
+    data = json.dumps(obj).encode()
+    os.write(1, struct.pack(">I", len(data)))
+    view = memoryview(data)
+    while view:
+        n = os.write(1, view)
+        view = view[n:]
+
+
+def _kill_leftovers(cfg, pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if cfg.get("pid_namespace"):
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything in our PID namespace except us and its init
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif cfg.get("child_uid") is not None and os.getuid() == 0:
+        # Without a PID namespace, kill every process of the per-worker uid.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresuid(cfg["child_uid"], cfg["child_uid"], 0)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(pid, 0)
+    while True:  # reap what we can
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+
+
+def _probe(cfg):
+    """What this worker can actually enforce, measured here (reported to the scorer once)."""
+    import socket
+
+    net = "reachable"
+    port = cfg.get("probe_port")
+    if port:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=1)
+            s.close()
+        except OSError as e:
+            net = f"blocked ({e.strerror or e})"
+    root_entries = sorted(os.listdir("/"))
+    return {"pid": os.getpid(), "uid": os.getuid(), "child_uid": cfg.get("child_uid"), "network": net,
+            "root_entries": root_entries, "pid_namespace": os.getpid() <= 3}
+
+
+def run_job(job, cfg, seq):
+    base = cfg.get("job_root", "/tmp")
+    jobdir = os.path.join(base, f"job{seq}")
+    os.makedirs(jobdir, mode=0o700, exist_ok=True)
+    uid = cfg.get("child_uid")
+    if uid is not None:
+        os.chown(jobdir, uid, uid)
+    rfd, wfd = os.pipe()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rfd)
+            child_main(job, wfd, jobdir, cfg)
+        finally:
+            os._exit(1)
+    os.close(wfd)
+    timeout = job["limits"]["timeout"]
+    deadline = t0 + timeout
+    buf = bytearray()
+    timed_out = overflow = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        r, _, _ = select.select([rfd], [], [], left)
+        if not r:
+            continue
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > MAX_EVENT_BYTES:
+            overflow = True
+            break
+    status = None
+    if not timed_out:
+        # the pipe closed: the child is exiting; give it until the deadline
+        while time.monotonic() < deadline:
+            p, st = os.waitpid(pid, os.WNOHANG)
+            if p:
+                status = st
+                break
+            time.sleep(0.0005)
+        else:
+            timed_out = True
+    duration = time.monotonic() - t0
+    _kill_leftovers(cfg, pid)
+    if status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = None
+    os.close(rfd)
+    tail = ""
+    try:
+        with open(os.path.join(jobdir, ".stderr"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - STDERR_TAIL))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        pass
+    shutil.rmtree(jobdir, ignore_errors=True)
+    rc = None
+    if status is not None:
+        rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return {"events_raw": bytes(buf).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
+            "duration": duration, "stderr_tail": tail, "overflow": overflow}
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    _prctl(PR_SET_DUMPABLE, 0)  # children (same uid or not) cannot ptrace or read our memory
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
+    _send({"hello": _probe(cfg)})
+    seq = 0
+    while True:
+        head = _read_exact(0, 4)
+        if head is None:
+            return
+        (n,) = struct.unpack(">I", head)
+        data = _read_exact(0, n)
+        if data is None:
+            return
+        job = json.loads(data)
+        seq += 1
+        try:
+            result = run_job(job, cfg, seq)
+        except Exception as e:  # report, stay alive
+            result = {"sandbox_error": f"worker: {type(e).__name__}: {e}"}
+        _send(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Plan tests so that the scoring process decides them, then decide them from data.
+
+An execution reward a wrong completion can forge teaches the policy to forge.
+So wherever a test has the shape "call the function, compare with an expected
+value", the comparison is taken out of the child's reach:
+
+* :func:`plan_test` splits an ``assert`` into the calls of the candidate (the
+  ``candidate(...)`` / entry-point calls, evaluated in the child) and the rest
+  of the assertion (evaluated here, in the scoring process, on the values the
+  child returned). The expected values stay in the rest: they never enter the
+  child -- not its memory, its disk or its stack.
+* the child returns each produced value encoded from builtin types only (exact
+  types, checked recursively; a subclass such as an ``AlwaysEqual`` is refused),
+  and :func:`decode_value` rebuilds plain builtins here, so no code of the
+  completion runs during the comparison.
+* the rest of the assertion is evaluated by :func:`evaluate_rest` over a
+  whitelisted subset of Python (literals, arithmetic, comparisons, boolean
+  logic, ``abs``/``len``/``sorted``/``round``/... and ``math.isclose``).
+
+Tests that do not fit (loops, helper functions of the test module, names the
+child defines) run in the child as before, after the completion's module code
+finished and with builtins checked and restored around them; they are
+``exec`` tests, reported as such, and a completion cannot do better than forge
+those. A task whose tests are all value tests never sends its ``check`` source
+to the child either.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+from typing import Any
+
+_SAFE_FUNCS: dict[str, Any] = {
+    "abs": abs, "len": len, "sorted": sorted, "round": round, "min": min, "max": max, "sum": sum,
+    "all": all, "any": any, "set": set, "frozenset": frozenset, "list": list, "tuple": tuple, "dict": dict,
+    "int": int, "float": float, "str": str, "bool": bool, "reversed": reversed, "type": type,
+    "isinstance": isinstance, "range": range,
+}
+_SAFE_MATH = {"isclose": math.isclose, "fabs": math.fabs, "floor": math.floor, "ceil": math.ceil,
+              "sqrt": math.sqrt, "isnan": math.isnan, "isinf": math.isinf, "pi": math.pi, "e": math.e,
+              "inf": math.inf}
+_ALLOWED_NODES = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Tuple, ast.List, ast.Set, ast.Dict,
+    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.Attribute, ast.Subscript, ast.Slice,
+    ast.keyword, ast.IfExp,
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd, ast.Not,
+    ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
+)
+_PLACEHOLDER = "__grpo_wb_value_{}"
+
+
+class _MathNS:
+    """``math`` as the evaluator sees it: only the whitelisted names."""
+
+    def __init__(self) -> None:
+        for k, v in _SAFE_MATH.items():
+            setattr(self, k, v)
+
+
+@dataclass(frozen=True)
+class PlannedTest:
+    """A test as the child and the scorer see it."""
+
+    kind: str
+    """``values`` (decided in the scoring process) or ``exec`` (run in the child)."""
+    exprs: tuple[str, ...] = ()
+    """values: the candidate calls the child evaluates, in order."""
+    rest: str = ""
+    """values: the assertion over the placeholders, evaluated here (holds the expected values)."""
+    code: str = ""
+    """exec: the test code the child runs."""
+
+    def for_child(self) -> dict[str, Any]:
+        """What is sent to the child: never ``rest``."""
+        if self.kind == "values":
+            return {"kind": "values", "exprs": list(self.exprs)}
+        return {"kind": "exec", "code": self.code}
+
+
+class _Splitter(ast.NodeTransformer):
+    def __init__(self, callees: set[str]):
+        self.callees = callees
+        self.exprs: list[str] = []
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id in self.callees:
+            name = _PLACEHOLDER.format(len(self.exprs))
+            self.exprs.append(ast.unparse(node))
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
+def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
+    allowed_names = set(_SAFE_FUNCS) | {"math", "True", "False", "None"} | {
+        _PLACEHOLDER.format(i) for i in range(n_values)}
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            return False
+        if isinstance(node, ast.Name) and node.id not in allowed_names:
+            return False
+        if isinstance(node, ast.Attribute):
+            if not (isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _SAFE_MATH):
+                return False
+        if isinstance(node, ast.Name) and node.id == "math":
+            pass
+    # "math" must only appear as math.<whitelisted>
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and child.id == "math" and not isinstance(node, ast.Attribute):
+                return False
+    if isinstance(tree.body, ast.Name) and tree.body.id == "math":
+        return False
+    return True
+
+
+def plan_test(code: str, entry_point: str) -> PlannedTest:
+    """Turn one test into a value test when it is a single assert whose rest is safe to evaluate here."""
+    try:
+        mod = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return PlannedTest(kind="exec", code=code)
+    if len(mod.body) != 1 or not isinstance(mod.body[0], ast.Assert):
+        return PlannedTest(kind="exec", code=code)
+    splitter = _Splitter({"candidate", entry_point})
+    rest_expr = splitter.visit(mod.body[0].test)
+    if not splitter.exprs:
+        return PlannedTest(kind="exec", code=code)
+    tree = ast.Expression(body=rest_expr)
+    ast.fix_missing_locations(tree)
+    if not _rest_is_safe(tree, len(splitter.exprs)):
+        return PlannedTest(kind="exec", code=code)
+    return PlannedTest(kind="values", exprs=tuple(splitter.exprs), rest=ast.unparse(tree))
+
+
+def evaluate_rest(rest: str, values: list[Any]) -> bool:
+    """Evaluate the scorer-side part of an assertion on decoded builtin values."""
+    tree = ast.parse(rest, mode="eval")
+    if not _rest_is_safe(tree, len(values)):
+        raise ValueError(f"unsafe test expression: {rest}")
+    env: dict[str, Any] = {"__builtins__": {}, "math": _MathNS(), "True": True, "False": False, "None": None}
+    env.update(_SAFE_FUNCS)
+    env.update({_PLACEHOLDER.format(i): v for i, v in enumerate(values)})
+    return bool(eval(compile(tree, "<rest>", "eval"), env))  # noqa: S307 - whitelisted AST, builtin values
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def decode_value(obj: Any, depth: int = 0) -> Any:
+    """Rebuild a value the child encoded; anything off-format is an error (the test fails)."""
+    if depth > 64:
+        raise DecodeError("value nested too deeply")
+    if obj is None or type(obj) in (bool, str):
+        return obj
+    if type(obj) is int:
+        return obj
+    if type(obj) is float:
+        return obj
+    if type(obj) is list:
+        return [decode_value(v, depth + 1) for v in obj]
+    if type(obj) is dict and set(obj) == {"$", "v"}:
+        tag, v = obj["$"], obj["v"]
+        if tag == "tuple" and type(v) is list:
+            return tuple(decode_value(x, depth + 1) for x in v)
+        if tag == "dict" and type(v) is list:
+            out = {}
+            for pair in v:
+                if type(pair) is not list or len(pair) != 2:
+                    raise DecodeError("bad dict item")
+                out[_hashable(decode_value(pair[0], depth + 1))] = decode_value(pair[1], depth + 1)
+            return out
+        if tag in ("set", "frozenset") and type(v) is list:
+            items = [_hashable(decode_value(x, depth + 1)) for x in v]
+            return set(items) if tag == "set" else frozenset(items)
+        if tag == "bigint" and type(v) is str:
+            return int(v)
+        if tag == "float" and v in ("nan", "inf", "-inf"):
+            return float(v)
+        if tag == "bytes" and type(v) is str:
+            return bytes.fromhex(v)
+        if tag == "complex" and type(v) is list and len(v) == 2:
+            return complex(float(v[0]), float(v[1]))
+    raise DecodeError(f"not an encoded builtin value: {str(obj)[:80]}")
+
+
+def _hashable(v: Any) -> Any:
+    try:
+        hash(v)
+    except TypeError:
+        raise DecodeError("unhashable key") from None
+    return v

@@ -1,0 +1,213 @@
+"""extract_program: the shapes completions come in, and what the scorer makes of them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_wb.extraction import extract_program
+from grpo_wb.sandbox import SandboxLimits
+from grpo_wb.scoring import ScoreRequest, Scorer
+from grpo_wb.tasks import load_tasks
+
+TOY = Path(__file__).resolve().parent.parent / "data" / "toy_tasks.jsonl"
+
+PROMPT = 'from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    """Return a + b."""\n'
+EP = "add"
+BODY = "    return a + b\n"
+FULL = "def add(a: int, b: int) -> int:\n    return a + b\n"
+
+
+def run_add(program: str):
+    """Execute an extracted program (our own test strings) and return its add function."""
+    ns: dict = {}
+    exec(compile(program, "<extracted>", "exec"), ns)
+    return ns[EP]
+
+
+def assert_parse_failure(completion: str, reason: str):
+    ext = extract_program(PROMPT, EP, completion)
+    assert not ext.ok
+    assert ext.program is None
+    assert ext.mode == "none"
+    assert reason in ext.reason
+
+
+# ----------------------------------------------------------------------------- code shapes
+
+
+def test_raw_continuation_is_prompt_plus_completion():
+    ext = extract_program(PROMPT, EP, BODY)
+    assert ext.ok and ext.mode == "continuation"
+    assert ext.program == PROMPT + BODY
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_raw_continuation_with_trailing_text_is_kept_verbatim():
+    completion = "    total = a + b\n    return total\n\n\nif __name__ == '__main__':\n    print(add(1, 2))\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "continuation" and ext.program == PROMPT + completion
+    assert run_add(ext.program)(4, 4) == 8
+
+
+def test_raw_full_function():
+    ext = extract_program(PROMPT, EP, FULL)
+    assert ext.ok and ext.mode == "full_function"
+    assert ext.program.endswith(FULL)
+    assert "from typing import List" in ext.program  # the prompt's imports are kept
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_full_function_in_python_fence_with_prose():
+    completion = f"Here is the solution:\n\n```python\n{FULL}```\n\nIt adds the two numbers."
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.ok and ext.mode == "full_function"
+    assert "Here is the solution" not in ext.program and "It adds" not in ext.program
+    assert "```" not in ext.program
+    assert ext.program.endswith(FULL)
+    assert run_add(ext.program)(-2, 3) == 1
+
+
+@pytest.mark.parametrize("tag", ["py", "Python", "python3"])
+def test_other_python_fence_tags(tag):
+    ext = extract_program(PROMPT, EP, f"```{tag}\n{FULL}```")
+    assert ext.mode == "full_function"
+    assert run_add(ext.program)(1, 1) == 2
+
+
+def test_untagged_fence():
+    ext = extract_program(PROMPT, EP, f"```\n{FULL}```\n")
+    assert ext.ok and ext.mode == "full_function"
+    assert "```" not in ext.program
+    assert run_add(ext.program)(10, 5) == 15
+
+
+def test_fenced_continuation_body():
+    ext = extract_program(PROMPT, EP, f"```python\n{BODY}```")
+    assert ext.mode == "continuation"
+    assert ext.program == PROMPT + BODY
+
+
+def test_unclosed_fence_from_a_truncated_completion():
+    ext = extract_program(PROMPT, EP, f"Sure.\n```python\n{FULL}\n# and now some more comm")
+    assert ext.ok and ext.mode == "full_function"
+    assert "```" not in ext.program and "Sure." not in ext.program
+    assert run_add(ext.program)(2, 2) == 4
+
+
+def test_multiple_blocks_the_one_defining_the_entry_point_wins():
+    completion = ("First, an example of use:\n```python\nprint(add(1, 2))\n```\n"
+                  f"The function:\n```python\n{FULL}```\nAnd a test:\n```python\nassert add(1, 1) == 2\n```\n")
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "full_function"
+    assert "print(add(1, 2))" not in ext.program and "assert add(1, 1)" not in ext.program
+    assert run_add(ext.program)(3, 4) == 7
+
+
+def test_multiple_defining_blocks_the_last_wins():
+    completion = ("```python\ndef add(a, b):\n    return a - b\n```\nOops, fixed:\n"
+                  "```python\ndef add(a, b):\n    return a + b\n```\n")
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "full_function"
+    assert "a - b" not in ext.program
+    assert run_add(ext.program)(3, 4) == 7
+
+
+def test_syntax_error_continuation_is_code_not_a_parse_failure():
+    completion = "    return a +\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.ok, "a syntax error is the sandbox's to report (error), not a parse failure"
+    assert ext.mode == "continuation"
+    assert ext.program == PROMPT + completion
+    with pytest.raises(SyntaxError):
+        compile(ext.program, "<x>", "exec")
+
+
+def test_syntax_error_inside_a_fence_is_code_too():
+    ext = extract_program(PROMPT, EP, "```python\ndef add(a, b)\n    return a + b\n```")
+    assert ext.ok and ext.mode == "full_function"
+
+
+# ----------------------------------------------------------------------------- parse failures
+
+
+def test_bash_only_reply_is_a_parse_failure():
+    assert_parse_failure("Install it first:\n```bash\npip install adder\n```\n", "no Python code block")
+
+
+def test_empty_python_fence_is_a_parse_failure():
+    assert_parse_failure("```python\n```", "no Python code block")
+
+
+@pytest.mark.parametrize("text", [
+    "I'm sorry, I can't help with that.",
+    "Sorry",
+    "As an AI language model, I cannot write code.",
+    "The function returns the sum of a and b.",
+    "You can use the + operator (it is simple).",
+])
+def test_prose_without_code_is_a_parse_failure(text):
+    assert_parse_failure(text, "no code in the reply")
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\n", "  \t\n  "])
+def test_empty_or_whitespace_is_a_parse_failure(text):
+    assert_parse_failure(text, "empty completion")
+
+
+# ----------------------------------------------------------------------------- executed by the scorer
+
+
+@pytest.fixture(scope="module")
+def add_task():
+    return next(t for t in load_tasks(TOY) if t.task_id == "toy/add")
+
+
+def test_statuses_from_the_scorer(add_task):
+    prompt_def = add_task.prompt.splitlines()[0]  # "def add(a: int, b: int) -> int:"
+    cases = [
+        ("    return a + b\n", "pass", "continuation"),
+        (f"```python\n{prompt_def}\n    return b + a\n```", "pass", "full_function"),
+        (f"```\n{prompt_def}\n    return a + b\n", "pass", "full_function"),   # unclosed fence
+        ("    return a - b\n", "fail", "continuation"),
+        ("    return a +\n", "error", "continuation"),                          # syntax error
+        ("    raise SystemExit(0)\nraise SystemExit(0)\n", "error", "continuation"),  # leaves early
+        ("I'm sorry, I can't help with that.", "parse_failure", "none"),
+        ("```bash\necho 3\n```", "parse_failure", "none"),
+        ("   \n", "parse_failure", "none"),
+    ]
+    with Scorer(SandboxLimits(timeout=5), workers=2) as scorer:
+        results = list(scorer.score(ScoreRequest(task=add_task, completion=c, sample_index=i)
+                                    for i, (c, _, _) in enumerate(cases)))
+    got = [(r.status, r.extraction_mode) for r in results]
+    assert got == [(s, m) for _, s, m in cases]
+    n = len(add_task.tests)
+    for r, (_, status, _) in zip(results, cases):
+        assert r.passed == (status == "pass")
+        assert r.tests_total == n
+        if status == "pass":
+            assert r.tests_passed == n and r.error == ""
+        elif status == "parse_failure":
+            assert r.tests_passed == 0 and r.duration_s == 0 and r.failed_tests == [t.name for t in add_task.tests]
+        elif status == "error":
+            assert r.tests_passed == 0 and r.error
+    assert "SyntaxError" in results[4].error
+    assert "SystemExit" in results[5].error
+
+
+# ----------------------------------------------------------------------------- bugs
+
+
+def test_crlf_fenced_reply():
+    completion = "Here:\r\n```python\r\ndef add(a, b):\r\n    return a + b\r\n```\r\nThat's it.\r\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "full_function"
+    assert "```" not in ext.program and "That's it" not in ext.program
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_indented_fence_in_a_list_item():
+    completion = "1. The code:\n\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "full_function"
+    assert run_add(ext.program)(2, 3) == 5

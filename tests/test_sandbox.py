@@ -1,0 +1,473 @@
+"""Sandbox and scoring behaviour on small hand-made tasks.
+
+Every check here runs real child processes through ``grpo_wb.scoring.Scorer`` /
+``grpo_wb.sandbox.run_program``; nothing is mocked.
+"""
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from grpo_wb.rewards import RewardConfig, compute_reward
+from grpo_wb.sandbox import SandboxLimits, run_program
+from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
+from grpo_wb.tasks import Task, TestCase
+
+PROMPT = "def f(x):\n"
+GOOD = "    return x * 2\n"
+TIMEOUT_BOUND_S = 4.0  # "finishes within a few seconds" for a 1 s limit
+
+
+def make_task(*tests: str, prompt: str = PROMPT, entry_point: str = "f", task_id: str = "toy/f",
+              timeout: float | None = None) -> Task:
+    return Task(task_id=task_id, prompt=prompt, entry_point=entry_point,
+                tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)),
+                timeout=timeout)
+
+
+DOUBLE = make_task("assert candidate(1) == 2", "assert candidate(3) == 6")
+THREE = make_task("assert candidate(1) == 2", "assert candidate(2) == 4", "assert candidate(5) == 10")
+
+
+def score_one(scorer: Scorer, task: Task, completion: str, **kw):
+    results = list(scorer.score([ScoreRequest(task=task, completion=completion, **kw)]))
+    assert len(results) == 1
+    return results[0]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    # cache=False so that tests sharing a program never see each other's verdicts
+    with Scorer(SandboxLimits(timeout=5.0), workers=2, cache=False) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def fast_scorer():
+    with Scorer(SandboxLimits(timeout=1.0), workers=2, cache=False) as s:
+        yield s
+
+
+# ----------------------------------------------------------------------------- statuses
+
+
+def test_pass(scorer):
+    r = score_one(scorer, DOUBLE, GOOD)
+    assert r.status == "pass", r
+    assert r.passed is True
+    assert (r.tests_passed, r.tests_total) == (2, 2)
+    assert r.failed_tests == []
+    assert r.error == ""
+    assert r.extraction_mode == "continuation"
+    assert r.reward == 1.0
+    assert r.completion_id == "toy/f#0"
+    assert r.duration_s > 0
+
+
+def test_fail_assertion(scorer):
+    r = score_one(scorer, DOUBLE, "    return x + 1\n")  # right for x=1, wrong for x=3
+    assert r.status == "fail", r
+    assert r.passed is False
+    assert (r.tests_passed, r.tests_total) == (1, 2)
+    assert r.failed_tests == ["t1"]
+    assert "AssertionError" in r.error
+    assert r.reward == 0.0
+
+
+def test_fail_exception_inside_test(scorer):
+    r = score_one(scorer, DOUBLE, "    return {}[x]\n")
+    assert r.status == "fail", r
+    assert r.tests_passed == 0
+    assert r.failed_tests == ["t0", "t1"]
+    assert r.error.startswith("KeyError"), r.error
+
+
+@pytest.mark.parametrize("completion, prompt, expect_in_error", [
+    pytest.param("    return (x\n", PROMPT, "SyntaxError", id="syntax-error"),
+    pytest.param("    return x * 2\nraise RuntimeError('boom at load')\n", PROMPT,
+                 "RuntimeError: boom at load", id="exception-at-load"),
+    pytest.param("def g(x):\n    return x * 2\n", "", "entry point 'f' is not defined",
+                 id="missing-entry-point"),
+    pytest.param("    return x * 2\nimport sys\nsys.exit(0)\n", PROMPT, "SystemExit", id="sys-exit-at-load"),
+    pytest.param("    return x * 2\nimport os\nos._exit(0)\n", PROMPT,
+                 "process ended while loading", id="os-exit-at-load"),
+])
+def test_error_at_load(scorer, completion, prompt, expect_in_error):
+    task = make_task("assert candidate(1) == 2", prompt=prompt)
+    r = score_one(scorer, task, completion)
+    assert r.status == "error", r
+    assert r.passed is False
+    assert r.tests_passed == 0
+    assert r.failed_tests == ["t0"]
+    assert expect_in_error in r.error, r.error
+    assert r.reward == 0.0
+
+
+def test_process_exit_during_tests_is_error(scorer):
+    r = score_one(scorer, DOUBLE, "    import os\n    os._exit(0)\n")
+    assert r.status == "error", r
+    assert "during the tests" in r.error, r.error
+
+
+@pytest.mark.parametrize("completion", [
+    pytest.param("    return x * 2\nwhile True:\n    pass\n", id="busy-loop-at-load"),
+    pytest.param("    while True:\n        pass\n", id="busy-loop-in-test"),
+    pytest.param("    import time\n    time.sleep(100)\n", id="sleep-in-test"),
+    pytest.param("    return x * 2\nimport time\ntime.sleep(100)\n", id="sleep-at-load"),
+])
+def test_timeout(fast_scorer, completion):
+    t0 = time.monotonic()
+    r = score_one(fast_scorer, DOUBLE, completion)
+    elapsed = time.monotonic() - t0
+    assert r.status == "timeout", r
+    assert r.passed is False
+    assert r.reward == 0.0
+    assert elapsed < TIMEOUT_BOUND_S, f"a 1 s limit took {elapsed:.1f}s"
+    assert elapsed >= 0.9, f"stopped after {elapsed:.2f}s, before the 1 s deadline"
+
+
+def test_task_timeout_overrides_run_default(scorer):
+    task = make_task("assert candidate(1) == 2", timeout=0.5, task_id="toy/short")
+    t0 = time.monotonic()
+    r = score_one(scorer, task, "    import time\n    time.sleep(100)\n")  # run default is 5 s
+    assert r.status == "timeout", r
+    assert time.monotonic() - t0 < 3.0
+
+
+@pytest.mark.parametrize("where, status", [("test", "fail"), ("load", "error")])
+def test_memory_limit(where, status):
+    alloc = "bytearray(4 << 30)"
+    completion = (f"    x = {alloc}\n    return len(x)\n" if where == "test"
+                  else f"    return x * 2\n_big = {alloc}\n")
+    with Scorer(SandboxLimits(timeout=10.0, memory_bytes=512 << 20), workers=1, cache=False) as s:
+        r = score_one(s, DOUBLE, completion)
+        assert r.status == status, r
+        assert not r.passed
+        assert "MemoryError" in r.error, r.error
+        # the scorer survives and still scores the next completion
+        ok = score_one(s, DOUBLE, GOOD)
+        assert ok.status == "pass", ok
+
+
+# ----------------------------------------------------------------------------- isolation
+#
+# These checks read what happened inside the sandbox through the verdict itself (a deliberately failing
+# test whose AssertionError message carries the observation, capped at 300 chars) and through /proc, not
+# through files the completion writes for the test: a sandbox with a private /tmp, an unprivileged uid
+# or a PID namespace must pass them too.
+
+
+def _observe(r, key: str) -> str:
+    """The value a probe test reported as ``KEY=value|`` in its AssertionError message."""
+    m = re.search(rf"{key}=(.*?)\|", r.error)
+    assert m, f"no {key}= in the probe's message: {r.status}: {r.error!r}"
+    return m.group(1)
+
+
+def test_code_never_runs_in_scoring_process(scorer):
+    probe = make_task("assert candidate(1) == 2",
+                      "import os, sys\n"
+                      "_m = sys.modules.get('textwrap')\n"
+                      "assert False, 'PID=%d|TOUCHED=%r|' % (os.getpid(), getattr(_m, 'GRPO_WB_TOUCHED', None))",
+                      task_id="iso/pid")
+    completion = GOOD + "import textwrap\ntextwrap.GRPO_WB_TOUCHED = True\nGRPO_WB_FLAG = 1\n"
+    r = score_one(scorer, probe, completion)
+    assert (r.status, r.tests_passed, r.failed_tests) == ("fail", 1, ["t1"]), r
+    assert _observe(r, "TOUCHED") == "True", "the completion's module code did not run before the tests"
+    assert int(_observe(r, "PID")) != os.getpid()
+    assert not hasattr(textwrap, "GRPO_WB_TOUCHED"), "the completion changed a module of the scoring process"
+    assert "GRPO_WB_FLAG" not in globals()
+
+
+def test_environment_is_scrubbed(scorer, monkeypatch):
+    monkeypatch.setenv("GRPO_WB_SECRET", "x")
+    assert os.environ["GRPO_WB_SECRET"] == "x"
+    absent = make_task("import os\nassert 'GRPO_WB_SECRET' not in os.environ", task_id="env/absent")
+    present = make_task("import os\nassert os.environ.get('GRPO_WB_SECRET') == 'x'", task_id="env/present")
+    r_absent = score_one(scorer, absent, GOOD)
+    r_present = score_one(scorer, present, GOOD)
+    assert r_absent.status == "pass", r_absent
+    assert r_present.status == "fail", r_present  # the control: the same check can fail
+    listing = make_task("import os\nassert False, 'ENV=%s|' % ','.join(sorted(os.environ))", task_id="env/list")
+    keys = set(_observe(score_one(scorer, listing, GOOD), "ENV").split(","))
+    assert keys <= {"PATH", "LANG", "HOME", "TMPDIR", "LC_CTYPE"}, sorted(keys)
+
+
+CWD_PROBE = make_task("import os\nassert False, 'CWD=%s|HOME=%s|FILES=%s|PREV_GONE=%s|' % (os.getcwd(), "
+                      "os.environ.get('HOME'), _FILES, globals().get('_PREV_GONE'))", task_id="iso/cwd")
+
+
+def test_fresh_working_directory_removed_afterwards():
+    marker = f"/tmp/grpo_wb_test_marker_{uuid.uuid4().hex}"
+    load = "import os\n_FILES = ','.join(sorted(os.listdir('.')))\nopen('scratch.txt', 'w').write('x')\n"
+    try:
+        # one worker: the second completion sees the same /tmp as the first (checked with a control file)
+        with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as s:
+            a = score_one(s, CWD_PROBE, GOOD + load + f"open({marker!r}, 'w').write('x')\n")
+            cwd_a = _observe(a, "CWD")
+            b = score_one(s, CWD_PROBE, GOOD + load + f"assert os.path.exists({marker!r}), 'control not visible'\n"
+                          f"_PREV_GONE = not os.path.exists({cwd_a!r})\n")
+            cwd_b = _observe(b, "CWD")
+    finally:
+        if os.path.exists(marker):
+            os.unlink(marker)
+    for r, cwd in ((a, cwd_a), (b, cwd_b)):
+        assert r.tests_passed == 0 and r.status == "fail", r
+        assert os.path.isabs(cwd)
+        assert cwd != os.getcwd()
+        assert not os.path.exists(cwd), f"working directory {cwd} was not removed"
+        assert _observe(r, "HOME") == cwd
+        assert set(_observe(r, "FILES").split(",")) - {"", ".stderr"} == set(), "the directory was not fresh"
+    assert cwd_a != cwd_b, "each completion needs its own directory"
+    assert _observe(b, "PREV_GONE") == "True", f"{cwd_a} still existed when the next completion ran"
+
+
+def test_stderr_tail_captured_and_capped(scorer):
+    small = score_one(scorer, DOUBLE, GOOD + "import sys\nprint('hello from the candidate', file=sys.stderr)\n")
+    assert small.status == "pass"
+    assert small.stderr_tail == "hello from the candidate\n"
+    big = score_one(scorer, DOUBLE, GOOD + "import sys\nsys.stderr.write('BEGIN' + 'x' * 20000 + '\\n')\n"
+                    "sys.stderr.write('END-MARKER\\n')\n")
+    assert big.status == "pass"
+    assert big.stderr_tail.endswith("END-MARKER\n")
+    assert "BEGIN" not in big.stderr_tail
+    assert 1500 <= len(big.stderr_tail) <= 2100, len(big.stderr_tail)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "BUG: the sandbox child ends with os._exit(0) without flushing sys.stderr (commit 544da22: "
+    "_sandbox_child.py flushes only stdout; working tree: _sandbox_worker.child_main), so stderr "
+    "output without a trailing newline never reaches stderr_tail"))
+def test_stderr_without_trailing_newline_is_captured(scorer):
+    r = score_one(scorer, DOUBLE, GOOD + "import sys\nsys.stderr.write('partial line, no newline')\n")
+    assert r.status == "pass"
+    assert r.stderr_tail == "partial line, no newline"
+
+
+def _pids_with(token: bytes) -> list[int]:
+    """Live processes (zombies have an empty cmdline) whose command line holds ``token``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if token in f.read():
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("parent_tail, status", [
+    pytest.param("", "pass", id="program-finishes"),
+    pytest.param("while True:\n    pass\n", "timeout", id="program-times-out"),
+])
+def test_forked_grandchild_is_killed(fast_scorer, parent_tail, status):
+    token = f"grpo-wb-grandchild-{uuid.uuid4().hex}"
+    # the grandchild execs a sleeping interpreter whose argv carries the token, so the host can see it in
+    # /proc whatever PID namespace the sandbox uses
+    completion = (GOOD + "import os, sys, time\n"
+                  "_pid = os.fork()\n"
+                  "if _pid == 0:\n"
+                  "    try:\n"
+                  f"        os.execv(sys.executable, [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])\n"
+                  "    finally:\n"
+                  "        os._exit(0)\n"
+                  "time.sleep(0.6)\n" + parent_tail)
+    box: dict = {}
+    th = threading.Thread(target=lambda: box.update(r=score_one(fast_scorer, DOUBLE, completion)))
+    th.start()
+    seen: set[int] = set()
+    while th.is_alive():
+        seen.update(_pids_with(token.encode()))
+        time.sleep(0.02)
+    th.join()
+    assert box["r"].status == status, box["r"]
+    assert seen, "the grandchild never showed up in /proc: the check would be vacuous"
+    assert os.getpid() not in seen
+    deadline = time.monotonic() + 3.0
+    while (alive := _pids_with(token.encode())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in alive:  # do not leave it behind even when the test fails
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    assert not alive, f"grandchild {alive} forked by the completion survived its scoring"
+    for pid in seen:
+        try:
+            os.kill(pid, 0)
+            still = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (ProcessLookupError, OSError):
+            continue  # gone
+        assert token.encode() not in still, f"pid {pid} still runs the grandchild"
+
+
+# ----------------------------------------------------------------------------- verdict details
+
+
+def test_partial_credit_counts_tests():
+    cases = {"    return x * 2\n": 3,                             # all right
+             "    return 10 if x == 5 else x + x * (x > 1)\n": 2,  # wrong for x=1 only
+             "    return 10 if x == 5 else -1\n": 1,
+             "    return None\n": 0}
+    with Scorer(SandboxLimits(timeout=5.0), RewardConfig(kind="partial"), workers=2) as s:
+        res = list(s.score([ScoreRequest(THREE, c, sample_index=i) for i, c in enumerate(cases)]))
+    for r, (c, n) in zip(res, cases.items()):
+        assert r.completion == c
+        assert r.tests_passed == n, (c, r)
+        assert r.tests_total == 3
+        assert r.status == ("pass" if n == 3 else "fail")
+        assert r.reward == pytest.approx(n / 3)
+    assert res[1].failed_tests == ["t0"]
+    assert res[2].failed_tests == ["t0", "t1"]
+
+
+@pytest.mark.parametrize("completion", [
+    pytest.param("    return x + 1\nimport atexit, os\natexit.register(os._exit, 0)\n", id="atexit-os-exit-0"),
+    pytest.param("    import sys\n    sys.exit(0)\n", id="sys-exit-0-in-test"),
+    pytest.param("    raise SystemExit(0)\n", id="systemexit-in-test"),
+])
+def test_exit_code_is_ignored(scorer, completion):
+    r = score_one(scorer, DOUBLE, completion)
+    assert r.status == "fail", r
+    assert not r.passed
+    assert r.tests_passed < r.tests_total
+
+
+def test_nonzero_exit_after_passing_is_still_pass(scorer):
+    r = score_one(scorer, DOUBLE, GOOD + "import atexit, os\natexit.register(os._exit, 3)\n")
+    assert r.status == "pass", r
+
+
+def test_results_in_input_order_in_parallel():
+    task = make_task("assert candidate(0) % 2 == 0", task_id="order/even")
+    n = 8
+    # the first requests are the slowest, so completion order differs from input order
+    comps = [f"    import time\n    time.sleep({(n - i) * 0.06:.2f})\n    return {i}\n" for i in range(n)]
+    with Scorer(SandboxLimits(timeout=5.0), workers=2) as s:
+        t0 = time.monotonic()
+        res = list(s.score([ScoreRequest(task, c, sample_index=i) for i, c in enumerate(comps)]))
+        elapsed = time.monotonic() - t0
+        assert s.executed == n
+    assert [r.sample_index for r in res] == list(range(n))
+    assert [r.completion for r in res] == comps
+    assert [r.completion_id for r in res] == [f"order/even#{i}" for i in range(n)]
+    assert [r.status for r in res] == ["pass" if i % 2 == 0 else "fail" for i in range(n)]
+    serial = sum((n - i) * 0.06 for i in range(n))
+    assert elapsed < serial + 1.5, f"{elapsed:.2f}s; two workers should overlap the sleeps ({serial:.2f}s serial)"
+
+
+def test_verdict_cache_executes_identical_pairs_once():
+    other_task = make_task("assert candidate(1) == 2", "assert candidate(3) == 6", task_id="toy/other")
+    reqs = [ScoreRequest(DOUBLE, GOOD, sample_index=0),
+            ScoreRequest(DOUBLE, GOOD, sample_index=1),
+            ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=2),
+            ScoreRequest(DOUBLE, GOOD, sample_index=3),
+            ScoreRequest(DOUBLE, GOOD, sample_index=4),
+            ScoreRequest(other_task, GOOD, sample_index=0),
+            ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=5)]
+    with Scorer(SandboxLimits(timeout=5.0), workers=2) as s:
+        res = list(s.score(reqs))
+        assert s.executed == 3, "distinct (task, program) pairs: DOUBLE/GOOD, DOUBLE/x+1, other/GOOD"
+        assert s.cache_hits == 4
+    assert [r.status for r in res] == ["pass", "pass", "fail", "pass", "pass", "pass", "fail"]
+    assert sum(r.cached for r in res) == 4
+    assert [r.sample_index for r in res] == [0, 1, 2, 3, 4, 0, 5]
+    with Scorer(SandboxLimits(timeout=5.0), workers=2, cache=False) as s:
+        res2 = list(s.score(reqs))
+        assert (s.executed, s.cache_hits) == (len(reqs), 0)
+    assert [r.status for r in res2] == [r.status for r in res]
+    assert not any(r.cached for r in res2)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "BUG (uncommitted change in grpo_wb/extraction.py, extract_program): fenced bodies are now "
+    "textwrap.dedent-ed, so a fenced function body '```python\\n    return x * 2\\n```' is appended to the "
+    "prompt at column 0 and fails with IndentationError (status error) instead of passing as at commit 6d72afd"))
+def test_fenced_function_body_scores_like_the_raw_body(scorer):
+    raw = score_one(scorer, DOUBLE, GOOD)
+    fenced = score_one(scorer, DOUBLE, "Here you go:\n```python\n" + GOOD + "```\n")
+    assert raw.status == "pass"
+    assert fenced.extraction_mode == "continuation"
+    assert fenced.status == "pass", fenced
+
+
+def test_run_program_reports_events_directly():
+    out = run_program("def f(x):\n    return x * 2\n", "f",
+                      [{"name": "a", "type": "assert", "code": "assert candidate(2) == 4"},
+                       {"name": "b", "type": "assert", "code": "assert candidate(2) == 5"}],
+                      limits=SandboxLimits(timeout=5.0))
+    assert out.sandbox_error is None
+    assert not out.timed_out
+    kinds = [e["event"] for e in out.events]
+    assert kinds[0] == "start" and "loaded" in kinds and kinds[-1] == "done", kinds
+    assert kinds.count("test") == 2, kinds
+    assert [e["ok"] for e in out.events if e["event"] == "test"] == [True, False]
+
+
+def test_degenerate_deeply_nested_completion_does_not_crash_scorer(scorer):
+    # Regression: at commit 6d72afd extraction._compiles caught only SyntaxError/ValueError, ast.parse raised
+    # RecursionError here and, extract_program being called outside Scorer.verdict's try, score() aborted.
+    # degenerate model output: a run of 3000 '-' (about 200 BPE tokens) is 3000 nested unary minuses
+    bad = "    return " + "-" * 3000 + "1\n"
+    res = list(scorer.score([ScoreRequest(DOUBLE, bad, sample_index=0),
+                             ScoreRequest(DOUBLE, GOOD, sample_index=1)]))
+    assert len(res) == 2
+    assert res[0].status in ("error", "parse_failure", "fail")
+    assert res[1].status == "pass"
+
+
+# ----------------------------------------------------------------------------- rewards
+
+
+def test_rewards_binary_vs_partial():
+    comps = [GOOD, "    return 10 if x == 5 else -1\n", "    return (x\n", "I am not able to write this."]
+    out = {}
+    for kind in ("binary", "partial"):
+        with Scorer(SandboxLimits(timeout=5.0), RewardConfig(kind=kind), workers=2) as s:
+            out[kind] = list(s.score([ScoreRequest(THREE, c, sample_index=i) for i, c in enumerate(comps)]))
+            assert s.executed == 3, "a parse failure is not executed"
+    statuses = [r.status for r in out["binary"]]
+    assert statuses == ["pass", "fail", "error", "parse_failure"]
+    assert [r.reward for r in out["binary"]] == [1.0, 0.0, 0.0, 0.0]
+    assert [r.reward for r in out["partial"]] == pytest.approx([1.0, 1 / 3, 0.0, 0.0])
+    assert out["partial"][3].extraction_mode == "none"
+    assert out["partial"][3].tests_passed == 0
+    assert out["partial"][3].failed_tests == ["t0", "t1", "t2"]
+
+
+@pytest.mark.parametrize("pf_reward", [0.0, -0.5, None])
+def test_parse_failure_reward(pf_reward):
+    with Scorer(SandboxLimits(timeout=5.0), RewardConfig(kind="partial", parse_failure_reward=pf_reward),
+                workers=1) as s:
+        r, empty = list(s.score([ScoreRequest(DOUBLE, "Sorry, I cannot help with that."),
+                                 ScoreRequest(DOUBLE, "   \n")]))
+        assert s.executed == 0
+    for x in (r, empty):
+        assert x.status == "parse_failure", x
+        assert x.passed is False
+        assert x.reward == pf_reward
+
+
+def test_compute_reward_rules():
+    binary, partial = RewardConfig("binary"), RewardConfig("partial", parse_failure_reward=-1.0)
+    kw = dict(tests_passed=3, tests_total=4)
+    assert compute_reward(binary, status="fail", passed=False, **kw) == 0.0
+    assert compute_reward(partial, status="fail", passed=False, **kw) == 0.75
+    # a pass is 1.0 even when the split tests disagree with the task's check
+    assert compute_reward(partial, status="pass", passed=True, **kw) == 1.0
+    assert compute_reward(binary, status="pass", passed=True, **kw) == 1.0
+    assert compute_reward(partial, status="parse_failure", passed=False, tests_passed=0, tests_total=4) == -1.0
+    assert compute_reward(partial, status="timeout", passed=False, tests_passed=0, tests_total=0) == 0.0
+    with pytest.raises(ValueError):
+        RewardConfig(kind="fractional")
+    assert set(STATUSES) == {"pass", "fail", "error", "timeout", "parse_failure", "sandbox_error"}
