@@ -182,9 +182,18 @@ def run_harness(job, emit):
     emit({"event": "loaded"})
     setup = compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
 
-    def fresh_ns():
+    def guarded(*args, **kwargs):
+        # In exec tests the comparison happens here, in the child: refuse return values
+        # that are not plain builtins, so an object with a forged __eq__ never reaches it.
+        result = entry(*args, **kwargs)
+        encode(result)
+        return result
+
+    def fresh_ns(exec_test=False):
         tns = dict(ns)
-        tns["candidate"] = entry
+        tns["candidate"] = guarded if exec_test else entry
+        if exec_test:
+            tns[job["entry_point"]] = guarded
         if setup is not None:
             exec(setup, tns)
         return tns
@@ -204,7 +213,7 @@ def run_harness(job, emit):
                 ev = {"event": "values", "index": i, "error": _short(e)}
         else:
             try:
-                tns = fresh_ns()
+                tns = fresh_ns(exec_test=True)
                 exec(compile(test["code"], f"<test {i}>", "exec"), tns)
                 ev = {"event": "test", "index": i, "ok": True}
             except BaseException as e:
@@ -217,9 +226,9 @@ def run_harness(job, emit):
         emit(ev)
     if job.get("check"):
         try:
-            tns = fresh_ns()
+            tns = fresh_ns(exec_test=True)
             exec(compile(job["check"], "<check>", "exec"), tns)
-            tns["check"](entry)
+            tns["check"](guarded)
             ev = {"event": "check", "ok": True}
         except BaseException as e:
             ev = {"event": "check", "ok": False, "error": _short(e)}
@@ -321,10 +330,18 @@ def _kill_leftovers(cfg, pgid):
     except (ProcessLookupError, PermissionError):
         pass
     if cfg.get("pid_namespace"):
-        try:
-            os.kill(-1, signal.SIGKILL)  # everything in our PID namespace except us and its init
-        except (ProcessLookupError, PermissionError):
-            pass
+        me = os.getpid()
+        for _ in range(100):  # a fork bomb may still be forking during a sweep: repeat until empty
+            try:
+                os.kill(-1, signal.SIGKILL)  # everything in our PID namespace except us and its init
+            except (ProcessLookupError, PermissionError):
+                pass
+            _reap()
+            others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)
+                      and not _is_zombie(p)]
+            if not others:
+                break
+            time.sleep(0.001)
     elif cfg.get("child_uid") is not None and os.getuid() == 0:
         # Without a PID namespace, kill every process of the per-worker uid.
         pid = os.fork()
@@ -336,13 +353,25 @@ def _kill_leftovers(cfg, pgid):
                 pass
             os._exit(0)
         os.waitpid(pid, 0)
-    while True:  # reap what we can
+    _reap()
+
+
+def _reap():
+    while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
         if pid == 0:
             break
+
+
+def _is_zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
 
 
 def _probe(cfg):
@@ -371,15 +400,19 @@ def run_job(job, cfg, seq):
         os.chown(jobdir, uid, uid)
     rfd, wfd = os.pipe()
     t0 = time.monotonic()
+    payload = job
+    del job
     pid = os.fork()
     if pid == 0:
         try:
             os.close(rfd)
+            job = payload
             child_main(job, wfd, jobdir, cfg)
         finally:
             os._exit(1)
     os.close(wfd)
-    timeout = job["limits"]["timeout"]
+    timeout = payload["limits"]["timeout"]
+    del payload
     deadline = t0 + timeout
     buf = bytearray()
     timed_out = overflow = False
@@ -449,12 +482,16 @@ def main():
         if data is None:
             return
         job = json.loads(data)
+        del data
         seq += 1
         try:
             result = run_job(job, cfg, seq)
         except Exception as e:  # report, stay alive
             result = {"sandbox_error": f"worker: {type(e).__name__}: {e}"}
         _send(result)
+        # No live object of this job (program, values) may reach the next job's child.
+        del job, result
+        gc.collect()
 
 
 if __name__ == "__main__":

