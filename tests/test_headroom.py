@@ -1,0 +1,204 @@
+"""Headroom estimators checked against hand-counted cases and brute-force subset enumeration."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+
+import numpy as np
+import pytest
+from nbfixtures import TOY, shared_run
+
+from grpo_wb import headroom as hr
+from grpo_wb.cli import main
+from grpo_wb.diagnostics import informative_probability_model
+from grpo_wb.errors import UserError
+from grpo_wb.tasks import load_tasks
+
+
+def _subsets_informative(outcomes: list[bool], g: int) -> float:
+    subs = list(itertools.combinations(outcomes, g))
+    return sum(any(s) and not all(s) for s in subs) / len(subs)
+
+
+def _subsets_with_variance(rewards: list[float], g: int, tol: float = 1e-6) -> float:
+    subs = list(itertools.combinations(rewards, g))
+    return sum(statistics.stdev(s) > tol for s in subs) / len(subs)
+
+
+@pytest.mark.parametrize("g,p,expected", [(8, 0.1, 0.570), (4, 0.2, 0.589)])
+def test_model_curve_reference_table(g, p, expected):
+    assert round(informative_probability_model(p, g), 3) == expected
+
+
+@pytest.mark.parametrize("c", range(7))
+def test_informative_estimate_matches_enumeration_n6(c):
+    outcomes = [True] * c + [False] * (6 - c)
+    for g in range(2, 7):
+        est, extrapolated = hr.informative_estimate(6, c, g)
+        assert not extrapolated
+        assert est == pytest.approx(_subsets_informative(outcomes, g), abs=1e-12)
+
+
+def test_variance_probability_matches_enumeration_partial_credit():
+    rewards = [0.0, 0.0, 0.5, 0.5, 1.0, 1 / 3]
+    for g in range(2, 7):
+        assert hr.variance_probability(rewards, g) == pytest.approx(_subsets_with_variance(rewards, g), abs=1e-12)
+    # G=2 by hand: 15 pairs, the equal ones are (0,0) and (.5,.5): 13/15
+    assert hr.variance_probability(rewards, 2) == pytest.approx(13 / 15)
+
+
+def test_variance_probability_merges_values_within_tolerance():
+    rewards = [0.5, 0.5 + 1e-9, 0.5 - 1e-9, 1.0]
+    assert hr.reward_classes(rewards) == [3, 1]
+    assert hr.variance_probability(rewards, 3) == pytest.approx(_subsets_with_variance(rewards, 3))
+    assert hr.variance_probability(rewards, 3) == pytest.approx(1 - 1 / 4)
+
+
+def test_binary_variance_equals_informative():
+    for c in range(7):
+        rewards = [1.0] * c + [0.0] * (6 - c)
+        for g in range(2, 7):
+            assert hr.variance_probability(rewards, g) == pytest.approx(hr.informative_estimate(6, c, g)[0])
+
+
+def test_extrapolation_beyond_n_uses_the_model():
+    est, extrapolated = hr.informative_estimate(4, 1, 10)
+    assert extrapolated
+    assert est == pytest.approx(1 - 0.25 ** 10 - 0.75 ** 10)
+    v, extrapolated = hr.variance_estimate([0.0, 0.0, 1.0, 0.5], 10)
+    assert extrapolated and v == pytest.approx(1 - 0.5 ** 10 - 2 * 0.25 ** 10)
+
+
+def _jeffreys_numeric(n: int, c: int, conf: float) -> tuple[float, float]:
+    """Quantiles of Beta(c+1/2, n-c+1/2) by numerical integration (independent of scipy)."""
+    x = np.linspace(1e-9, 1 - 1e-9, 400_001)
+    dens = x ** (c - 0.5) * (1 - x) ** (n - c - 0.5)
+    cdf = np.cumsum(dens)
+    cdf /= cdf[-1]
+    a = (1 - conf) / 2
+    return float(np.interp(a, cdf, x)), float(np.interp(1 - a, cdf, x))
+
+
+@pytest.mark.parametrize("n,c", [(10, 3), (8, 4), (20, 1)])
+def test_jeffreys_interval_matches_numeric_quantiles(n, c):
+    lo, hi = hr.jeffreys_interval(n, c, 0.95)
+    nlo, nhi = _jeffreys_numeric(n, c, 0.95)
+    assert lo == pytest.approx(nlo, abs=2e-3) and hi == pytest.approx(nhi, abs=2e-3)
+    assert lo < c / n < hi
+
+
+def test_jeffreys_interval_pins_the_ends():
+    assert hr.jeffreys_interval(8, 0)[0] == 0.0 and hr.jeffreys_interval(8, 0)[1] < 0.3
+    assert hr.jeffreys_interval(8, 8)[1] == 1.0 and hr.jeffreys_interval(8, 8)[0] > 0.7
+    with pytest.raises(ValueError):
+        hr.jeffreys_interval(3, 4)
+
+
+def _samples():
+    return [hr.TaskSamples("easy", 6, 6, (1.0,) * 6), hr.TaskSamples("hard", 6, 0, (0.0,) * 6),
+            hr.TaskSamples("mid", 6, 2, (1.0, 1.0, 0.0, 0.0, 0.0, 0.0))]
+
+
+def test_analyze_hand_checked_small_set():
+    rep = hr.analyze(_samples(), budget=12, ks=(1, 2))
+    assert (rep.too_easy, rep.too_hard, rep.frontier) == (["easy"], ["hard"], ["mid"])
+    mid = rep.tasks[2]
+    assert mid.pass_rate == pytest.approx(1 / 3)
+    assert mid.pass_at_k["2"] == pytest.approx(1 - math.comb(4, 2) / math.comb(6, 2))  # 0.6
+    assert rep.pass_at_k["1"] == pytest.approx((1 + 0 + 1 / 3) / 3)
+    p2 = rep.point(2)
+    q_mid = 1 - (math.comb(4, 2) + math.comb(2, 2)) / math.comb(6, 2)  # 8/15
+    assert p2.expected_informative == pytest.approx(q_mid / 3)
+    assert p2.completions_per_informative_group == pytest.approx(2 / (q_mid / 3))
+    assert p2.prompts_per_step == 6 and p2.signal_completions_per_step == pytest.approx(12 * q_mid / 3)
+    assert rep.point(6).n_tasks_extrapolated == 0 and rep.point(7).n_tasks_extrapolated == 3
+    # at most 3 distinct prompts per step: G >= 4 under a budget of 12
+    assert rep.recommended_g is not None and rep.recommended_g >= 4
+    json.dumps(rep.to_json())
+
+
+def test_recommendation_rule_and_degenerate_sets():
+    curve = [hr.CurvePoint(g=g, expected_informative=q, expected_informative_model=q, expected_variance=q,
+                           n_tasks_extrapolated=0, completions_per_informative_group=g / q,
+                           prompts_per_step=64 // g, informative_groups_per_step=(64 // g) * q,
+                           signal_completions_per_step=(64 // g) * g * q)
+             for g, q in [(2, 0.3), (4, 0.6), (8, 0.9), (16, 0.93), (32, 0.95)]]
+    g, why = hr.recommend_group_size(curve, n_tasks=100, budget=64)
+    assert g == 16 and "G=16" in why  # 8 is 0.9/0.95 = 95% - just short; 16 is within 5% of 32's signal
+    g, _ = hr.recommend_group_size(curve, n_tasks=100, budget=64, tolerance=0.06)
+    assert g == 8
+    g, why = hr.recommend_group_size(curve, n_tasks=3, budget=64)  # 64//G <= 3 prompts means G >= 32
+    assert g == 32
+    rep = hr.analyze([hr.TaskSamples("a", 4, 4, (1.0,) * 4)], budget=16)
+    assert rep.recommended_g is None and "all-pass or all-fail" in rep.recommendation
+    assert rep.point(2).completions_per_informative_group is None
+
+
+def test_analyze_rejects_bad_input():
+    with pytest.raises(UserError):
+        hr.analyze([])
+    with pytest.raises(UserError, match="budget"):
+        hr.analyze(_samples(), budget=1)
+    with pytest.raises(UserError, match="passed"):
+        hr.analyze([hr.TaskSamples("x", 3, 4)])
+
+
+def test_scored_file_reader(tmp_path):
+    p = tmp_path / "scored.jsonl"
+    rows = [{"task_id": "a", "passed": True, "reward": 1.0}, {"task_id": "a", "passed": False, "reward": 0.5},
+            {"task_id": "b", "passed": False, "reward": None}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = hr.samples_from_scored_file(p)
+    assert [(x.task_id, x.n, x.n_correct, x.rewards) for x in s] == [("a", 2, 1, (1.0, 0.5)), ("b", 1, 0, ())]
+    p.write_text(json.dumps({"task_id": "a", "completion": "x"}) + "\n")
+    with pytest.raises(UserError, match=r"scored.jsonl:1: not a scored completion"):
+        hr.samples_from_scored_file(p)
+
+
+def test_run_directory_pools_every_group():
+    run = shared_run(4)
+    samples = {s.task_id: s for s in hr.load_samples(run)}
+    groups = [json.loads(line) for line in (run / "groups.jsonl").read_text().splitlines()]
+    for tid, s in samples.items():
+        mine = [g for g in groups if g["task_id"] == tid]
+        assert s.n == 4 * len(mine) and s.n_correct == sum(g["n_correct"] for g in mine)
+    assert sum(s.n for s in samples.values()) == 2 * 4 * 4
+
+
+def test_export_frontier_writes_canonical_and_trl(tmp_path):
+    ids = [t.task_id for t in load_tasks(TOY)]
+    samples = [hr.TaskSamples(ids[0], 4, 2, (1.0, 1.0, 0.0, 0.0)), hr.TaskSamples(ids[1], 4, 4, (1.0,) * 4)]
+    rep = hr.analyze(samples, budget=8)
+    out, trl, n = hr.export_frontier(rep, TOY, tmp_path / "frontier.jsonl")
+    assert n == 1 and trl.name == "frontier.trl.jsonl"
+    assert [t.task_id for t in load_tasks(out)] == [ids[0]]
+    row = json.loads(trl.read_text().splitlines()[0])
+    assert set(hr.TRL_COLUMNS) <= set(row) and row["task_id"] == ids[0] and row["prompt"].startswith("def ")
+    assert row["tests"] and {"name", "code"} <= set(row["tests"][0])
+    bad = hr.analyze([hr.TaskSamples("nope/1", 4, 2, (1.0, 1.0, 0.0, 0.0))], budget=8)
+    with pytest.raises(UserError, match="has no task 'nope/1'"):
+        hr.export_frontier(bad, TOY, tmp_path / "x.jsonl")
+
+
+def test_cli_headroom_on_run_dir_exports_frontier(tmp_path, capsys):
+    out = tmp_path / "front.jsonl"
+    rc = main(["headroom", str(shared_run(4)), "--budget", "16", "--export-frontier", str(out),
+               "--json", str(tmp_path / "rep.json")])
+    text = capsys.readouterr().out
+    assert rc == 0
+    rep = json.loads((tmp_path / "rep.json").read_text())
+    assert len(rep["curve"]) == 31 and rep["budget"] == 16
+    assert f"frontier: {len(rep['frontier'])}" in text
+    assert len(load_tasks(out)) == len(rep["frontier"]) and (tmp_path / "front.trl.jsonl").exists()
+
+
+def test_cli_headroom_errors_are_one_line(tmp_path, capsys):
+    p = tmp_path / "s.jsonl"
+    p.write_text(json.dumps({"task_id": "a", "passed": True, "reward": 1.0}) + "\n")
+    assert main(["headroom", str(p), "--export-frontier", str(tmp_path / "f.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("grpo-wb: error:") and "--tasks" in err[0]
+    assert main(["headroom", str(tmp_path / "missing.jsonl")]) == 1
+    assert capsys.readouterr().err.startswith("grpo-wb: error:")
