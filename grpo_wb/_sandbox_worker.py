@@ -152,11 +152,26 @@ def _tampered(snap):
 _MISSING = object()
 
 
+_BASELINE = None  # (snapshot, harness globals), taken once in the worker and inherited by every fork
+
+
+def take_baseline():
+    """Snapshot builtins, the preloaded modules and the harness once, before any job (cheap forks)."""
+    global _BASELINE
+    names = [n for n, m in sys.modules.items() if m is not None and "." not in n and not n.startswith("_")]
+    _BASELINE = (_snapshot(names), dict(globals()))
+
+
 def run_harness(job, emit):
     """Execute the program and its tests, emitting raw events (no verdicts here)."""
-    watched = [m for m in job.get("watch_modules", []) if m in sys.modules] + ["json", "os", "sys"]
-    snap = _snapshot(watched)
-    harness_globals = dict(globals())
+    if _BASELINE is None:
+        take_baseline()
+    full_snap, harness_globals = _BASELINE
+    watched = set(job.get("watch_modules", [])) | {"json", "os", "sys", "math", "builtins"}
+    snap = {k: v for k, v in full_snap.items() if k in watched}
+    for name in watched - set(snap):
+        if name in sys.modules:  # not preloaded: snapshot it now
+            snap.update(_snapshot([name]))
     emit({"event": "start"})
     ns = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
@@ -170,7 +185,7 @@ def run_harness(job, emit):
         emit({"event": "load_error", "error": _short(e)})
         return
     found = _tampered(snap)
-    if any(globals().get(k) is not v for k, v in harness_globals.items() if k != "__builtins__"):
+    if any(globals().get(k) is not v for k, v in harness_globals.items() if k not in ("__builtins__", "_BASELINE")):
         found.append("harness globals")
         globals().update(harness_globals)
     if found:
@@ -219,9 +234,12 @@ def run_harness(job, emit):
             except BaseException as e:
                 ev = {"event": "test", "index": i, "ok": False,
                       "error": "AssertionError" if isinstance(e, AssertionError) and not str(e) else _short(e)}
-        found = _tampered(snap)
-        if found:
-            emit({"event": "tamper", "where": f"test {i}", "what": found[:20]})
+        if test["kind"] != "values":
+            # value tests are decided by the scorer from the values; exec tests ran here, so
+            # check (and undo) what the completion may have patched while they ran
+            found = _tampered(snap)
+            if found:
+                emit({"event": "tamper", "where": f"test {i}", "what": found[:20]})
         ev["seconds"] = time.perf_counter() - t0
         emit(ev)
     if job.get("check"):
@@ -288,6 +306,9 @@ def child_main(job, wfd, jobdir, cfg):
     sys.stdin = open(os.devnull)
     sys.stdout = open(os.devnull, "w")
     sys.stderr = os.fdopen(2, "w", buffering=1)
+    if _BASELINE is not None:  # the streams were just replaced on purpose
+        for k in ("stdin", "stdout", "stderr", "path"):
+            _BASELINE[0]["sys"][k] = getattr(sys, k)
 
     def emit(ev):
         data = (json.dumps(ev) + "\n").encode()
@@ -297,6 +318,10 @@ def child_main(job, wfd, jobdir, cfg):
 
     try:
         run_harness(job, emit)
+    except BaseException:
+        pass
+    try:
+        sys.stderr.flush()
     except BaseException:
         pass
     os._exit(0)
@@ -471,7 +496,11 @@ def main():
     _prctl(PR_SET_DUMPABLE, 0)  # children (same uid or not) cannot ptrace or read our memory
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
-    _send({"hello": _probe(cfg)})
+    hello = _probe(cfg)
+    take_baseline()
+    gc.collect()
+    gc.freeze()  # forks then share these objects without the collector touching their pages
+    _send({"hello": hello})
     seq = 0
     while True:
         head = _read_exact(0, 4)

@@ -35,7 +35,7 @@ import json
 import math
 import os
 import queue
-import selectors
+import select
 import shutil
 import signal
 import socket
@@ -240,10 +240,9 @@ class Worker:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise WorkerDied("worker did not answer in time")
-                with selectors.DefaultSelector() as sel:
-                    sel.register(fd, selectors.EVENT_READ)
-                    if not sel.select(left):
-                        continue
+                r, _, _ = select.select([fd], [], [], left)
+                if not r:
+                    continue
                 chunk = os.read(fd, n - len(buf))
                 if not chunk:
                     raise WorkerDied("worker exited")

@@ -27,6 +27,7 @@ to the child either.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -133,15 +134,21 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
     return PlannedTest(kind="values", exprs=tuple(splitter.exprs), rest=ast.unparse(tree))
 
 
+@functools.lru_cache(maxsize=65536)
+def _compiled_rest(rest: str, n_values: int) -> Any:
+    tree = ast.parse(rest, mode="eval")
+    if not _rest_is_safe(tree, n_values):
+        raise ValueError(f"unsafe test expression: {rest}")
+    return compile(tree, "<rest>", "eval")
+
+
 def evaluate_rest(rest: str, values: list[Any]) -> bool:
     """Evaluate the scorer-side part of an assertion on decoded builtin values."""
-    tree = ast.parse(rest, mode="eval")
-    if not _rest_is_safe(tree, len(values)):
-        raise ValueError(f"unsafe test expression: {rest}")
+    code = _compiled_rest(rest, len(values))
     env: dict[str, Any] = {"__builtins__": {}, "math": _MathNS(), "True": True, "False": False, "None": None}
     env.update(_SAFE_FUNCS)
     env.update({_PLACEHOLDER.format(i): v for i, v in enumerate(values)})
-    return bool(eval(compile(tree, "<rest>", "eval"), env))  # noqa: S307 - whitelisted AST, builtin values
+    return bool(eval(code, env))  # noqa: S307 - whitelisted AST, builtin values only
 
 
 class DecodeError(ValueError):

@@ -1,0 +1,100 @@
+"""The committed notebook templates: clean, strict, and executable through papermill with small parameters."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+from nbfixtures import NOTEBOOKS, TOY, assert_shareable_html, n_images, n_tables, shared_run
+
+from grpo_wb import headroom as hr
+from grpo_wb import reports, runs
+from grpo_wb.tasks import load_tasks
+
+TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_the_three_templates_exist():
+    assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb"}
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_template_is_committed_clean(path):
+    nb = nbformat.read(str(path), as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert "papermill" not in nb.metadata
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        assert "injected-parameters" not in tags and "papermill" not in cell.get("metadata", {})
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: outputs committed"
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_every_parameter_is_typed_documented_and_strict(path):
+    assert reports.template_problems(path) == []
+    declared = pm.inspect_notebook(str(path))
+    assert "out_dir" in declared
+    for name, info in declared.items():
+        assert info["inferred_type_name"] in reports.TYPES and info["help"], name
+    # only the parameters cell may hold assignments to parameter names' defaults; the rest stays thin
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
+    assert max(len(src.splitlines()) for src in code) <= 6
+    assert not any(src.lstrip().startswith(("def ", "class ")) or "\ndef " in src for src in code)
+
+
+def _run(name: str, out: Path, params: dict) -> tuple[reports.ReportResult, nbformat.NotebookNode, str]:
+    res = reports.run_report(NOTEBOOKS / f"{name}.ipynb", out, params, cell_timeout=120)
+    assert res.ok, res.error
+    nb = nbformat.read(res.ipynb, as_version=4)
+    return res, nb, Path(res.html).read_text()
+
+
+def test_smoke_experiment_runs_a_new_smoke_run(tmp_path):
+    res, nb, html = _run("smoke_experiment", tmp_path / "smoke",
+                         {"group_size": 2, "batch_size": 3, "steps": 2, "timeout": 0.5, "top_n": 3})
+    assert n_images(nb) == 4  # task bars, per-step fractions, status breakdown, reward/advantage histograms
+    assert n_tables(nb) >= 5  # run parameters, status, least, most, headline
+    assert_shareable_html(html, min_images=4)
+    run = runs.load_run(tmp_path / "smoke" / "run")
+    assert run.config["group_size"] == 2 and len(run.steps) == 2
+    head = json.loads((tmp_path / "smoke" / "headline.json").read_text())
+    expected = runs.headline(run)
+    for key in ("informative_fraction", "reward_variance_fraction", "pass_rate", "parse_failure_rate"):
+        assert head[key] == pytest.approx(expected[key])
+    assert (head["steps"], head["group_size"]) == (2, 2)
+    assert res.headline["steps"] == 2
+    assert "<code>2</code>" in html and "group_size" in html  # the injected value is shown
+
+
+def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
+    out = tmp_path / "head"
+    res, nb, html = _run("task_headroom", out, {"n_samples": 4, "budget": 16, "ks": [1, 2], "timeout": 0.5})
+    assert n_images(nb) == 2  # pass-rate intervals, informative curve + DAPO cost
+    assert n_tables(nb) >= 4  # summary, per task, curve, categories, headline
+    assert_shareable_html(html, min_images=2)
+    # recompute independently from the samples the notebook scored
+    rep = hr.analyze(hr.samples_from_scored_file(out / "mock_scored.jsonl"), budget=16, ks=[1, 2])
+    assert res.headline["recommended_g"] == rep.recommended_g
+    assert res.headline["n_frontier"] == len(rep.frontier)
+    if rep.frontier:
+        assert [t.task_id for t in load_tasks(out / "frontier.jsonl")] == rep.frontier
+        rows = [json.loads(x) for x in (out / "frontier.trl.jsonl").read_text().splitlines()]
+        assert [r["task_id"] for r in rows] == rep.frontier and all(r["prompt"] for r in rows)
+
+
+def test_compare_runs_with_given_run_dirs_and_a_glob(tmp_path):
+    a, b = shared_run(2), shared_run(4)
+    pattern = str(a.parent.parent / "g4" / "ru*")
+    res, nb, html = _run("compare_runs", tmp_path / "cmp", {"run_dirs": [str(a), pattern], "labels": ["G2", "G4"]})
+    assert n_images(nb) == 3  # bars, per-step lines, per-task shifts
+    assert n_tables(nb) >= 3
+    assert_shareable_html(html, min_images=3)
+    table = runs.compare_table([runs.load_run(a), runs.load_run(b)], ["G2", "G4"])
+    assert res.headline["n_runs"] == 2
+    assert res.headline["informative_fraction"] == pytest.approx(table["informative_fraction"].max())
+    assert "G2" in html and "G4" in html
