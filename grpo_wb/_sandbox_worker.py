@@ -440,7 +440,7 @@ def run_job(job, cfg, seq):
     del payload
     deadline = t0 + timeout
     buf = bytearray()
-    timed_out = overflow = False
+    timed_out = overflow = done = False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -456,17 +456,21 @@ def run_job(job, cfg, seq):
         if len(buf) > MAX_EVENT_BYTES:
             overflow = True
             break
+        if b'{"event": "done"' in buf[-len(chunk) - 64:]:
+            done = True  # a background process may keep the pipe open: do not wait for EOF
+            break
     status = None
     if not timed_out:
-        # the pipe closed: the child is exiting; give it until the deadline
-        while time.monotonic() < deadline:
+        # the child is exiting; give it until the deadline (or a moment, once it said done)
+        until = min(deadline, time.monotonic() + 0.5) if done else deadline
+        while time.monotonic() < until:
             p, st = os.waitpid(pid, os.WNOHANG)
             if p:
                 status = st
                 break
             time.sleep(0.0005)
         else:
-            timed_out = True
+            timed_out = not done
     duration = time.monotonic() - t0
     _kill_leftovers(cfg, pid)
     if status is None:

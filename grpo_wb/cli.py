@@ -208,7 +208,7 @@ def _iter_samples(path: str, known: dict[str, Any]):
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
+    from tqdm.std import tqdm
 
     from .diagnostics import informative_probability, pass_at_k
     from .jsonio import JsonlAppender

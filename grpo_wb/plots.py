@@ -115,7 +115,8 @@ def reward_advantage_hist(rewards: pd.Series, advantages: pd.Series) -> Figure:
 
 def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95) -> Figure:
     """Per-task pass rate with its Jeffreys interval, sorted, coloured by category."""
-    fig = Figure(figsize=(9, _height(len(tasks))), layout="constrained")
+    labelled = len(tasks) <= 60
+    fig = Figure(figsize=(9, _height(len(tasks)) if labelled else 6.0), layout="constrained")
     ax = fig.subplots()
     if tasks.empty:
         return _empty(fig, ax, "tasks")
@@ -127,7 +128,7 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95) -> Figure
             err = np.vstack([t.loc[sel, "pass_rate"] - t.loc[sel, "ci_low"], t.loc[sel, "ci_high"] - t.loc[sel, "pass_rate"]])
             ax.errorbar(t.loc[sel, "pass_rate"], y[sel.to_numpy()], xerr=err, fmt="o", color=color, ms=4,
                         capsize=2, label=cat.replace("_", " "))
-    if len(t) <= 60:
+    if labelled:
         ax.set_yticks(y, t["task_id"], fontsize=7)
     else:
         ax.set_yticks([])

@@ -241,7 +241,7 @@ class SmokeRun:
         occurrences = self._occurrences(len(tasks), start)
         adv_cfg = cfg.advantage_config()
         t_run = time.monotonic()
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm
 
         with Scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers) as scorer, \
                 JsonlAppender(self.out / "metrics.jsonl") as metrics_f, \

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 import pytest
-from nbfixtures import NOTEBOOKS, TOY, assert_shareable_html, n_images, n_tables, shared_run
+from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, shared_run
 
 from grpo_wb import headroom as hr
 from grpo_wb import reports, runs

@@ -243,11 +243,8 @@ def test_stderr_tail_captured_and_capped(scorer):
     assert 1500 <= len(big.stderr_tail) <= 2100, len(big.stderr_tail)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: the sandbox child ends with os._exit(0) without flushing sys.stderr (commit 544da22: "
-    "_sandbox_child.py flushes only stdout; working tree: _sandbox_worker.child_main), so stderr "
-    "output without a trailing newline never reaches stderr_tail"))
 def test_stderr_without_trailing_newline_is_captured(scorer):
+    # regression: the child used to os._exit(0) without flushing sys.stderr (fixed in 6a1b282)
     r = score_one(scorer, DOUBLE, GOOD + "import sys\nsys.stderr.write('partial line, no newline')\n")
     assert r.status == "pass"
     assert r.stderr_tail == "partial line, no newline"
@@ -313,10 +310,6 @@ def test_forked_grandchild_is_killed(fast_scorer, parent_tail, status):
         assert token.encode() not in still, f"pid {pid} still runs the grandchild"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG (working tree, not in commit 544da22): _sandbox_worker.child_main dup2()s the result pipe to an "
-    "inheritable fd 3 and run_job waits for EOF on it instead of the 'done' event, so a passing completion "
-    "that os.fork()s a sleeping process is reported as timeout after the full deadline"))
 def test_background_process_does_not_turn_a_finished_run_into_a_timeout():
     completion = GOOD + "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\n"
     with Scorer(SandboxLimits(timeout=2.0), workers=1, cache=False) as s:
