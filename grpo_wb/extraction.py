@@ -47,7 +47,14 @@ class Extraction:
 
 
 def _defines(code: str, name: str) -> bool:
-    return re.search(rf"^(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
+    """A full answer: it defines the entry point at module level, or as a method of a class
+    (LeetCode-style ``class Solution``), or -- for script tasks (no entry point) -- anything."""
+    if not name:
+        return True
+    if re.search(rf"^(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE):
+        return True
+    return (re.search(r"^class\s+\w+", code, re.MULTILINE) is not None
+            and re.search(rf"^\s+(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None)
 
 
 def _compiles(src: str) -> bool:
@@ -69,6 +76,11 @@ def _looks_like_code(text: str) -> bool:
     if first[:1] in (" ", "\t"):
         return True  # an indented first line: a function-body continuation
     return any(_CODE_START.match(line) for line in stripped.splitlines())
+
+
+def _continue(prompt: str, code: str) -> str:
+    """A continuation is appended to a prompt that is code; a prose prompt (APPS) is not code."""
+    return prompt + code if _compiles(prompt) else code
 
 
 def _full_program(prompt: str, code: str) -> str:
@@ -96,9 +108,16 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
         defining = [textwrap.dedent(b) for b in py if _defines(textwrap.dedent(b), entry_point)]
         if defining:
             return Extraction(_full_program(prompt, defining[-1]), "full_function")
+        if not _compiles(prompt):
+            return Extraction(textwrap.dedent(py[-1]), "full_function")  # a script or a prose-prompted answer
         return Extraction(prompt + py[0], "continuation")
-    if _defines(completion, entry_point):
-        return Extraction(_full_program(prompt, textwrap.dedent(completion)), "full_function")
     if not _looks_like_code(completion):
         return Extraction(None, "none", "no code in the reply")
-    return Extraction(prompt + completion, "continuation")
+    if _defines(completion, entry_point) and (entry_point or not _compiles(prompt)):
+        code = textwrap.dedent(completion)
+        lines = code.splitlines(keepends=True)
+        # drop a line of prose before the code ("Sure! Here is the function:"), keep code-like lines
+        start = next((i for i, l in enumerate(lines) if not l.strip() == "" and
+                      (l[:1] in " \t" or _CODE_START.match(l))), 0)
+        return Extraction(_full_program(prompt, "".join(lines[start:])), "full_function")
+    return Extraction(_continue(prompt, completion), "continuation")

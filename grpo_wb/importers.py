@@ -14,6 +14,7 @@ that runs the whole check.
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,181 @@ def import_humaneval(src: str | Path | None = None) -> tuple[list[Task], ImportR
         raise UserError("no problems in file", path=path)
     n_split = sum(1 for t in tasks if t.metadata["check_split"] == "split")
     return tasks, ImportReport(len(tasks), n_split, len(tasks) - n_split)
+
+
+# ----------------------------------------------------------------------------- MBPP
+
+_BUILTIN_NAMES = set(dir(__import__("builtins")))
+
+
+def _called_names(src: str) -> list[str]:
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return []
+    return [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+
+
+def mbpp_entry_point(tests: list[str], code: str | None) -> str | None:
+    """The function the tests call: a name called in the tests that the reference defines, else the
+    first called name that is not a builtin."""
+    defined: set[str] = set()
+    if code:
+        try:
+            defined = {n.name for n in ast.walk(ast.parse(code)) if isinstance(n, ast.FunctionDef)}
+        except SyntaxError:
+            defined = set()
+    called = [n for t in tests for n in _called_names(t)]
+    for name in called:
+        if name in defined:
+            return name
+    return next((n for n in called if n not in _BUILTIN_NAMES), None)
+
+
+def mbpp_prompt(text: str, first_test: str) -> str:
+    """The usual MBPP prompt: the description and one test, as a docstring (so the prompt is code)."""
+    body = f"{text.strip()}\n{first_test.strip()}".replace('"""', "'''")
+    return f'"""\n{body}\n"""\n'
+
+
+def _mbpp_task(task_id: str, text: str, code: str | None, tests: list[str], setup: str, *, source: str,
+               extra: dict[str, Any], path: str, line: int | None) -> Task:
+    if not tests:
+        raise UserError("test_list is empty", path=path, line=line)
+    entry = mbpp_entry_point(tests, code)
+    if entry is None:
+        raise UserError("cannot tell which function the tests call", path=path, line=line)
+    return Task(task_id=task_id, prompt=mbpp_prompt(text, tests[0]), entry_point=entry,
+                tests=tuple(TestCase(name=f"test_{i}", code=t) for i, t in enumerate(tests)),
+                test_setup=setup, canonical_solution=(code.replace("\r\n", "\n") + "\n") if code else None,
+                metadata={"source": source, **extra})
+
+
+def import_mbpp(src: str | Path) -> tuple[list[Task], ImportReport]:
+    """MBPP: the original ``mbpp.jsonl`` or ``sanitized-mbpp.json`` (detected from the content)."""
+    path = str(src)
+    p = Path(path)
+    if not p.exists():
+        raise UserError("no such file", path=path)
+    tasks: list[Task] = []
+    if p.suffix == ".json":
+        try:
+            rows = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise UserError(f"invalid JSON: {e.msg} (line {e.lineno})", path=path) from None
+        if not isinstance(rows, list):
+            raise UserError("expected a JSON list of problems (sanitized-mbpp.json)", path=path)
+        for i, obj in enumerate(rows):
+            where = f"problem {i}"
+            if not isinstance(obj, dict):
+                raise UserError(f"{where}: expected an object", path=path)
+            for key in ("task_id", "prompt", "test_list"):
+                if key not in obj:
+                    raise UserError(f"{where}: missing field {key!r} (sanitized MBPP format)", path=path)
+            tasks.append(_mbpp_task(f"mbpp/{obj['task_id']}", obj["prompt"], obj.get("code"), list(obj["test_list"]),
+                                    "\n".join(obj.get("test_imports") or []), source=p.name,
+                                    extra={"mbpp_task_id": obj["task_id"]}, path=path, line=None))
+    else:
+        for lineno, obj in iter_jsonl(path):
+            if not isinstance(obj, dict):
+                raise UserError("expected a JSON object", path=path, line=lineno)
+            for key in ("task_id", "text", "test_list"):
+                if key not in obj:
+                    raise UserError(f"missing field {key!r} (MBPP format)", path=path, line=lineno)
+            extra = {"mbpp_task_id": obj["task_id"]}
+            if obj.get("challenge_test_list"):
+                extra["challenge_test_list"] = obj["challenge_test_list"]
+            tasks.append(_mbpp_task(f"mbpp/{obj['task_id']}", obj["text"], obj.get("code"), list(obj["test_list"]),
+                                    obj.get("test_setup_code") or "", source=p.name, extra=extra, path=path,
+                                    line=lineno))
+    if not tasks:
+        raise UserError("no problems in file", path=path)
+    ids = [t.task_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise UserError("duplicate task_id in the source", path=path)
+    return tasks, ImportReport(len(tasks), len(tasks), 0)
+
+
+# ----------------------------------------------------------------------------- APPS
+
+#: The imports APPS's own harness (``testing_util.py``) puts before every program.
+APPS_PRELUDE = (
+    "import sys\nimport time\nimport itertools\nfrom itertools import accumulate, product, permutations, "
+    "combinations\nimport collections\nfrom collections import Counter, OrderedDict, deque, defaultdict, "
+    "ChainMap\nfrom functools import lru_cache\nimport math\nfrom math import sqrt, sin, cos, tan, ceil, fabs, "
+    "floor, gcd, exp, log, log2\nimport fractions\nfrom typing import List, Tuple\nimport random\nimport heapq\n"
+    "from heapq import *\n")
+
+
+def apps_prompt(question: str, starter: str, call_based: bool) -> str:
+    """The APPS prompt format (question, starter code, the input style)."""
+    style = "Use Call-Based format" if call_based else "Use Standard Input format"
+    starter_part = f"\n{starter.rstrip()}\n" if starter.strip() else "\n"
+    return f"\nQUESTION:\n{question.strip()}\n{starter_part}{style}\nANSWER:\n"
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, list):
+        return "\n".join(str(x) for x in v) + "\n"
+    return str(v)
+
+
+def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
+    """One APPS problem folder (``question.txt``, ``input_output.json``, optional starter and metadata)."""
+    where = str(folder)
+    q = folder / "question.txt"
+    io_path = folder / "input_output.json"
+    if not q.exists():
+        raise UserError("missing question.txt", path=where)
+    if not io_path.exists():
+        raise UserError("missing input_output.json (no tests)", path=where)
+    try:
+        io = json.loads(io_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UserError(f"invalid JSON: {e.msg} (line {e.lineno})", path=str(io_path)) from None
+    if not isinstance(io, dict) or not isinstance(io.get("inputs"), list) or not isinstance(io.get("outputs"), list):
+        raise UserError("input_output.json needs lists 'inputs' and 'outputs'", path=str(io_path))
+    if len(io["inputs"]) != len(io["outputs"]) or not io["inputs"]:
+        raise UserError(f"{len(io['inputs'])} inputs but {len(io['outputs'])} outputs", path=str(io_path))
+    starter = (folder / "starter_code.py").read_text(encoding="utf-8") if (folder / "starter_code.py").exists() else ""
+    meta: dict[str, Any] = {"source": "apps", "folder": folder.name}
+    if (folder / "metadata.json").exists():
+        try:
+            meta.update(json.loads((folder / "metadata.json").read_text(encoding="utf-8")))
+        except json.JSONDecodeError:
+            pass
+    fn = io.get("fn_name")
+    if fn:
+        tests = []
+        for i, (args, exp) in enumerate(zip(io["inputs"], io["outputs"])):
+            args = args if isinstance(args, list) else [args]
+            tests.append(TestCase(name=f"call_{i}", code=f"assert apps_equal(candidate(*{args!r}), {exp!r})"))
+        entry = fn
+    else:
+        tests = [TestCase(name=f"io_{i}", type="stdio", input=_as_text(inp), output=_as_text(out))
+                 for i, (inp, out) in enumerate(zip(io["inputs"], io["outputs"]))]
+        entry = ""
+    solution = None
+    if (folder / "solutions.json").exists():
+        try:
+            sols = json.loads((folder / "solutions.json").read_text(encoding="utf-8"))
+            solution = sols[0] if sols and isinstance(sols[0], str) else None
+        except (json.JSONDecodeError, IndexError):
+            solution = None
+    return Task(task_id=task_id or f"apps/{folder.name}", prompt=apps_prompt(q.read_text(encoding="utf-8"),
+                                                                            starter, bool(fn)),
+                entry_point=entry, tests=tuple(tests), canonical_solution=solution, prelude=APPS_PRELUDE,
+                metadata=meta)
+
+
+def import_apps(src: str | Path) -> tuple[list[Task], ImportReport]:
+    """A problem folder, or a folder of problem folders (APPS ``train/`` or ``test/`` layout)."""
+    root = Path(src)
+    if not root.is_dir():
+        raise UserError("expected an APPS problem folder or a folder of them", path=str(root))
+    folders = [root] if (root / "question.txt").exists() else sorted(d for d in root.iterdir() if d.is_dir())
+    tasks = [apps_task(d) for d in folders if (d / "question.txt").exists()]
+    if not tasks:
+        raise UserError("no APPS problems (folders with question.txt) found", path=str(root))
+    n_call = sum(1 for t in tasks if not t.is_script)
+    return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call)

@@ -131,6 +131,8 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv",
            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
+           # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
+           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
            "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/lib", "/lib64", "/lib32", "/sbin"):
         if os.path.islink(top):
@@ -147,8 +149,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
                 cmd += ["--perms", "0755", "--dir", anc]
                 made.add(anc)
         cmd += ["--ro-bind", b, b]
-    cmd += ["--dev", "/dev", "--proc", "/proc", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-            "--chdir", "/tmp"]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--chdir", "/tmp"]
     if os.getuid() == 0:
         cmd += ["--cap-drop", "ALL"] + [x for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
                                                     "CAP_FOWNER", "CAP_DAC_OVERRIDE")
@@ -217,16 +218,20 @@ class Worker:
         argv = [_interpreter(), "-I", "-S", "-B", WORKER, json.dumps(cfg)]
         if mode == "bwrap":
             argv = (bwrap_command(limits) or []) + argv
+        errlog = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, start_new_session=True, bufsize=0,
+                                         stderr=errlog, start_new_session=True, bufsize=0,
                                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
             msg = self._recv(_STARTUP_TIMEOUT)
         except (OSError, WorkerDied) as e:
             self.kill()
-            raise WorkerDied(f"could not start a {mode} sandbox worker: {e}") from None
+            errlog.seek(0)
+            said = errlog.read()[-300:].decode("utf-8", "replace").strip().replace("\n", " | ")
+            raise WorkerDied(f"could not start a {mode} sandbox worker: {e}" + (f" ({said})" if said else "")) from None
         finally:
             listener.close()
+            errlog.close()
         self.hello = msg.get("hello", {})
         self.cfg = cfg
 
@@ -296,10 +301,11 @@ class WorkerPool:
         self._closed = False
 
     def _spawn(self, i: int) -> Worker:
+        mode = self.mode
         try:
-            return Worker(i, self.limits, self.mode)
+            return Worker(i, self.limits, mode)
         except WorkerDied as e:
-            if self.mode == "bwrap":
+            if mode == "bwrap":  # fall back visibly; the reason is reported by isolation_report()
                 self.fallback_reason = str(e)
                 self.mode = "fork"
                 return Worker(i, self.limits, "fork")
@@ -372,10 +378,11 @@ def _outcome(res: dict[str, Any]) -> RawOutcome:
 
 def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
               check: str | None = None, limits: SandboxLimits = SandboxLimits(),
-              watch_modules: list[str] | None = None) -> dict[str, Any]:
-    """The job a worker receives; ``tests`` are already planned (``values`` or ``exec``)."""
+              watch_modules: list[str] | None = None, script: bool = False) -> dict[str, Any]:
+    """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``)."""
     return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
-            "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"]}
+            "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"],
+            "script": script}
 
 
 _DEFAULT_POOL: WorkerPool | None = None

@@ -31,7 +31,7 @@ from .extraction import extract_program
 from .rewards import RewardConfig, compute_reward
 from .sandbox import RawOutcome, SandboxLimits, WorkerPool, build_job
 from .tasks import Task
-from .verdicts import PlannedTest, decode_value, evaluate_rest, plan_test
+from .verdicts import PlannedTest, decode_value, evaluate_rest, plan_test, stdio_matches
 
 STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
 _CPU_KILL_SIGNALS = {"SIGXCPU", "SIGKILL"}
@@ -108,7 +108,8 @@ def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
     ``check`` holds the expected values of every assert it contains, so it is sent
     only when some test could not be made a value test (or the task was not split).
     """
-    plans = [plan_test(t.code, task.entry_point) for t in task.tests]
+    plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output) if t.type == "stdio"
+             else plan_test(t.code, task.entry_point) for t in task.tests]
     send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
     return plans, send_check
 
@@ -141,7 +142,7 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
     for ev in outcome.events:
         kind = ev.get("event")
         idx = ev.get("index")
-        if kind in ("test", "values"):
+        if kind in ("test", "values", "stdout"):
             if type(idx) is not int or not 0 <= idx < total:
                 tamper.append("event for an unknown test")
                 continue
@@ -150,8 +151,17 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
                 tamper.append(f"test {idx} reported twice")
                 continue
             plan = plans[idx]
-            if kind != ("values" if plan.kind == "values" else "test"):
+            if kind != {"values": "values", "stdio": "stdout"}.get(plan.kind, "test"):
                 tamper.append(f"test {idx}: event of the wrong kind")
+                continue
+            if plan.kind == "stdio":
+                out = ev.get("output")
+                if "error" in ev or not isinstance(out, str):
+                    errors[idx] = str(ev.get("error", "no output"))
+                elif stdio_matches(out, plan.expected_output):
+                    ok_idx.add(idx)
+                else:
+                    errors[idx] = "wrong output"
                 continue
             if plan.kind == "values":
                 if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
@@ -338,7 +348,8 @@ class Scorer:
                 return v, True
         try:
             plans, send_check = self._plan(task)
-            job = build_job(ext.program, task.entry_point, [p.for_child() for p in plans],
+            program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
+            job = build_job(program, task.entry_point, [p.for_child() for p in plans], script=task.is_script,
                             test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
                             watch_modules=_imported_modules(task))
             outcome = self.sandbox.run(job)

@@ -37,7 +37,7 @@ from .errors import ValidationError, format_location
 from .jsonio import atomic_write_text, dumps, iter_jsonl
 
 SCHEMA_VERSION = 1
-TEST_TYPES = ("assert",)
+TEST_TYPES = ("assert", "stdio")
 
 
 @dataclass(frozen=True)
@@ -46,14 +46,20 @@ class TestCase:
 
     name: str
     """Unique within its task; shown in per-test results."""
-    code: str
-    """Python statements run after the program; ``candidate`` is bound to the entry point."""
+    code: str = ""
+    """assert: Python statements run after the program; ``candidate`` is bound to the entry point."""
     type: str = "assert"
-    """Test kind; ``assert`` runs ``code`` and passes when it raises nothing."""
+    """``assert`` (passes when ``code`` raises nothing) or ``stdio`` (program run on ``input``)."""
+    input: str = ""
+    """stdio: text fed to the program on stdin."""
+    output: str = ""
+    """stdio: expected stdout, compared after normalising trailing whitespace (line count included)."""
 
     __test__ = False  # not a pytest class
 
     def to_json(self) -> dict[str, Any]:
+        if self.type == "stdio":
+            return {"name": self.name, "type": self.type, "input": self.input, "output": self.output}
         return {"name": self.name, "type": self.type, "code": self.code}
 
 
@@ -64,9 +70,9 @@ class Task:
     task_id: str
     """Unique identifier, e.g. ``HumanEval/0``."""
     prompt: str
-    """What the model sees; a continuation completion is appended to it."""
+    """What the model sees; a continuation completion is appended to it (when it is code)."""
     entry_point: str
-    """Name of the function the tests call."""
+    """Name of the function the tests call ("" for tasks with only stdio tests)."""
     tests: tuple[TestCase, ...]
     """Individually counted tests (partial credit)."""
     test_setup: str = ""
@@ -77,6 +83,8 @@ class Task:
     """A reference completion of ``prompt``, used by ``tasks validate`` and the mock backend."""
     timeout: float | None = None
     """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
+    prelude: str = ""
+    """Code run before the completion in the same module (e.g. the standard imports APPS assumes)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form extra information (source, difficulty, mock skill, ...)."""
     schema_version: int = SCHEMA_VERSION
@@ -86,15 +94,21 @@ class Task:
         d = asdict(self)
         d["tests"] = [t.to_json() for t in self.tests]
         order = ["schema_version", "task_id", "prompt", "entry_point", "tests", "test_setup",
-                 "check", "canonical_solution", "timeout", "metadata"]
-        return {k: d[k] for k in order}
+                 "check", "canonical_solution", "timeout", "prelude", "metadata"]
+        return {k: d[k] for k in order if k != "prelude" or d[k]}
+
+    @property
+    def is_script(self) -> bool:
+        """A stdin/stdout task: the program is a script, not a function."""
+        return bool(self.tests) and all(t.type == "stdio" for t in self.tests)
 
 
 _REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
 _OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
              "canonical_solution": (str, type(None)), "timeout": (int, float, type(None)),
-             "metadata": dict}
-_TEST_FIELDS = {"name": str, "type": str, "code": str}
+             "prelude": str, "metadata": dict}
+_TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
+_TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
 
 
 def _type_name(t: Any) -> str:
@@ -136,8 +150,11 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         problems.append(f"unsupported schema_version {obj['schema_version']} (this grpo_wb reads {SCHEMA_VERSION})")
     if not obj["task_id"].strip():
         problems.append("task_id is empty")
-    if not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"]):
-        problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier")
+    all_stdio = bool(obj["tests"]) and all(isinstance(t, dict) and t.get("type") == "stdio" for t in obj["tests"])
+    if not (obj["entry_point"] == "" and all_stdio) and (
+            not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"])):
+        problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier"
+                        + (" (only tasks whose tests are all stdio may leave it empty)" if not obj["entry_point"] else ""))
     if obj.get("timeout") is not None and not (obj["timeout"] > 0 and math.isfinite(obj["timeout"])):
         problems.append("timeout must be a positive finite number of seconds")
     tests: list[TestCase] = []
@@ -154,7 +171,8 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
             if key not in _TEST_FIELDS:
                 problems.append(f"{where}: unknown field {key!r}")
                 bad = True
-        for key in ("name", "code"):
+        ttype = t.get("type", "assert")
+        for key in ("name", *_TEST_NEEDS.get(ttype, ())):
             if key not in t:
                 problems.append(f"{where}: missing field {key!r}")
                 bad = True
@@ -164,19 +182,24 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                 bad = True
         if bad:
             continue
-        ttype = t.get("type", "assert")
         if ttype not in TEST_TYPES:
             problems.append(f"{where}: unknown test type {ttype!r} (known: {', '.join(TEST_TYPES)})")
             continue
         if t["name"] in seen:
             problems.append(f"{where}: duplicate test name {t['name']!r}")
         seen.add(t["name"])
-        if not t["code"].strip():
-            problems.append(f"{where}: code is empty")
-        elif (err := _compiles(t["code"], f"{where} code")):
-            problems.append(err)
-        tests.append(TestCase(name=t["name"], code=t["code"], type=ttype))
-    for key in ("test_setup", "check"):
+        if ttype == "assert":
+            if not t["code"].strip():
+                problems.append(f"{where}: code is empty")
+            elif (err := _compiles(t["code"], f"{where} code")):
+                problems.append(err)
+        elif "code" in t:
+            problems.append(f"{where}: a stdio test has input and output, not code")
+        tests.append(TestCase(name=t["name"], code=t.get("code", ""), type=ttype, input=t.get("input", ""),
+                              output=t.get("output", "")))
+    if len({t.type for t in tests}) > 1:
+        problems.append("tests mix stdio and assert tests: a task is either a script or a function")
+    for key in ("test_setup", "check", "prelude"):
         if obj.get(key) and (err := _compiles(obj[key], key)):
             problems.append(err)
     if obj.get("check") and "def check" not in obj["check"]:
@@ -187,7 +210,7 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                 tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
                 canonical_solution=obj.get("canonical_solution"),
                 timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
-                metadata=obj.get("metadata", {}))
+                prelude=obj.get("prelude", ""), metadata=obj.get("metadata", {}))
     return task, []
 
 

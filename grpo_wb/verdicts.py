@@ -59,23 +59,56 @@ class _MathNS:
             setattr(self, k, v)
 
 
+def apps_equal(output: Any, expected: Any) -> bool:
+    """APPS's call-based rule: tuples compare as lists, and ``[x]`` also accepts ``x``."""
+    def norm(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [norm(x) for x in v]
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+    out = norm(output)
+    if out == norm(expected):
+        return True
+    return isinstance(expected, list) and len(expected) > 0 and out == norm(expected[0])
+
+
+_SAFE_FUNCS["apps_equal"] = apps_equal
+
+
+def normalise_output(text: str) -> list[str]:
+    """Stdout as compared: trailing whitespace of each line and trailing blank lines dropped."""
+    return [line.rstrip() for line in text.replace("\r\n", "\n").rstrip().split("\n")]
+
+
+def stdio_matches(output: str, expected: str) -> bool:
+    """The whole output must match, line count included."""
+    return normalise_output(output) == normalise_output(expected)
+
+
 @dataclass(frozen=True)
 class PlannedTest:
     """A test as the child and the scorer see it."""
 
     kind: str
-    """``values`` (decided in the scoring process) or ``exec`` (run in the child)."""
+    """``values`` (decided in the scoring process), ``stdio`` (output compared here) or ``exec``."""
     exprs: tuple[str, ...] = ()
     """values: the candidate calls the child evaluates, in order."""
     rest: str = ""
     """values: the assertion over the placeholders, evaluated here (holds the expected values)."""
     code: str = ""
     """exec: the test code the child runs."""
+    input: str = ""
+    """stdio: what the child feeds the program on stdin."""
+    expected_output: str = ""
+    """stdio: what stdout must be (kept here)."""
 
     def for_child(self) -> dict[str, Any]:
-        """What is sent to the child: never ``rest``."""
+        """What is sent to the child: never ``rest`` nor ``expected_output``."""
         if self.kind == "values":
             return {"kind": "values", "exprs": list(self.exprs)}
+        if self.kind == "stdio":
+            return {"kind": "stdio", "input": self.input}
         return {"kind": "exec", "code": self.code}
 
 
