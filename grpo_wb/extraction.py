@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 import textwrap
 from dataclasses import dataclass
 
@@ -59,7 +60,9 @@ def _defines(code: str, name: str) -> bool:
 
 def _compiles(src: str) -> bool:
     try:
-        ast.parse(src)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(src)
         return True
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
@@ -117,7 +120,7 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
         code = textwrap.dedent(completion)
         lines = code.splitlines(keepends=True)
         # drop a line of prose before the code ("Sure! Here is the function:"), keep code-like lines
-        start = next((i for i, l in enumerate(lines) if not l.strip() == "" and
-                      (l[:1] in " \t" or _CODE_START.match(l))), 0)
+        start = 0 if _compiles(code) else next(
+            (i for i, l in enumerate(lines) if l.strip() and (l[:1] in " \t" or _CODE_START.match(l))), 0)
         return Extraction(_full_program(prompt, "".join(lines[start:])), "full_function")
     return Extraction(_continue(prompt, completion), "continuation")

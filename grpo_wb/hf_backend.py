@@ -147,9 +147,10 @@ class TransformersBackend:
         seed = request_seed(c.seed, req)
         if seed is not None:
             torch.manual_seed(seed)
-        greedy = c.temperature == 0
+        greedy = c.temperature == 0  # one greedy sequence, repeated: transformers refuses G greedy returns
         kwargs: dict[str, Any] = {"do_sample": not greedy, "max_new_tokens": c.max_tokens,
-                                  "num_return_sequences": req.group_size, "pad_token_id": self.pad_id}
+                                  "num_return_sequences": 1 if greedy else req.group_size,
+                                  "pad_token_id": self.pad_id}
         if not greedy:  # top_k off, as on OpenAI-compatible servers (transformers would default to 50)
             kwargs.update(temperature=c.temperature, top_p=c.top_p, top_k=0)
         if self.eos_ids:
@@ -161,7 +162,8 @@ class TransformersBackend:
             seqs = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
         latency = time.monotonic() - started
         group = []
-        for i, row in enumerate(seqs[:, len(ids):].tolist()):
+        rows = seqs[:, len(ids):].tolist()
+        for i, row in enumerate(rows * req.group_size if greedy else rows):
             text, n_tokens, finish = self._decode(row)
             group.append(Completion(
                 task_id=req.task.task_id, sample_index=i, text=text, backend=self.name, model=self.model_name,

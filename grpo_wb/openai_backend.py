@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -90,26 +89,6 @@ class _Reply:
     response_id: str | None
 
 
-class _Tally:
-    """Counters shared by the worker threads of one generate() call."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.requests = 0
-        self.retries = 0
-        self.prompt_tokens: int | None = 0
-        self.completion_tokens: int | None = 0
-
-    def add(self, reply: _Reply) -> None:
-        with self.lock:
-            self.requests += reply.attempts
-            self.retries += reply.attempts - 1
-            self.prompt_tokens = None if None in (self.prompt_tokens, reply.prompt_tokens) else (
-                self.prompt_tokens + reply.prompt_tokens)
-            self.completion_tokens = None if None in (self.completion_tokens, reply.completion_tokens) else (
-                self.completion_tokens + reply.completion_tokens)
-
-
 def _import_openai():
     """Imported on first use: the client costs ~0.5 s, which CLI commands without it should not pay."""
     try:
@@ -163,7 +142,6 @@ class OpenAIBackend:
 
     def generate(self, requests: Sequence[RolloutRequest]) -> list[list[Completion]]:
         t0 = time.monotonic()
-        tally = _Tally()
         replies: list[list[_Reply]] = [[] for _ in requests]
         with ThreadPoolExecutor(max_workers=self.config.max_concurrency,
                                 thread_name_prefix="grpo-wb-openai") as pool:
@@ -180,13 +158,13 @@ class OpenAIBackend:
                     owners.append(i)
             for i, reply in zip(owners, _run_all(pool, calls)):
                 replies[i].append(reply)
-        for group in replies:
-            for reply in group:
-                tally.add(reply)
         out = [self._completions(r, group) for r, group in zip(requests, replies)]
-        self.last_stats = rollout_stats(out, requests=tally.requests, retries=tally.retries,
-                                        wall_s=time.monotonic() - t0, prompt_tokens=tally.prompt_tokens,
-                                        completion_tokens=tally.completion_tokens)
+        flat = [x for group in replies for x in group]
+        attempts = sum(x.attempts for x in flat)
+        self.last_stats = rollout_stats(out, requests=attempts, retries=attempts - len(flat),
+                                        wall_s=time.monotonic() - t0,
+                                        prompt_tokens=_total(x.prompt_tokens for x in flat),
+                                        completion_tokens=_total(x.completion_tokens for x in flat))
         self.last_stats["n_per_request"] = self._n_supported is not False
         return out
 
@@ -313,6 +291,12 @@ class OpenAIBackend:
         return UserError(f"{url} rejected the request (HTTP {status}): {msg}")
 
 
+def _total(values: Any) -> int | None:
+    """Sum of token counts; None when any response came without usage."""
+    values = list(values)
+    return None if None in values else sum(values)
+
+
 def _retry_after(exc: Any) -> float | None:
     """The server's Retry-After in seconds, when it sent a number."""
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
@@ -326,7 +310,7 @@ def _retry_after(exc: Any) -> float | None:
 def _run_all(pool: ThreadPoolExecutor, calls: list[Callable[[], Any]]) -> list[Any]:
     """Results in call order; the first failure cancels what has not started and is re-raised."""
     futures: list[Future] = [pool.submit(f) for f in calls]
-    done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+    _, pending = wait(futures, return_when=FIRST_EXCEPTION)
     for f in pending:
         f.cancel()
     for f in futures:

@@ -245,10 +245,16 @@ def _imported_modules(task: Task) -> list[str]:
     return sorted(names)
 
 
+def _task_fingerprint(task: Task) -> str:
+    """Everything about a task that changes a verdict."""
+    return hashlib.sha256(json.dumps([task.task_id, task.entry_point, [t.to_json() for t in task.tests],
+                                      task.test_setup, task.check, task.prelude]).encode()).hexdigest()
+
+
 def _cache_key(task: Task, program: str, limits: SandboxLimits) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps([task.task_id, task.entry_point, [t.to_json() for t in task.tests],
-                         task.test_setup, task.check, limits.timeout]).encode())
+    h.update(_task_fingerprint(task).encode())
+    h.update(repr(limits.timeout).encode())
     h.update(b"\0")
     h.update(program.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
@@ -303,12 +309,13 @@ class Scorer:
         return isolation_report(self.sandbox)
 
     def _plan(self, task: Task) -> tuple[list[PlannedTest], bool]:
+        key = _task_fingerprint(task)  # not the task_id: two task files may reuse ids
         with self._lock:
-            plan = self._plans.get(task.task_id)
+            plan = self._plans.get(key)
         if plan is None:
             plan = plan_task(task)
             with self._lock:
-                self._plans[task.task_id] = plan
+                self._plans[key] = plan
         return plan
 
     def __enter__(self) -> "Scorer":

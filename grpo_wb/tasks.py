@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import warnings
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -120,7 +121,9 @@ def _type_name(t: Any) -> str:
 
 def _compiles(src: str, what: str) -> str | None:
     try:
-        compile(src, f"<{what}>", "exec")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(src, f"<{what}>", "exec")
     except SyntaxError as e:
         return f"{what} does not compile: {e.msg} (line {e.lineno})"
     except ValueError as e:  # e.g. null bytes
