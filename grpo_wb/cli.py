@@ -97,8 +97,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     sm = sub.add_parser("smoke", help="run the GRPO data path for N steps without updating weights")
     sm.add_argument("--tasks", required=True)
-    sm.add_argument("--backend", choices=["mock", "replay"], default="mock")
+    sm.add_argument("--backend", choices=["mock", "replay", "openai", "transformers"], default="mock")
     sm.add_argument("--completions", help="samples file for --backend replay")
+    sm.add_argument("--model", help="openai: served model name; transformers: local model directory")
+    sm.add_argument("--base-url", help="openai: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    sm.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: env variable with the API key")
+    sm.add_argument("--mode", choices=["completions", "chat", "auto"], default=None,
+                    help="model backends: continue the prompt, or ask in chat (transformers: auto)")
+    sm.add_argument("--temperature", type=float, default=1.0)
+    sm.add_argument("--top-p", type=float, default=1.0)
+    sm.add_argument("--max-tokens", type=_positive_int, default=512)
+    sm.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    sm.add_argument("--max-concurrency", type=_positive_int, default=16, help="openai: requests in flight")
+    sm.add_argument("--request-timeout", type=_positive_float, default=300.0, help="openai: seconds per request")
     sm.add_argument("--group-size", type=_positive_int, default=8, help="G, completions per prompt")
     sm.add_argument("--batch-size", type=_positive_int, default=8, help="prompts per step")
     sm.add_argument("--steps", type=_positive_int, default=3)
@@ -313,7 +324,10 @@ def cmd_smoke(args: argparse.Namespace) -> int:
                       reward=args.reward, advantage=args.advantage, scale_rewards=args.scale_rewards,
                       epsilon=args.epsilon, min_informative_fraction=args.min_informative_fraction,
                       patience=args.patience, timeout=args.timeout, memory_mb=args.memory_mb,
-                      workers=args.workers, mock_skill=args.mock_skill)
+                      workers=args.workers, mock_skill=args.mock_skill, model=args.model, base_url=args.base_url,
+                      api_key_env=args.api_key_env, mode=args.mode, temperature=args.temperature,
+                      top_p=args.top_p, max_tokens=args.max_tokens, stop=list(args.stop),
+                      max_concurrency=args.max_concurrency, request_timeout=args.request_timeout)
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite contradict each other")
     summary = SmokeRun(cfg, resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress).run()

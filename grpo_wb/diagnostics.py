@@ -123,6 +123,8 @@ class StepMetrics:
     """Wall seconds spent scoring the step."""
     cache_hits: int
     """Completions answered from the verdict cache."""
+    clipped_ratio: float = 0.0
+    """Completions cut at the token limit (finish_reason ``length``), TRL's ``completions/clipped_ratio``."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,7 +134,8 @@ TIMING_FIELDS = ("completions_per_second", "score_seconds", "cache_hits")
 
 
 def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str], *,
-                 score_seconds: float, cache_hits: int = 0) -> StepMetrics:
+                 score_seconds: float, cache_hits: int = 0,
+                 finish_reasons: Sequence[str] | None = None) -> StepMetrics:
     """Aggregate group statistics into a step's metrics."""
     statuses = list(statuses)
     n = len(statuses)
@@ -160,7 +163,9 @@ def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str
         sandbox_error_rate=frac(statuses.count("sandbox_error"), n),
         mean_abs_advantage=float(np.mean(advs)) if advs else 0.0,
         completions_per_second=n / score_seconds if score_seconds > 0 else 0.0,
-        score_seconds=score_seconds, cache_hits=cache_hits)
+        score_seconds=score_seconds, cache_hits=cache_hits,
+        clipped_ratio=frac(sum(1 for f in finish_reasons if f == "length"), len(finish_reasons))
+        if finish_reasons else 0.0)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -82,8 +82,12 @@ def _looks_like_code(text: str) -> bool:
 
 
 def _continue(prompt: str, code: str) -> str:
-    """A continuation is appended to a prompt that is code; a prose prompt (APPS) is not code."""
-    return prompt + code if _compiles(prompt) else code
+    """A continuation is appended to a prompt that is code (a stub, or a bare ``def f(x):``);
+    an answer to a prose prompt (APPS) stands alone."""
+    joined = prompt + code
+    if _compiles(prompt) or _compiles(joined) or not _compiles(code):
+        return joined
+    return code
 
 
 def _full_program(prompt: str, code: str) -> str:
@@ -111,7 +115,7 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
         defining = [textwrap.dedent(b) for b in py if _defines(textwrap.dedent(b), entry_point)]
         if defining:
             return Extraction(_full_program(prompt, defining[-1]), "full_function")
-        if not _compiles(prompt):
+        if not _compiles(prompt) and not _compiles(prompt + py[0]) and _compiles(textwrap.dedent(py[-1])):
             return Extraction(textwrap.dedent(py[-1]), "full_function")  # a script or a prose-prompted answer
         return Extraction(prompt + py[0], "continuation")
     if not _looks_like_code(completion):

@@ -38,7 +38,7 @@ class TransformersConfig(SamplingConfig):
     device: str = "auto"
     """``auto`` (cuda, then mps, then cpu) or a torch device such as ``cpu`` or ``cuda:1``."""
     dtype: str = "auto"
-    """``auto`` (bfloat16 on a GPU that has it, float16 on other GPUs, float32 on cpu), ``float32``, ``bfloat16``, ``float16``."""
+    """``auto`` (bfloat16 on GPUs that have it, else float16; float32 on cpu), ``float32``, ``bfloat16``, ``float16``."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

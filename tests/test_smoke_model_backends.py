@@ -1,0 +1,93 @@
+"""A smoke run with each model backend: an OpenAI-compatible server on 127.0.0.1, a local tiny model."""
+import json
+import socket
+
+import pytest
+
+from grpo_wb.cli import main
+
+from conftest import TOY, read_jsonl
+from test_openai_backend import FakeServer
+
+FAST = ["--timeout", "2", "--no-progress", "--min-informative-fraction", "0"]
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    s.thread.start()
+    yield s
+    s.release.set()
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def test_smoke_with_the_openai_backend_records_backend_model_and_sampling(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-secret-value")
+    out = tmp_path / "run"
+    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", server.url, "--model", "tiny-coder",
+               "--api-key-env", "MY_KEY", "--group-size", "4", "--batch-size", "3", "--steps", "2",
+               "--temperature", "0.7", "--max-tokens", "64", "--out", str(out), *FAST])
+    assert rc == 0
+    assert len(server.bodies()) == 6  # one request with n = G per group
+    manifest = json.loads((out / "checkpoint_manifest.json").read_text())
+    b = manifest["backend"]
+    assert b["backend"] == "openai" and b["model"] == "tiny-coder" and b["base_url"] == server.url
+    assert "sk-secret-value" not in (out / "checkpoint_manifest.json").read_text()
+    assert manifest["config"]["temperature"] == 0.7 and manifest["config"]["max_tokens"] == 64
+    rows = read_jsonl(out / "last_rollouts.jsonl")
+    assert rows[0]["meta"]["backend"] == "openai" and rows[0]["meta"]["sampling"]["temperature"] == 0.7
+    assert {r["meta"]["finish_reason"] for r in rows} == {"length", "stop"}
+    # the canned server answers choice 0 with finish_reason "length": 1 of G = 4 is clipped
+    for m in read_jsonl(out / "metrics.jsonl"):
+        assert m["clipped_ratio"] == 0.25
+
+
+def test_smoke_with_an_unreachable_server_is_one_line(tmp_path, capsys):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1",
+               "--model", "m", "--group-size", "2", "--batch-size", "2", "--steps", "1", "--out",
+               str(tmp_path / "run"), "--request-timeout", "2", *FAST])
+    err = capsys.readouterr().err
+    assert rc == 1
+    lines = [l for l in err.splitlines() if l.startswith("grpo-wb: error:")]
+    assert len(lines) == 1 and "Traceback" not in err
+
+
+def test_smoke_with_a_missing_model_flag_is_one_line(tmp_path, capsys):
+    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", "http://127.0.0.1:1/v1",
+               "--out", str(tmp_path / "run"), *FAST])
+    assert rc == 1 and "needs --model" in capsys.readouterr().err
+
+
+def test_smoke_with_the_transformers_backend(tmp_path, tmp_path_factory):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_hf_backend import _model, _tokenizer
+    from grpo_wb.tasks import load_tasks
+
+    tasks = load_tasks(TOY)
+    tok = _tokenizer([t.prompt + (t.canonical_solution or "") for t in tasks] * 3)
+    d = tmp_path / "model"
+    tok.save_pretrained(d)
+    _model(tok).save_pretrained(d)
+    out = tmp_path / "run"
+    rc = main(["smoke", "--tasks", str(TOY), "--backend", "transformers", "--model", str(d), "--group-size", "2",
+               "--batch-size", "2", "--steps", "1", "--max-tokens", "8", "--out", str(out), *FAST])
+    assert rc == 0
+    manifest = json.loads((out / "checkpoint_manifest.json").read_text())
+    assert manifest["backend"]["backend"] == "transformers"
+    rows = read_jsonl(out / "last_rollouts.jsonl")
+    assert len(rows) == 4 and all(r["meta"]["backend"] == "transformers" for r in rows)
+    # random weights write gibberish: it is scored like anything else
+    assert all(r["status"] in ("fail", "error", "parse_failure", "timeout") for r in rows)
