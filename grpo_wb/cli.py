@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     headroom.add_parser(sub)
     reports.add_parser(sub)
     batch.add_parser(sub)
+    from . import train  # real training (TRL); the extra is imported only when the command runs
+    train.add_parser(sub)
 
     sub.add_parser("doctor", help="say what isolation this machine supports and what the sandbox achieves")
 
@@ -397,6 +399,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "batch":
             from .batch import cmd_batch
             return cmd_batch(args)
+        if args.command == "train":
+            from .train import cmd_train
+            return cmd_train(args)
     except ValidationError as e:
         if len(e.problems) == 1:
             print(f"grpo-wb: error: {e.problems[0]}", file=sys.stderr)

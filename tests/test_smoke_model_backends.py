@@ -7,26 +7,9 @@ import pytest
 from grpo_wb.cli import main
 
 from conftest import TOY, read_jsonl
-from test_openai_backend import FakeServer
+from test_openai_backend import _loopback_only, server  # noqa: F401 - fixtures shared with the backend tests
 
 FAST = ["--timeout", "2", "--no-progress", "--min-informative-fraction", "0"]
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def server():
-    s = FakeServer()
-    s.thread.start()
-    yield s
-    s.release.set()
-    s.httpd.shutdown()
-    s.httpd.server_close()
 
 
 def test_smoke_with_the_openai_backend_records_backend_model_and_sampling(tmp_path, server, monkeypatch):
