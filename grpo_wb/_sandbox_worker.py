@@ -280,7 +280,6 @@ def run_harness(job, emit):
         if found:
             emit({"event": "tamper", "where": "check", "what": found[:20]})
         emit(ev)
-    emit({"event": "done"})
 
 
 MAX_STDOUT = 1 << 20
@@ -321,7 +320,6 @@ def run_script_tests(job, code, emit):
                 ev["output"] = data.decode("utf-8", "replace")
         ev["seconds"] = time.perf_counter() - t0
         emit(ev)
-    emit({"event": "done"})
 
 
 # ----------------------------------------------------------------------------- the child process
@@ -341,8 +339,11 @@ def _set_limits(lim):
 
 
 def child_main(job, wfd, jobdir, cfg):
+    # Each line here costs copy-on-write page faults in a fresh fork: what can be set once in
+    # the worker (environment, no_new_privs, sys.path, signal dispositions) is set there.
     os.setsid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if not cfg.get("pid_namespace"):  # in a PID namespace the child dies with the worker anyway
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
@@ -358,24 +359,14 @@ def child_main(job, wfd, jobdir, cfg):
             except OSError:
                 pass
     os.chdir(jobdir)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.environ["HOME"] = os.environ["TMPDIR"] = jobdir
     uid = cfg.get("child_uid")
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
     _set_limits(job["limits"])
-    sys.path.extend(cfg.get("extra_sys_path", []))
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": jobdir, "TMPDIR": jobdir})
-    sys.stdin = open(os.devnull)
-    sys.stdout = open(os.devnull, "w")
-    sys.stderr = os.fdopen(2, "w", buffering=1)
-    if _BASELINE is not None:  # the streams were just replaced on purpose
-        for k in ("stdin", "stdout", "stderr", "path"):
-            _BASELINE[0]["sys"][k] = getattr(sys, k)
+    # sys.stdin/stdout/stderr wrap fds 0/1/2, which now point at /dev/null and the stderr file.
 
     def emit(ev):
         data = (json.dumps(ev) + "\n").encode()
@@ -388,7 +379,12 @@ def child_main(job, wfd, jobdir, cfg):
     except BaseException:
         pass
     try:
+        sys.stdout.flush()
         sys.stderr.flush()
+    except BaseException:
+        pass
+    try:
+        emit({"event": "done"})  # after the flush: the worker reads stderr as soon as it sees this
     except BaseException:
         pass
     os._exit(0)
@@ -526,10 +522,36 @@ def run_job(job, cfg, seq):
         if b'{"event": "done"' in buf[-len(chunk) - 64:]:
             done = True  # a background process may keep the pipe open: do not wait for EOF
             break
+    def read_tail():
+        try:
+            with open(os.path.join(jobdir, ".stderr"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - STDERR_TAIL))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def cleanup(status=None):
+        _kill_leftovers(cfg, pid)
+        if status is None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = None
+        os.close(rfd)
+        shutil.rmtree(jobdir, ignore_errors=True)
+        return status
+
+    if done and not overflow:
+        # The child said it is done (after flushing stderr): answer now, and let it exit and
+        # clean up while the scorer reads the answer. Nothing is left running at the next job.
+        result = {"events_raw": bytes(buf).decode("utf-8", "replace"), "timed_out": False, "returncode": None,
+                  "duration": time.monotonic() - t0, "stderr_tail": read_tail(), "overflow": False}
+        return result, cleanup
     status = None
     if not timed_out:
-        # the child is exiting; give it until the deadline (or a moment, once it said done)
-        until = min(deadline, time.monotonic() + 0.5) if done else deadline
+        # the pipe closed: the child is exiting; give it until the deadline
+        until = deadline
         while time.monotonic() < until:
             p, st = os.waitpid(pid, os.WNOHANG)
             if p:
@@ -537,29 +559,15 @@ def run_job(job, cfg, seq):
                 break
             time.sleep(0.0005)
         else:
-            timed_out = not done
+            timed_out = True
     duration = time.monotonic() - t0
-    _kill_leftovers(cfg, pid)
-    if status is None:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = None
-    os.close(rfd)
-    tail = ""
-    try:
-        with open(os.path.join(jobdir, ".stderr"), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - STDERR_TAIL))
-            tail = f.read().decode("utf-8", "replace")
-    except OSError:
-        pass
-    shutil.rmtree(jobdir, ignore_errors=True)
+    tail = read_tail()
+    status = cleanup(status)
     rc = None
     if status is not None:
         rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     return {"events_raw": bytes(buf).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
-            "duration": duration, "stderr_tail": tail, "overflow": overflow}
+            "duration": duration, "stderr_tail": tail, "overflow": overflow}, None
 
 
 def main():
@@ -567,6 +575,13 @@ def main():
     _prctl(PR_SET_DUMPABLE, 0)  # children (same uid or not) cannot ptrace or read our memory
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
+    # Set once here what every child inherits (cheaper than per fork).
+    os.environ.clear()
+    home = cfg.get("job_root", "/tmp")
+    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home})
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary ever grants privileges to a child
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversize write fails with EFBIG instead
+    sys.path.extend(cfg.get("extra_sys_path", []))
     hello = _probe(cfg)
     take_baseline()
     gc.collect()
@@ -584,13 +599,16 @@ def main():
         job = json.loads(data)
         del data
         seq += 1
+        cleanup = None
         try:
-            result = run_job(job, cfg, seq)
+            result, cleanup = run_job(job, cfg, seq)
         except Exception as e:  # report, stay alive
             result = {"sandbox_error": f"worker: {type(e).__name__}: {e}"}
         _send(result)
+        if cleanup is not None:
+            cleanup()
         # No live object of this job (program, values) may reach the next job's child.
-        del job, result
+        del job, result, cleanup
         gc.collect()
 
 

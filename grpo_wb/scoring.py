@@ -366,7 +366,8 @@ class Scorer:
         with self._lock:
             self.executed += 1
             if self.cache_enabled:
-                self._cache[key] = v
+                if v.status != "sandbox_error":  # a sandbox failure is transient: a long-lived scorer retries it
+                    self._cache[key] = v
                 self._inflight.pop(key).set_result(v)
         return v, False
 

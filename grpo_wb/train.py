@@ -21,8 +21,7 @@ from typing import Any
 from .errors import UserError
 
 EXTRA_HINT = "pip install 'grpo_wb[trl]'"
-CHAT_INSTRUCTION = ("Complete the following Python code. Reply with the complete function in one "
-                    "```python code block.\n\n")
+MODES = ("auto", "completions", "chat")
 
 
 @dataclass
@@ -65,8 +64,8 @@ class TrlTrainConfig:
     """KL coefficient (TRL default 0: no reference model)."""
     save_steps: int | None = None
     """Save an adapter checkpoint every this many steps (default: only at max_steps)."""
-    conversational: bool = False
-    """Send prompts as a user chat message (needs a chat template) instead of plain text."""
+    mode: str = "auto"
+    """``completions`` (continue task.prompt), ``chat`` (smoke's system + user messages), ``auto``: chat if the tokenizer has a template."""
     timeout: float = 3.0
     """Wall-clock seconds per completion in the sandbox (a task's own timeout wins)."""
     memory_mb: int = 2048
@@ -86,6 +85,8 @@ class TrlTrainConfig:
             raise UserError(f"unknown scale-rewards {self.scale_rewards!r}")
         if not self.learning_rate > 0:
             raise UserError("learning-rate must be positive")
+        if self.mode not in MODES:
+            raise UserError(f"unknown mode {self.mode!r} (choose {', '.join(MODES)})")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise UserError("lora-dropout must be in [0, 1)")
 
@@ -117,12 +118,18 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
             shutil.rmtree(p)
 
 
-def build_dataset(tasks: list, conversational: bool):
-    """The TRL dataset: ``prompt`` and ``task_id`` (the reward looks the rest up in the task file)."""
+def build_dataset(tasks: list, mode: str):
+    """The TRL dataset: ``prompt`` and ``task_id`` (the reward looks the rest up in the task file).
+
+    Chat prompts are the ones the smoke trainer's model backends send (:mod:`grpo_wb.sampling`),
+    so training sees what the smoke run measured.
+    """
     from datasets import Dataset
 
-    rows = [{"prompt": ([{"role": "user", "content": CHAT_INSTRUCTION + t.prompt}] if conversational
-                        else t.prompt), "task_id": t.task_id} for t in tasks]
+    from .sampling import SamplingConfig
+
+    chat = SamplingConfig(mode="chat")
+    rows = [{"prompt": chat.messages(t) if mode == "chat" else t.prompt, "task_id": t.task_id} for t in tasks]
     return Dataset.from_list(rows)
 
 
@@ -143,7 +150,10 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
     if cfg.batch_size > len(tasks):
         raise UserError(f"batch-size {cfg.batch_size} exceeds the number of tasks in {cfg.tasks} ({len(tasks)})")
     model_path = Path(cfg.model)
-    if (model_path.exists() or os.environ.get("HF_HUB_OFFLINE") == "1") and not (model_path / "config.json").is_file():
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    if not model_path.exists() and offline:
+        raise UserError(f"{cfg.model}: no such model directory (and HF_HUB_OFFLINE is set, so no hub download)")
+    if model_path.exists() and not (model_path / "config.json").is_file():
         raise UserError(f"{cfg.model}: not a model directory (no config.json)")
     out = Path(cfg.out)
     _prepare_out(out, overwrite)
@@ -158,8 +168,10 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         raise UserError(f"{cfg.model}: cannot load the model or tokenizer ({str(e).splitlines()[0]})") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if cfg.conversational and not getattr(tokenizer, "chat_template", None):
-        raise UserError(f"{cfg.model}: the tokenizer has no chat template; drop --conversational")
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if cfg.mode == "chat" and not has_template:
+        raise UserError(f"{cfg.model}: --mode chat needs a tokenizer with a chat template; it has none")
+    mode = cfg.mode if cfg.mode != "auto" else ("chat" if has_template else "completions")
 
     targets = "all-linear" if cfg.lora_target_modules == "all-linear" else \
         [m.strip() for m in cfg.lora_target_modules.split(",") if m.strip()]
@@ -177,11 +189,12 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
     reward = ExecutionReward(cfg.tasks, reward=cfg.reward, timeout=cfg.timeout, memory_mb=cfg.memory_mb,
                              workers=cfg.workers)
     callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "trainer": "trl", "device":
-                                     "cuda" if cuda else "cpu"}, tasks_file=cfg.tasks)
+                                     "cuda" if cuda else "cpu", "prompt_mode": mode},
+                                     tasks_file=cfg.tasks)
     try:
         try:
             trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args,
-                                  train_dataset=build_dataset(tasks, cfg.conversational),
+                                  train_dataset=build_dataset(tasks, mode),
                                   processing_class=tokenizer, peft_config=peft_config, callbacks=[callback])
         except ValueError as e:  # e.g. LoRA target modules that the model does not have
             raise UserError(f"cannot set up GRPOTrainer: {str(e).splitlines()[0]}") from None
@@ -202,7 +215,7 @@ def cmd_train(args) -> int:
         learning_rate=args.learning_rate, temperature=args.temperature, lora_r=args.lora_r,
         lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, lora_target_modules=args.lora_target_modules,
         seed=args.seed, reward=args.reward, scale_rewards=args.scale_rewards, beta=args.beta,
-        save_steps=args.save_steps, conversational=args.conversational, timeout=args.timeout,
+        save_steps=args.save_steps, mode=args.mode, timeout=args.timeout,
         memory_mb=args.memory_mb, workers=args.workers)
     summary = run_training(cfg, overwrite=args.overwrite)
     from .cli import _print_smoke_table
@@ -250,7 +263,9 @@ def add_parser(sub) -> None:
     p.add_argument("--scale-rewards", choices=["group", "batch", "none"], default="group")
     p.add_argument("--beta", type=float, default=0.0, help="KL coefficient (TRL default 0)")
     p.add_argument("--save-steps", type=_positive_int, default=None, help="checkpoint every N steps (default: at the end)")
-    p.add_argument("--conversational", action="store_true", help="prompts as a user chat message (chat models)")
+    p.add_argument("--mode", choices=list(MODES), default="auto",
+                   help="continue the prompt, or ask in chat as smoke's model backends do (auto: chat if the "
+                        "tokenizer has a chat template)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     _add_sandbox_args(p)
 

@@ -112,6 +112,8 @@ class ScoredBatch:
     """Wall seconds spent scoring."""
     cache_hits: int
     """Completions answered from the scorer's verdict cache."""
+    finish_reasons: list[str] | None = None
+    """``length`` (no end-of-sequence token: cut at max_completion_length) or ``stop``; None when unknown."""
 
 
 class ExecutionReward:
@@ -147,6 +149,8 @@ class ExecutionReward:
         self.log_metrics = log_metrics
         self.num_generations: int | None = None
         """Set by :class:`GrpoWbMetricsCallback` at train start; lets the reward log ``grpo_wb/informative_fraction``."""
+        self.stop_token_ids: set[int] | None = None
+        """End-of-sequence and pad ids (set by the callback): a completion not ending in one was cut off."""
         self.last_batch: ScoredBatch | None = None
         self._pending: list[ScoredBatch] = []
         self._recording = False
@@ -204,7 +208,8 @@ class ExecutionReward:
     # ------------------------------------------------------------------ TRL's calling convention
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
                  task_id: Sequence[str] | None = None, trainer_state: Any = None, log_metric: Any = None,
-                 log_extra: Any = None, **columns: Any) -> list[float | None]:
+                 log_extra: Any = None, completion_ids: Sequence[Sequence[int]] | None = None,
+                 **columns: Any) -> list[float | None]:
         """Score ``completions`` (one float per completion, None = unscorable)."""
         completions = list(completions or [])
         n = len(completions)
@@ -215,6 +220,10 @@ class ExecutionReward:
             raise UserError(f"got {len(task_ids)} task_id values for {n} completions")
         step = int(getattr(trainer_state, "global_step", self._calls))
         self._calls += 1
+        finish = None
+        if completion_ids is not None and self.stop_token_ids is not None and len(completion_ids) == n:
+            finish = ["length" if len(ids) and int(ids[-1]) not in self.stop_token_ids else "stop"
+                      for ids in completion_ids]
         requests, seen = [], {}
         for i, (tid, comp) in enumerate(zip(task_ids, completions)):
             row = None
@@ -225,14 +234,17 @@ class ExecutionReward:
             k = seen.get(tid, 0)
             seen[tid] = k + 1
             requests.append(ScoreRequest(task=self.task(tid, row), completion=completion_text(comp), sample_index=k,
-                                         completion_id=f"{tid}#s{step}#{k}", meta={"trainer": "trl", "step": step}))
+                                         completion_id=f"{tid}#s{step}#{k}",
+                                         meta={"trainer": "trl", "step": step,
+                                               **({"finish_reason": finish[i]} if finish else {})}))
         scorer = self.scorer
         hits0 = scorer.cache_hits
         t0 = time.monotonic()
         scored = [dataclasses.replace(s, reward=None) if s.status == "sandbox_error" else s
                   for s in scorer.score(requests)]
         batch = ScoredBatch(step=step, scored=scored, rewards=[s.reward for s in scored],
-                            score_seconds=time.monotonic() - t0, cache_hits=scorer.cache_hits - hits0)
+                            score_seconds=time.monotonic() - t0, cache_hits=scorer.cache_hits - hits0,
+                            finish_reasons=finish)
         self.last_batch = batch
         if self._recording:
             self._pending.append(batch)
@@ -406,6 +418,7 @@ class GrpoWbMetricsCallback(_CallbackBase):
             raise UserError("GrpoWbMetricsCallback needs num_generations (a GRPOConfig, or pass it)")
         self.scale_rewards = self.scale_rewards or getattr(args, "scale_rewards", None) or "group"
         self.reward.num_generations = self.num_generations
+        self.reward.stop_token_ids = _stop_ids(kwargs.get("processing_class"), kwargs.get("model"))
         self._output_dir = Path(getattr(args, "output_dir", None) or self.run_dir)
         self._main = bool(getattr(state, "is_world_process_zero", True))
         self.trl_info = {k: _plain(getattr(args, k, None)) for k in (
@@ -503,7 +516,8 @@ class GrpoWbMetricsCallback(_CallbackBase):
         groups = build_groups(ids, [[batch.rewards[i] for i in g] for g in idx],
                               [[s.status for s in g] for g in groups_sc], self.advantage_config())
         metrics = step_metrics(batch.step, groups, [s.status for s in batch.scored],
-                               score_seconds=batch.score_seconds, cache_hits=batch.cache_hits)
+                               score_seconds=batch.score_seconds, cache_hits=batch.cache_hits,
+                               finish_reasons=batch.finish_reasons)
         rollouts = []
         for grp, g in zip(groups, groups_sc):
             for s, adv in zip(g, grp.advantages):
@@ -569,7 +583,22 @@ class GrpoWbMetricsCallback(_CallbackBase):
 def _merge_batches(parts: Sequence[ScoredBatch]) -> ScoredBatch:
     return ScoredBatch(step=parts[0].step, scored=[s for p in parts for s in p.scored],
                        rewards=[r for p in parts for r in p.rewards],
-                       score_seconds=max(p.score_seconds for p in parts), cache_hits=sum(p.cache_hits for p in parts))
+                       score_seconds=max(p.score_seconds for p in parts), cache_hits=sum(p.cache_hits for p in parts),
+                       finish_reasons=None if any(p.finish_reasons is None for p in parts)
+                       else [f for p in parts for f in p.finish_reasons])
+
+
+def _stop_ids(tokenizer: Any, model: Any) -> set[int] | None:
+    """The ids TRL treats as a finished completion: the eos ids of the generation config and tokenizer, and pad."""
+    ids: set[int] = set()
+    gen = getattr(model, "generation_config", None)
+    for v in (getattr(gen, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None),
+              getattr(tokenizer, "pad_token_id", None)):
+        if isinstance(v, int):
+            ids.add(v)
+        elif isinstance(v, (list, tuple)):
+            ids.update(int(x) for x in v)
+    return ids or None
 
 
 def _world_size() -> int:

@@ -212,7 +212,7 @@ USAGE_ERRORS = {
     "bad_reward": (lambda w: score(w, "good", "--reward", "dense"), "argument --reward: invalid choice"),
     "missing_out": (lambda w: ["score", "--tasks", w["tasks"], "--completions", w["good"]],
                     "the following arguments are required: --out"),
-    "unknown_command": (lambda w: ["train"], "argument COMMAND: invalid choice"),
+    "unknown_command": (lambda w: ["fly"], "argument COMMAND: invalid choice"),  # "train" exists now
     "no_command": (lambda w: [], "the following arguments are required: COMMAND"),
 }
 
