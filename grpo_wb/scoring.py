@@ -251,9 +251,9 @@ def _task_fingerprint(task: Task) -> str:
                                       task.test_setup, task.check, task.prelude]).encode()).hexdigest()
 
 
-def _cache_key(task: Task, program: str, limits: SandboxLimits) -> str:
+def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:
     h = hashlib.sha256()
-    h.update(_task_fingerprint(task).encode())
+    h.update(fingerprint.encode())
     h.update(repr(limits.timeout).encode())
     h.update(b"\0")
     h.update(program.encode("utf-8", "surrogatepass"))
@@ -294,7 +294,8 @@ class Scorer:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
-        self._plans: dict[str, tuple[list[PlannedTest], bool]] = {}
+        self._plans: dict[str, tuple[list[PlannedTest], bool, list[str]]] = {}
+        self._by_id: dict[int, tuple[Task, tuple[str, list[PlannedTest], bool, list[str]]]] = {}
         self.executed = 0
         self.cache_hits = 0
 
@@ -308,15 +309,24 @@ class Scorer:
 
         return isolation_report(self.sandbox)
 
-    def _plan(self, task: Task) -> tuple[list[PlannedTest], bool]:
+    def _plan(self, task: Task) -> tuple[str, list[PlannedTest], bool, list[str]]:
+        """(fingerprint, planned tests, send check?, watched modules), computed once per task."""
+        with self._lock:
+            hit = self._by_id.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
         key = _task_fingerprint(task)  # not the task_id: two task files may reuse ids
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
-            plan = plan_task(task)
+            plans, send = plan_task(task)
+            plan = (plans, send, _imported_modules(task))
             with self._lock:
                 self._plans[key] = plan
-        return plan
+        out = (key, *plan)
+        with self._lock:
+            self._by_id[id(task)] = (task, out)  # the task is kept alive, so its id is not reused
+        return out
 
     def __enter__(self) -> "Scorer":
         return self
@@ -336,7 +346,8 @@ class Scorer:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
         limits = self.limits.with_timeout(task.timeout)
-        key = _cache_key(task, ext.program, limits)
+        fingerprint, plans, send_check, watch = self._plan(task)
+        key = _cache_key(fingerprint, ext.program, limits)
         owner = False
         if self.cache_enabled:
             with self._lock:
@@ -354,11 +365,10 @@ class Scorer:
                     self.cache_hits += 1
                 return v, True
         try:
-            plans, send_check = self._plan(task)
             program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
             job = build_job(program, task.entry_point, [p.for_child() for p in plans], script=task.is_script,
                             test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                            watch_modules=_imported_modules(task))
+                            watch_modules=watch)
             outcome = self.sandbox.run(job)
             v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check)
         except Exception as e:  # the scorer survives; the completion is not blamed

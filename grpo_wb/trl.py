@@ -38,12 +38,12 @@ import sys
 import time
 import warnings
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import __version__
-from .advantages import AdvantageConfig, compute_advantages
+from .advantages import AdvantageConfig
 from .diagnostics import build_groups, step_metrics
 from .errors import UserError
 from .jsonio import JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail, sha256_file
