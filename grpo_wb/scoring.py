@@ -11,7 +11,7 @@ Statuses (one per completion):
 ``sandbox_error``  the sandbox itself failed; the completion is not to blame
 
 Scoring runs completions in parallel (one thread per worker, each waiting on
-its own child process), keeps at most ``2 x workers`` jobs in flight so memory
+its own child process), keeps at most ``8 x workers`` jobs in flight so memory
 stays flat, yields results in input order, and executes identical
 ``(task, program)`` pairs once per scorer (duplicates are common at low
 temperature).
@@ -292,7 +292,9 @@ class Scorer:
         self._cache: dict[str, Verdict] = {}
         self._inflight: dict[str, Future] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grpo_wb_score")
+        # More threads than sandboxes: a thread waiting for an identical completion already running
+        # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
+        self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
         self._plans: dict[str, tuple[list[PlannedTest], bool, list[str]]] = {}
         self._by_id: dict[int, tuple[Task, tuple[str, list[PlannedTest], bool, list[str]]]] = {}
@@ -397,7 +399,7 @@ class Scorer:
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order with a bounded window."""
         window: deque[Future] = deque()
-        limit = 2 * self.workers
+        limit = 8 * self.workers
         for req in requests:
             window.append(self._pool.submit(self._score_one, req))
             while len(window) >= limit:
