@@ -17,6 +17,7 @@ to report as ``error``.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import warnings
 import textwrap
@@ -68,6 +69,12 @@ def _compiles(src: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
+def _prompt_is_code(prompt: str) -> bool:
+    """Prompts repeat across a group: parse each once."""
+    return _compiles(prompt)
+
+
 def _looks_like_code(text: str) -> bool:
     stripped = text.strip("\n")
     if not stripped.strip():
@@ -85,7 +92,7 @@ def _continue(prompt: str, code: str) -> str:
     """A continuation is appended to a prompt that is code (a stub, or a bare ``def f(x):``);
     an answer to a prose prompt (APPS) stands alone."""
     joined = prompt + code
-    if _compiles(prompt) or _compiles(joined) or not _compiles(code):
+    if _prompt_is_code(prompt) or _compiles(joined) or not _compiles(code):
         return joined
     return code
 
@@ -94,7 +101,7 @@ def _full_program(prompt: str, code: str) -> str:
     # Keep the prompt's imports and helpers: the prompt alone is a valid module in
     # HumanEval-style tasks (signature + docstring), so the answer's definition of
     # the entry point simply replaces the stub.
-    if _compiles(prompt):
+    if _prompt_is_code(prompt):
         return prompt.rstrip("\n") + "\n\n" + code
     imports = [l for l in prompt.splitlines() if re.match(r"^(import|from)\s", l)]
     return "\n".join(imports + [code])
@@ -115,12 +122,12 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
         defining = [textwrap.dedent(b) for b in py if _defines(textwrap.dedent(b), entry_point)]
         if defining:
             return Extraction(_full_program(prompt, defining[-1]), "full_function")
-        if not _compiles(prompt) and not _compiles(prompt + py[0]) and _compiles(textwrap.dedent(py[-1])):
+        if not _prompt_is_code(prompt) and not _compiles(prompt + py[0]) and _compiles(textwrap.dedent(py[-1])):
             return Extraction(textwrap.dedent(py[-1]), "full_function")  # a script or a prose-prompted answer
         return Extraction(prompt + py[0], "continuation")
     if not _looks_like_code(completion):
         return Extraction(None, "none", "no code in the reply")
-    if _defines(completion, entry_point) and (entry_point or not _compiles(prompt)):
+    if _defines(completion, entry_point) and (entry_point or not _prompt_is_code(prompt)):
         code = textwrap.dedent(completion)
         lines = code.splitlines(keepends=True)
         # drop a line of prose before the code ("Sure! Here is the function:"), keep code-like lines

@@ -11,7 +11,7 @@ Statuses (one per completion):
 ``sandbox_error``  the sandbox itself failed; the completion is not to blame
 
 Scoring runs completions in parallel (one thread per worker, each waiting on
-its own child process), keeps at most ``8 x workers`` jobs in flight so memory
+its own child process), keeps at most ``window`` (default 512 per worker) jobs in flight so memory
 stays flat, yields results in input order, and executes identical
 ``(task, program)`` pairs once per scorer (duplicates are common at low
 temperature).
@@ -284,10 +284,11 @@ class Scorer:
     """Scores completions in parallel with per-run verdict caching."""
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(),
-                 workers: int | None = None, cache: bool = True):
+                 workers: int | None = None, cache: bool = True, window: int | None = None):
         self.limits = limits
         self.reward = reward
         self.workers = workers or default_workers()
+        self.window = window or 512 * self.workers
         self.cache_enabled = cache
         self._cache: dict[str, Verdict] = {}
         self._inflight: dict[str, Future] = {}
@@ -399,7 +400,10 @@ class Scorer:
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order with a bounded window."""
         window: deque[Future] = deque()
-        limit = 8 * self.workers
+        # Results leave in input order, so a completion that runs into its deadline holds up the
+        # ones behind it; a deep window lets the other workers go on meanwhile (about 3 s x ~250
+        # completions/s per worker). Memory stays bounded by the window, not by the input size.
+        limit = self.window
         for req in requests:
             window.append(self._pool.submit(self._score_one, req))
             while len(window) >= limit:
