@@ -64,7 +64,6 @@ def _prctl(option, value):
 import collections  # noqa: E402
 import re  # noqa: E402
 
-_ATOMS = (int, float, str, bool, type(None))
 _DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 from .errors import UserError
 from .sandbox import SandboxLimits
 from .scoring import ScoreRequest, Scorer
-from .tasks import Task
+from .tasks import Task, TestCase
 
 CODEGEN_REL = Path("codet_codegen16b_humaneval") / "samples_codet_truncated.jsonl"
 
@@ -130,8 +130,7 @@ def measure_overhead(n: int = 300) -> tuple[float, float]:
     bare = float(subprocess.run([exe, "-I", "-S", "-c", _BARE_FORK, str(n)], capture_output=True, text=True,
                                 check=True).stdout)
     task = Task(task_id="bench/add", prompt="def add(a, b):\n", entry_point="add",
-                tests=(__import__("grpo_wb.tasks", fromlist=["TestCase"]).TestCase(
-                    name="t", code="assert candidate(1, 2) == 3"),))
+                tests=(TestCase(name="t", code="assert candidate(1, 2) == 3"),))
     with Scorer(SandboxLimits(timeout=3.0), workers=1, cache=False) as sc:
         list(sc.score([ScoreRequest(task, "    return a + b\n")]))  # warm up
         t0 = time.perf_counter()

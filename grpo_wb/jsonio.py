@@ -43,8 +43,7 @@ def _clean(obj: Any) -> Any:
 
 def dumps(obj: Any) -> str:
     """One-line strict JSON (NaN becomes null)."""
-    return json.dumps(_clean(json.loads(json.dumps(obj, default=_default))), allow_nan=False,
-                      ensure_ascii=False)
+    return json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False, ensure_ascii=False)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -68,8 +67,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Pretty JSON, written atomically."""
-    atomic_write_text(path, json.dumps(_clean(json.loads(json.dumps(obj, default=_default))),
-                                       indent=2, allow_nan=False, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), indent=2,
+                                       allow_nan=False, ensure_ascii=False) + "\n")
 
 
 def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:

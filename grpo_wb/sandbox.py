@@ -379,8 +379,6 @@ def _outcome(res: dict[str, Any]) -> RawOutcome:
             continue
         if isinstance(ev, dict):
             out.events.append(ev)
-    if out.overflow:
-        out.sandbox_error = None  # the completion flooded its channel: its fault, handled by the verdict
     return out
 
 

@@ -278,7 +278,7 @@ class SmokeRun:
             return prev_summary
         below = self._below_streak(history)
         stop_reason = None
-        occurrences = self._occurrences(len(tasks), start)
+        occurrences = self._occurrences(tasks, start)
         adv_cfg = cfg.advantage_config()
         t_run = time.monotonic()
         from tqdm.std import tqdm
@@ -365,11 +365,11 @@ class SmokeRun:
                 below = 0
         return below
 
-    def _occurrences(self, n_tasks: int, upto: int) -> dict[str, int]:
-        tasks = load_tasks(self.cfg.tasks)
+    def _occurrences(self, tasks: Sequence[Task], upto: int) -> dict[str, int]:
+        """How often each task was requested in steps before ``upto`` (replay's cursor on resume)."""
         occ: dict[str, int] = {}
         for step in range(upto):
-            for i in schedule(n_tasks, self.cfg.batch_size, self.cfg.seed, step):
+            for i in schedule(len(tasks), self.cfg.batch_size, self.cfg.seed, step):
                 occ[tasks[i].task_id] = occ.get(tasks[i].task_id, 0) + 1
         return occ
 

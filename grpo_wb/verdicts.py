@@ -137,8 +137,6 @@ def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
         if isinstance(node, ast.Attribute):
             if not (isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _SAFE_MATH):
                 return False
-        if isinstance(node, ast.Name) and node.id == "math":
-            pass
     # "math" must only appear as math.<whitelisted>
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
