@@ -65,7 +65,9 @@ def _compiles(src: str) -> bool:
             warnings.simplefilter("ignore")
             ast.parse(src)
         return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+        # CPython 3.11 may report very deep nesting as SystemError ("AST constructor recursion
+        # depth mismatch") rather than RecursionError, depending on the stack already in use
         return False
 
 

@@ -342,7 +342,7 @@ class Scorer:
         total = len(task.tests)
         try:
             ext = extract_program(task.prompt, task.entry_point, completion)
-        except (RecursionError, MemoryError, ValueError) as e:
+        except (RecursionError, MemoryError, ValueError, SystemError) as e:
             return Verdict("parse_failure", False, 0, total, 0.0, "none", error=f"unparseable: {type(e).__name__}",
                            failed_tests=tuple(t.name for t in task.tests)), False
         if not ext.ok:

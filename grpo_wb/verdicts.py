@@ -153,7 +153,7 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
         with warnings.catch_warnings():  # e.g. "invalid escape sequence" in a dataset's test
             warnings.simplefilter("ignore")
             mod = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return PlannedTest(kind="exec", code=code)
     if len(mod.body) != 1 or not isinstance(mod.body[0], ast.Assert):
         return PlannedTest(kind="exec", code=code)
