@@ -24,7 +24,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl,ray]'
 	@touch $(STAMP)
 
 install: $(STAMP) sandbox

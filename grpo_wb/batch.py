@@ -422,19 +422,29 @@ def write_index(root: str | Path, results: Sequence[ReportResult], title: str = 
 
 def add_parser(sub) -> None:
     """The ``batch`` subcommand (called from :func:`grpo_wb.cli.build_parser`)."""
-    from .cli import _positive_int
+    from .cli import _add_executor_args, _positive_int
 
     p = sub.add_parser("batch", help="run a plan of notebooks x parameter grids and write an index page")
     p.add_argument("plan", metavar="PLAN", help="YAML or JSON plan (see docs/notebooks.md)")
     p.add_argument("--workers", type=_positive_int, default=None, help="parallel reports (default: the plan's, else 2)")
     p.add_argument("--no-progress", action="store_true")
+    _add_executor_args(p)
 
 
 def cmd_batch(args) -> int:
     """Run the plan; list failures; end with the index path; exit 1 when any report failed."""
     plan = load_plan(args.plan, workers=args.workers)
-    print(f"{len(plan.jobs)} reports, {plan.workers} at a time -> {plan.out}", file=sys.stderr)
-    results = run_plan(plan, progress=not args.no_progress)
+    runner = run_job
+    where = ""
+    if args.executor == "ray":
+        from .ray_executor import report_runner
+
+        runner = report_runner(args.ray_address)
+        where = " on Ray"
+    elif args.ray_address:
+        raise UserError("--ray-address needs --executor ray")
+    print(f"{len(plan.jobs)} reports, {plan.workers} at a time{where} -> {plan.out}", file=sys.stderr)
+    results = run_plan(plan, progress=not args.no_progress, runner=runner)
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAILED {r.name}: {r.error}", file=sys.stderr)

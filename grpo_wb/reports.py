@@ -279,6 +279,8 @@ class ReportResult:
     """Rendered report."""
     headline: dict[str, Any] = field(default_factory=dict)
     """headline.json, when the notebook wrote one."""
+    node: str | None = None
+    """The Ray node that ran it (``batch --executor ray``); None when it ran on this machine."""
 
     @property
     def ok(self) -> bool:

@@ -51,6 +51,8 @@ from typing import Any
 
 WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
 _UID_BASE = 61000
+HASH_SEED = "0"
+"""str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
 _STARTUP_TIMEOUT = 20.0
 
 
@@ -137,6 +139,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv",
            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
+           "--setenv", "PYTHONHASHSEED", HASH_SEED,
            # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
            "--ro-bind", "/usr", "/usr"]
@@ -223,14 +226,16 @@ class Worker:
         cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
                "job_root": job_root,
                "pid_namespace": mode == "bwrap", "probe_port": listener.port}
-        argv = [_interpreter(), "-I", "-S", "-B", WORKER, json.dumps(cfg)]
+        # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
+        # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
+        argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
         if mode == "bwrap":
             argv = (bwrap_command(limits) or []) + argv
         errlog = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=errlog, start_new_session=True, bufsize=0,
-                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": HASH_SEED})
             msg = self._recv(_STARTUP_TIMEOUT)
         except (OSError, WorkerDied) as e:
             self.kill()

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
+from .errors import UserError
 from .extraction import extract_program
 from .rewards import RewardConfig, compute_reward
 from .sandbox import RawOutcome, SandboxLimits, WorkerPool, build_job
@@ -312,6 +313,14 @@ class Scorer:
 
         return isolation_report(self.sandbox)
 
+    def executor_info(self) -> dict[str, Any]:
+        """Where scoring runs (recorded in run manifests; the Ray executor reports every node)."""
+        import socket
+
+        return {"executor": "local", "nodes": 1, "workers": self.workers,
+                "per_node": [{"hostname": socket.gethostname(), "workers": self.workers,
+                              "isolation": self.isolation()}]}
+
     def _plan(self, task: Task) -> tuple[str, list[PlannedTest], bool, list[str]]:
         """(fingerprint, planned tests, send check?, watched modules), computed once per task."""
         with self._lock:
@@ -410,3 +419,25 @@ class Scorer:
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
+
+
+EXECUTORS = ("local", "ray")
+
+
+def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
+                workers: int | None = None, cache: bool = True, executor: str = "local",
+                ray_address: str | None = None) -> Any:
+    """A scorer for ``executor``: the local pool, or :class:`~grpo_wb.ray_executor.RayScorer` (same interface).
+
+    On Ray, ``workers`` is per node (default: each node's CPUs); ``ray_address``
+    None starts a local Ray instance.
+    """
+    if executor == "local":
+        if ray_address:
+            raise UserError("--ray-address needs --executor ray")
+        return Scorer(limits, reward, workers=workers, cache=cache)
+    if executor == "ray":
+        from .ray_executor import RayScorer
+
+        return RayScorer(limits, reward, address=ray_address, workers=workers, cache=cache)
+    raise UserError(f"unknown executor {executor!r} (choose {', '.join(EXECUTORS)})")

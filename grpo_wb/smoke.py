@@ -40,7 +40,7 @@ from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_
                      sha256_file)
 from .rewards import RewardConfig
 from .sandbox import SandboxLimits, describe_isolation
-from .scoring import ScoreRequest, Scorer
+from .scoring import EXECUTORS, ScoreRequest, open_scorer
 from .tasks import Task, load_tasks
 
 BACKENDS = ("mock", "replay", "openai", "transformers")
@@ -111,6 +111,10 @@ class SmokeConfig:
     """Let completions import the installed packages (default: the standard library only)."""
     mock_skill: float = 0.5
     """Mock backend: default probability of a correct completion (task metadata ``mock_skill`` wins)."""
+    executor: str = "local"
+    """Where completions are scored: ``local`` (this machine's pool) or ``ray`` (one actor per node)."""
+    ray_address: str | None = None
+    """Ray head ``HOST:PORT`` or ``auto``; None with ``executor: ray`` starts a local Ray instance."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -134,6 +138,10 @@ class SmokeConfig:
             raise UserError("timeout must be positive")
         if self.workers is not None and self.workers < 1:
             raise UserError("workers must be at least 1")
+        if self.executor not in EXECUTORS:
+            raise UserError(f"unknown executor {self.executor!r} (choose {', '.join(EXECUTORS)})")
+        if self.ray_address and self.executor != "ray":
+            raise UserError("--ray-address needs --executor ray")
         try:
             RewardConfig(kind=self.reward)
             self.advantage_config()
@@ -150,7 +158,7 @@ class SmokeConfig:
                              site_packages=self.site_packages)
 
     # fields that may change between a run and its resumption
-    RESUMABLE_CHANGES = ("steps", "workers", "out")
+    RESUMABLE_CHANGES = ("steps", "workers", "out", "executor", "ray_address")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -214,6 +222,7 @@ class SmokeRun:
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.isolation: dict[str, Any] = {}
+        self.executor: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ set-up
     def _prepare_dir(self) -> int:
@@ -283,11 +292,15 @@ class SmokeRun:
         t_run = time.monotonic()
         from tqdm.std import tqdm
 
-        with Scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers) as scorer, \
+        with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
+                         ray_address=cfg.ray_address) as scorer, \
                 JsonlAppender(self.out / "metrics.jsonl") as metrics_f, \
                 JsonlAppender(self.out / "groups.jsonl") as groups_f:
             self.isolation = scorer.isolation()
-            self.log("isolation: " + describe_isolation(self.isolation))
+            self.executor = scorer.executor_info()
+            for n in self.executor["per_node"]:
+                where = f" on {n['hostname']} ({n['workers']} workers)" if cfg.executor != "local" else ""
+                self.log(f"isolation{where}: " + describe_isolation(n["isolation"]))
             self._write_manifest(backend, steps_completed=start)
             bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
                        disable=not self.progress, file=sys.stderr)
@@ -414,7 +427,8 @@ class SmokeRun:
             "config": self.cfg.to_json(),
             "advantage": asdict(self.cfg.advantage_config()),
             "backend": backend.describe(),
-            "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation},
+            "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation,
+                        "executor": self.executor},
             "tasks_file": str(self.cfg.tasks),
             "tasks_sha256": sha256_file(self.cfg.tasks),
             "files": files,

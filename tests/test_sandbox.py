@@ -478,3 +478,17 @@ def test_compute_reward_rules():
     with pytest.raises(ValueError):
         RewardConfig(kind="fractional")
     assert set(STATUSES) == {"pass", "fail", "error", "timeout", "parse_failure", "sandbox_error"}
+
+
+
+def test_set_order_and_so_verdicts_are_the_same_in_every_worker():
+    """A completion whose answer depends on str hashing (set order) gets one verdict, not one per worker."""
+    task = Task(task_id="t/order", prompt="def f():\n", entry_point="f",
+                tests=(TestCase(name="t", code="x = candidate()\nassert x == 'never', x"),))
+    errors = set()
+    for _ in range(3):  # each scorer starts fresh interpreters: with random str hashing the order would differ
+        with Scorer(SandboxLimits(), workers=1) as sc:
+            (r,) = sc.score([ScoreRequest(task, "    return ''.join(set('abcdefghij'))\n")])
+        assert r.status == "fail" and sorted(r.error.split(": ")[-1]) == list("abcdefghij"), r.error
+        errors.add(r.error)
+    assert len(errors) == 1

@@ -1,0 +1,408 @@
+"""Scoring and batch reports on a Ray cluster, behind the local executor's interface.
+
+:class:`RayScorer` is a drop-in for :class:`~grpo_wb.scoring.Scorer` (same
+``score``/``isolation``/``executed``/``cache_hits``/``close``): one long-lived
+actor per node holds that node's warm, isolated worker pool — a plain local
+``Scorer``, so the sandbox and verdict code are the local ones, not a copy.
+The driver cuts the input into chunks, keeps a bounded number in flight per
+actor (back-pressure: the driver holds at most ``max_ahead`` chunks, so its
+memory stays flat), and yields results in input order.
+
+Faults: a chunk whose actor dies (or whose node dies) goes to another actor; a
+dead actor is replaced on a live node while ``max_replacements`` allows. A
+chunk is accepted once, and only when its results name exactly its completion
+ids, so every completion appears exactly once in the output. When no actor is
+left, :class:`IncompleteScoring` names the completions that were not scored.
+
+What it needs: Ray (extra ``[ray]``) and the same ``grpo_wb`` version on every
+node (checked when an actor starts), bubblewrap on every node for the full
+isolation (each node's achieved isolation is recorded separately). What it does
+not do: share the verdict cache across nodes (each actor caches its own), or
+ship code to the nodes.
+
+Ray's own traffic: usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``),
+the dashboard is off unless asked for, and a local instance binds 127.0.0.1.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from . import __version__
+from .errors import UserError
+from .rewards import RewardConfig
+from .sandbox import SandboxLimits
+from .scoring import ScoredCompletion, ScoreRequest
+
+CHUNK_SIZE = 32
+"""Completions per chunk: small enough that a retry re-runs little, large enough to amortise a call."""
+INFLIGHT_PER_ACTOR = 4
+"""Chunks running at once on one node: a chunk waiting on a completion at its deadline leaves the others going."""
+
+
+class IncompleteScoring(UserError):
+    """The cluster could not score everything; ``missing`` holds the completion ids without a result."""
+
+    def __init__(self, missing: list[str], reason: str):
+        self.missing = list(missing)
+        shown = ", ".join(self.missing[:10]) + (" ..." if len(self.missing) > 10 else "")
+        super().__init__(f"Ray executor: {len(self.missing)} completions were not scored ({reason}); "
+                         f"missing: {shown}")
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray: pip install 'grpo_wb[ray]'") from None
+    return ray
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast (one line) on an address nobody listens on; Ray itself retries for a minute."""
+    if address in ("auto", "local") or address.startswith("ray://"):
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--ray-address {address!r}: expected HOST:PORT of the cluster's head (GCS), "
+                        "e.g. 127.0.0.1:6379, or 'auto'")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=5.0):
+            pass
+    except OSError as e:
+        raise UserError(f"--ray-address {address}: no Ray head answers there ({e.strerror or e})") from None
+
+
+def connect(address: str | None = None, *, num_cpus: int | None = None, dashboard: bool = False):
+    """Connect to the cluster at ``address`` (or start a local instance on 127.0.0.1); return ``ray``.
+
+    Reuses an existing connection. A loopback address stays loopback: Ray would
+    otherwise rewrite 127.0.0.1 to the machine's outward address.
+    """
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray = _import_ray()
+    if ray.is_initialized():
+        return ray
+    local = address in (None, "", "local")
+    if local or _is_loopback(address.rpartition(":")[0].strip("[]")):
+        # Ray's "cluster mode" resolves a loopback bootstrap address to the host's outward IP;
+        # with it off (as Ray does on macOS/Windows) the driver keeps 127.0.0.1. Nodes are unaffected.
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    if not local:
+        _check_reachable(address)
+    import logging
+
+    kwargs: dict[str, Any] = dict(logging_level=logging.WARNING, log_to_driver=False, configure_logging=True)
+    try:
+        if local:
+            # "local": always a new instance, never a cluster that `ray start` left running here
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **kwargs)
+        else:
+            ray.init(address=address, **kwargs)
+    except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"--ray-address {address}: cannot connect to Ray ({first})") from None
+    return ray
+
+
+def _node_scorer_class(ray):
+    """The per-node actor (defined lazily: Ray is an optional extra)."""
+
+    class NodeScorer:
+        """One node's warm sandbox pool; scores chunks, several at once."""
+
+        def __init__(self, limits: dict[str, Any], reward: dict[str, Any], workers: int, cache: bool,
+                     driver_version: str):
+            if driver_version != __version__:
+                raise RuntimeError(f"grpo_wb {__version__} on this node, {driver_version} on the driver")
+            from .scoring import Scorer, _task_fingerprint
+
+            self._fingerprint = _task_fingerprint
+            self.scorer = Scorer(SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache)
+            self._tasks: dict[str, Any] = {}
+            self._lock = threading.Lock()
+
+        def info(self) -> dict[str, Any]:
+            return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
+                    "pid": os.getpid(), "workers": self.scorer.workers, "isolation": self.scorer.isolation()}
+
+        def _intern(self, requests: list[ScoreRequest]) -> list[ScoreRequest]:
+            """Give equal tasks one object, so the scorer's per-task plan cache stays small."""
+            seen: dict[int, Any] = {}
+            out = []
+            for r in requests:
+                t = seen.get(id(r.task))
+                if t is None:
+                    fp = self._fingerprint(r.task)
+                    with self._lock:
+                        t = self._tasks.setdefault(fp, r.task)
+                    seen[id(r.task)] = t
+                out.append(ScoreRequest(t, r.completion, r.sample_index, r.completion_id, r.meta))
+            return out
+
+        def score_chunk(self, requests: list[ScoreRequest]) -> list[ScoredCompletion]:
+            return list(self.scorer.score(self._intern(requests)))
+
+        def shutdown(self) -> None:
+            self.scorer.close()
+
+    return ray.remote(NodeScorer)
+
+
+def _completion_id(req: ScoreRequest) -> str:
+    return req.completion_id or f"{req.task.task_id}#{req.sample_index}"
+
+
+@dataclass
+class _Actor:
+    handle: Any
+    node_id: str
+    workers: int
+    info: dict[str, Any]
+    inflight: int = 0
+    alive: bool = True
+
+
+class RayScorer:
+    """Scores on a Ray cluster: one actor per node, chunked, bounded, ordered, retried."""
+
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
+                 address: str | None = None, workers: int | None = None, cache: bool = True,
+                 chunk_size: int = CHUNK_SIZE, inflight_per_actor: int = INFLIGHT_PER_ACTOR,
+                 max_replacements: int | None = None, max_attempts: int = 3, dashboard: bool = False,
+                 start_timeout: float = 180.0):
+        self.limits = limits
+        self.reward = reward
+        self.address = address
+        self.workers_per_node = workers
+        self.cache_enabled = cache
+        self.chunk_size = chunk_size
+        self.inflight_per_actor = inflight_per_actor
+        self.max_attempts = max_attempts
+        self.start_timeout = start_timeout
+        self.ray = connect(address, num_cpus=workers, dashboard=dashboard)
+        self._cls = _node_scorer_class(self.ray)
+        self.actors: list[_Actor] = []
+        self.retired: list[_Actor] = []
+        nodes = self._usable_nodes()
+        if not nodes:
+            raise UserError("the Ray cluster has no alive node with a CPU to run sandboxes on")
+        self._start([n for n in nodes], first=True)
+        self.max_replacements = 2 * len(self.actors) if max_replacements is None else max_replacements
+        self.replacements = 0
+        self.retried_chunks = 0
+        self.executed = 0
+        self.cache_hits = 0
+
+    # -------------------------------------------------------------- actors
+
+    def _usable_nodes(self) -> list[dict[str, Any]]:
+        return [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
+
+    def _start(self, nodes: list[dict[str, Any]], first: bool = False) -> list[_Actor]:
+        """Start one actor per node; wait until each answers (its worker pool is then warm)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        pending = []
+        for n in nodes:
+            w = self.workers_per_node or max(1, int(n["Resources"]["CPU"]))
+            h = self._cls.options(
+                num_cpus=0, max_restarts=0, max_concurrency=self.inflight_per_actor + 1,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            ).remote(asdict(self.limits), asdict(self.reward), w, self.cache_enabled, __version__)
+            pending.append((n, w, h, h.info.remote()))
+        started, errors = [], []
+        for n, w, h, ref in pending:
+            try:
+                info = self.ray.get(ref, timeout=self.start_timeout)
+            except Exception as e:  # an actor that cannot start on that node: use the others
+                errors.append(f"node {n['NodeID'][:8]}: {_short(e)}")
+                self.ray.kill(h, no_restart=True)
+                continue
+            a = _Actor(handle=h, node_id=n["NodeID"], workers=w, info=info)
+            self.actors.append(a)
+            started.append(a)
+        if first and not started:
+            raise UserError("no sandbox actor could start on the Ray cluster: " + "; ".join(errors[:3]))
+        return started
+
+    def _replace(self) -> bool:
+        """Start a replacement actor on a live node without one; False when the budget or the nodes ran out.
+
+        (The driver waits for it: a few seconds in which the other actors finish what they hold.)
+        """
+        if self.replacements >= self.max_replacements:
+            return False
+        busy = {a.node_id for a in self.actors if a.alive}
+        for n in [n for n in self._usable_nodes() if n["NodeID"] not in busy]:
+            self.replacements += 1
+            if self._start([n]):
+                return True
+            if self.replacements >= self.max_replacements:
+                break
+        return False
+
+    def _retire(self, actor: _Actor) -> None:
+        if actor.alive:
+            actor.alive = False
+            self.retired.append(actor)
+            try:
+                self.ray.kill(actor.handle, no_restart=True)
+            except Exception:
+                pass
+
+    def _live(self) -> list[_Actor]:
+        return [a for a in self.actors if a.alive]
+
+    # -------------------------------------------------------------- Scorer interface
+
+    def isolation(self) -> dict[str, Any]:
+        """The first node's isolation report (each node's is in :meth:`executor_info`)."""
+        return self._live()[0].info["isolation"] if self._live() else {"mode": "unavailable", "error": "no actor"}
+
+    def executor_info(self) -> dict[str, Any]:
+        live = self._live()
+        return {"executor": "ray", "ray_address": self.address or "local", "nodes": len({a.node_id for a in live}),
+                "workers": sum(a.workers for a in live), "actor_replacements": self.replacements,
+                "retried_chunks": self.retried_chunks,
+                "per_node": [{"node_id": a.node_id, "hostname": a.info["hostname"], "workers": a.workers,
+                              "isolation": a.info["isolation"]} for a in live]}
+
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
+        """Score on the cluster; yield in input order; retry chunks of dead actors elsewhere."""
+        ray = self.ray
+        it = iter(requests)
+        chunks: dict[int, list[ScoreRequest]] = {}
+        attempts: dict[int, int] = {}
+        done: dict[int, list[ScoredCompletion]] = {}
+        running: dict[Any, tuple[int, _Actor]] = {}
+        retry: deque[int] = deque()
+        next_read = next_out = 0
+        exhausted = False
+
+        def max_ahead() -> int:
+            return 2 * self.inflight_per_actor * max(1, len(self._live()))
+
+        def submit(idx: int) -> None:
+            actor = min(self._live(), key=lambda a: a.inflight)
+            actor.inflight += 1
+            attempts[idx] = attempts.get(idx, 0) + 1
+            running[actor.handle.score_chunk.remote(chunks[idx])] = (idx, actor)
+
+        def missing(reason: str) -> IncompleteScoring:
+            # results leave in input order: everything not yet yielded is missing from the output
+            ids = [_completion_id(r) for i in sorted(chunks) for r in chunks[i]]
+            ids += [_completion_id(r) for r in it]
+            return IncompleteScoring(ids, reason)
+
+        while True:
+            # fill: retries first, then new chunks, as long as actors have room and the driver's buffer allows
+            while self._live():
+                room = any(a.inflight < self.inflight_per_actor for a in self._live())
+                if not room:
+                    break
+                if retry:
+                    submit(retry.popleft())
+                    continue
+                if exhausted or len(chunks) >= max_ahead():
+                    break
+                chunk = [r for _, r in zip(range(self.chunk_size), it)]
+                if not chunk:
+                    exhausted = True
+                    break
+                chunks[next_read] = chunk
+                submit(next_read)
+                next_read += 1
+            while next_out in done:
+                results = done.pop(next_out)
+                del chunks[next_out]
+                next_out += 1
+                for r in results:
+                    self.executed += int(not r.cached and r.status != "parse_failure")
+                    self.cache_hits += int(r.cached)
+                    yield r
+            if exhausted and not chunks:
+                return
+            if not running:
+                if not self._live() and not self._replace():
+                    raise missing("no live actor is left on the cluster")
+                continue
+            ready, _ = ray.wait(list(running), num_returns=1)
+            idx, actor = running.pop(ready[0])
+            actor.inflight -= 1
+            try:
+                results = ray.get(ready[0])
+                want = [_completion_id(r) for r in chunks[idx]]
+                if [r.completion_id for r in results] != want:
+                    raise RuntimeError("the actor returned results for other completions")
+            except Exception as e:
+                fault = _short(e)
+                if isinstance(e, (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError,
+                                  ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError)):
+                    self._retire(actor)
+                    self._replace()  # on the same node when only the actor died
+                if attempts[idx] >= self.max_attempts:
+                    raise missing(f"chunk failed {attempts[idx]} times, last: {fault}") from None
+                self.retried_chunks += 1
+                retry.append(idx)
+                continue
+            if idx not in done:  # a chunk is accepted once
+                done[idx] = results
+
+    def close(self) -> None:
+        for a in self.actors:
+            if a.alive:
+                try:
+                    self.ray.get(a.handle.shutdown.remote(), timeout=30)
+                except Exception:
+                    pass
+                try:
+                    self.ray.kill(a.handle, no_restart=True)
+                except Exception:
+                    pass
+                a.alive = False
+
+    def __enter__(self) -> "RayScorer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:200]}" if text else type(e).__name__
+
+
+def report_runner(address: str | None = None, *, dashboard: bool = False) -> Callable[[Any], Any]:
+    """A ``run_plan`` runner that executes each report as a Ray task on any node.
+
+    The report's process, kernel and timeout handling are the local ones
+    (:func:`grpo_wb.batch.run_job`); Ray places it and retries it once when its
+    node dies. Paths in the plan must be visible at the same place on every
+    node (a shared filesystem), as usual for Ray jobs that write files.
+    """
+    ray = connect(address, dashboard=dashboard)
+    from .batch import run_job
+
+    def run_here(job):
+        res = run_job(job)
+        res.node = ray.get_runtime_context().get_node_id()
+        return res
+
+    remote = ray.remote(num_cpus=1, max_retries=1)(run_here)
+
+    def run(job):
+        return ray.get(remote.remote(job))
+
+    return run

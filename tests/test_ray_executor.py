@@ -1,0 +1,327 @@
+"""The Ray executor on a real Ray cluster started here: a head plus two worker nodes, all on 127.0.0.1.
+
+Each node is its own raylet process with one CPU (Ray's ``cluster_utils.Cluster``,
+the tool Ray's own tests use), so "one actor per node" means three actors with
+one sandbox worker each. Results are compared field by field with the local
+executor on the same completions, real CodeGen samples included.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import ray  # the [ray] extra is part of `make test`: a missing Ray fails here, it does not skip
+
+from conftest import ROOT, SHARED_DATA, TOY, read_jsonl, write_jsonl  # noqa: E402
+
+from grpo_wb.importers import import_humaneval  # noqa: E402
+from grpo_wb.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
+from grpo_wb.sandbox import SandboxLimits  # noqa: E402
+from grpo_wb.scoring import ScoreRequest, Scorer  # noqa: E402
+from grpo_wb.tasks import load_tasks  # noqa: E402
+
+CODET = SHARED_DATA / "codet_codegen16b_humaneval" / "samples_codet_truncated.jsonl"
+LIMITS = SandboxLimits(timeout=3.0)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False  # as grpo_wb's connect(): keep every address on 127.0.0.1
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                      "node_ip_address": "127.0.0.1"})
+    for _ in range(2):
+        c.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    c.wait_for_nodes()
+    connect(c.address)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+def _key(r):
+    """Everything a verdict is (duration and cache hits depend on timing and on which node saw what)."""
+    d = r.to_json() if hasattr(r, "to_json") else dict(r)
+    return {k: v for k, v in d.items() if k not in ("duration_s", "cached")}
+
+
+@pytest.fixture(scope="module")
+def humaneval():
+    return {t.task_id: t for t in import_humaneval()[0]}
+
+
+@pytest.fixture(scope="module")
+def real_requests(humaneval):
+    with open(CODET) as f:  # a missing data file fails here, it does not skip
+        samples = [json.loads(line) for _, line in zip(range(400), f)]
+    toy = load_tasks(TOY)
+    reqs = [ScoreRequest(humaneval[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)]
+    reqs += [ScoreRequest(t, t.canonical_solution, k, completion_id=f"{t.task_id}@canon{k}")
+             for k in range(2) for t in toy]
+    reqs += [ScoreRequest(t, "    return None\n", 0, completion_id=f"{t.task_id}@wrong") for t in toy]
+    return reqs
+
+
+@pytest.fixture(scope="module")
+def local_results(real_requests):
+    with Scorer(LIMITS, workers=2) as sc:
+        return [_key(r) for r in sc.score(real_requests)]
+
+
+def test_usage_stats_are_off_and_every_node_gets_an_actor(cluster):
+    from ray._common.usage import usage_lib
+
+    assert os.environ["RAY_USAGE_STATS_ENABLED"] == "0" and not usage_lib.usage_stats_enabled()
+    with RayScorer(LIMITS, address=cluster.address) as rs:
+        info = rs.executor_info()
+    nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    assert info["executor"] == "ray" and info["nodes"] == 3 == len(nodes)
+    assert {n["node_id"] for n in info["per_node"]} == nodes
+    assert info["workers"] == 3  # one sandbox per node CPU
+    with Scorer(LIMITS, workers=1) as sc:
+        local_mode = sc.isolation()["mode"]
+    assert all(n["isolation"]["mode"] == local_mode for n in info["per_node"])
+
+
+def test_results_identical_to_the_local_executor_on_real_samples(cluster, real_requests, local_results):
+    with RayScorer(LIMITS, address=cluster.address) as rs:
+        got = [_key(r) for r in rs.score(real_requests)]
+        assert rs.retried_chunks == 0
+    assert len(got) == len(local_results) == len(real_requests)
+    assert got == local_results
+    statuses = {r["status"] for r in got}
+    assert {"pass", "fail"} <= statuses  # a comparison over real mixed verdicts, not a trivial one
+
+
+def _slow_first(reqs):
+    """A correct completion that takes ~2 s: the first chunk is certainly in flight 0.7 s in."""
+    t = next(t for t in load_tasks(TOY) if t.entry_point == "add")
+    slow = ScoreRequest(t, "    import time\n    time.sleep(2.0)\n    return a + b\n", 0, completion_id="slow")
+    return [slow] + list(reqs)
+
+
+def _kill_later(rs, which, delay=0.7):
+    def go():
+        time.sleep(delay)
+        for a in which(rs):
+            ray.kill(a.handle, no_restart=True)
+    th = threading.Thread(target=go, daemon=True)
+    th.start()
+    return th
+
+
+def test_killing_an_actor_mid_run_still_yields_complete_identical_results(cluster, real_requests):
+    reqs = _slow_first(real_requests[:200])
+    with Scorer(LIMITS, workers=2) as sc:
+        want = [_key(r) for r in sc.score(reqs)]
+    with RayScorer(LIMITS, address=cluster.address, chunk_size=16) as rs:
+        th = _kill_later(rs, lambda rs: [rs.actors[0]])  # the actor holding the slow chunk
+        got = [_key(r) for r in rs.score(reqs)]
+        th.join()
+        assert rs.retried_chunks >= 1 and rs.replacements >= 1  # the kill hit work in flight
+        assert rs.executor_info()["nodes"] == 3  # the replacement went back to the free node
+    ids = [r["completion_id"] for r in got]
+    assert len(ids) == len(set(ids)) == len(reqs)  # every completion exactly once
+    assert got == want
+
+
+def test_a_cluster_that_loses_every_actor_names_the_missing_completions(cluster, real_requests):
+    reqs = _slow_first(real_requests[:120])
+    seen = []
+    with RayScorer(LIMITS, address=cluster.address, chunk_size=16, max_replacements=0) as rs:
+        th = _kill_later(rs, lambda rs: list(rs.actors))
+        with pytest.raises(IncompleteScoring) as ei:
+            for r in rs.score(reqs):
+                seen.append(r.completion_id)
+        th.join()
+    missing = ei.value.missing
+    assert missing and missing[0] == "slow"
+    assert seen + missing == [r.completion_id or f"{r.task.task_id}#{r.sample_index}" for r in reqs]
+    assert "were not scored" in str(ei.value) and "slow" in str(ei.value)
+
+
+def test_back_pressure_keeps_the_driver_buffer_bounded(cluster):
+    t = next(t for t in load_tasks(TOY) if t.entry_point == "add")
+    pulled = yielded = 0
+    worst = 0
+
+    def reqs():
+        nonlocal pulled
+        for i in range(3000):
+            pulled += 1
+            yield ScoreRequest(t, f"    return a + b  # {i % 50}\n", i)
+
+    with RayScorer(LIMITS, address=cluster.address, chunk_size=8, inflight_per_actor=2) as rs:
+        for r in rs.score(reqs()):
+            yielded += 1
+            worst = max(worst, pulled - yielded)
+            assert r.passed
+        bound = 2 * rs.inflight_per_actor * len(rs.actors) * rs.chunk_size
+    assert yielded == 3000
+    assert worst <= bound < 3000
+
+
+def test_cli_score_on_the_cluster_equals_local(cluster, tmp_path, humaneval):
+    src = tmp_path / "samples.jsonl"
+    with open(CODET) as f:
+        write_jsonl(src, [json.loads(line) for _, line in zip(range(150), f)])
+    tasks = tmp_path / "he.jsonl"
+    from grpo_wb.tasks import write_tasks
+
+    write_tasks(tasks, humaneval.values())
+    outs = {}
+    for ex in ("local", "ray"):
+        extra = ["--executor", "ray", "--ray-address", cluster.address] if ex == "ray" else []
+        p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(tasks), "--completions",
+                            str(src), "--out", str(tmp_path / f"{ex}.jsonl"), "--no-progress", *extra],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        outs[ex] = p.stdout
+    assert "executor: ray at 127.0.0.1" in outs["ray"] and outs["ray"].count("isolation on ") == 3
+    rows = {ex: [_key(r) for r in read_jsonl(tmp_path / f"{ex}.jsonl")] for ex in ("local", "ray")}
+    assert rows["ray"] == rows["local"] and len(rows["ray"]) == 150
+    pass_at = [ln for ln in outs["local"].splitlines() if ln.startswith("pass@")]
+    assert pass_at and pass_at == [ln for ln in outs["ray"].splitlines() if ln.startswith("pass@")]
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("address,words", [(None, "no Ray head answers there"),
+                                           ("not-an-address", "expected HOST:PORT")])
+def test_a_bad_ray_address_is_a_one_line_error(tmp_path, address, words):
+    address = address or f"127.0.0.1:{_closed_port()}"
+    write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(TOY), "--completions",
+                        str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--executor", "ray",
+                        "--ray-address", address], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("grpo-wb: error: --ray-address") and words in lines[0], p.stderr
+    assert "Traceback" not in p.stderr and time.monotonic() - t0 < 60
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_ray_address_without_the_ray_executor_is_an_error(tmp_path):
+    from grpo_wb.cli import main
+
+    write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
+    assert main(["score", "--tasks", str(TOY), "--completions", str(tmp_path / "c.jsonl"), "--out",
+                 str(tmp_path / "o.jsonl"), "--ray-address", "127.0.0.1:6379"]) == 1
+
+
+def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_path):
+    from grpo_wb.smoke import SmokeConfig, SmokeRun
+
+    runs = {}
+    for ex in ("local", "ray"):
+        cfg = SmokeConfig(tasks=str(TOY), out=str(tmp_path / ex), group_size=4, batch_size=4, steps=2, seed=1,
+                          timeout=3.0, executor=ex, ray_address=cluster.address if ex == "ray" else None)
+        SmokeRun(cfg, progress=False, log=lambda m: None).run()
+        runs[ex] = tmp_path / ex
+    strip = ("duration_s", "cached", "seconds", "completions_per_second", "updated_unix")
+
+    def rows(p):
+        out = []
+        for r in read_jsonl(p):
+            r = {k: v for k, v in r.items() if k not in strip}
+            if "completions" in r:
+                r["completions"] = [{k: v for k, v in c.items() if k not in strip} for c in r["completions"]]
+            out.append(r)
+        return out
+
+    for name in ("groups.jsonl", "last_rollouts.jsonl"):
+        assert rows(runs["ray"] / name) == rows(runs["local"] / name), name
+    m = {ex: read_jsonl(runs[ex] / "metrics.jsonl") for ex in runs}
+    assert [x["informative_fraction"] for x in m["ray"]] == [x["informative_fraction"] for x in m["local"]]
+    manifest = json.loads((runs["ray"] / "checkpoint_manifest.json").read_text())
+    ex = manifest["sandbox"]["executor"]
+    assert ex["executor"] == "ray" and ex["nodes"] == 3 and len(ex["per_node"]) == 3
+    assert all("mode" in n["isolation"] for n in ex["per_node"])
+    assert json.loads((runs["local"] / "checkpoint_manifest.json").read_text())["sandbox"]["executor"][
+        "executor"] == "local"
+
+
+def test_batch_reports_run_on_the_cluster_with_the_same_index(cluster, tmp_path, capsys):
+    from nbfixtures import make_notebook
+
+    from grpo_wb.cli import main
+
+    make_notebook(tmp_path / "nbs" / "ok.ipynb", 'n: int = 1  # n\nout_dir: str = ""  # out\n',
+                  ["import json, pathlib\npathlib.Path(out_dir, 'headline.json').write_text("
+                   "json.dumps({'informative_fraction': n / 10}))"])
+    make_notebook(tmp_path / "nbs" / "broken.ipynb", 'out_dir: str = ""  # out\n', ["1 / 0"])
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"out": str(tmp_path / "reports"), "workers": 3, "cell_timeout": 60,
+                                    "timeout": 120, "reports": [
+        {"notebook": "nbs/ok.ipynb", "name": "ok-{n}", "grid": {"n": [2, 3]}},
+        {"notebook": "nbs/broken.ipynb", "name": "broken"}]}))
+    rc = main(["batch", str(plan), "--no-progress", "--executor", "ray", "--ray-address", cluster.address])
+    out = capsys.readouterr()
+    assert rc == 1 and "FAILED broken: ZeroDivisionError: division by zero" in out.err
+    assert out.out.strip().splitlines()[-1] == str(tmp_path / "reports" / "index.html")
+    results = {r["name"]: r for r in json.loads((tmp_path / "reports" / "index.json").read_text())}
+    assert [results[n]["status"] for n in ("ok-2", "ok-3", "broken")] == ["ok", "ok", "failed"]
+    assert results["ok-3"]["headline"]["informative_fraction"] == pytest.approx(0.3)
+    nodes = {n["NodeID"] for n in ray.nodes()}
+    assert all(r["node"] in nodes for r in results.values())
+    assert len({r["node"] for r in results.values()}) >= 2  # one CPU per node: three reports spread out
+    assert "0.300" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_ray_without_an_address_starts_a_local_instance(cluster, tmp_path):
+    """A new instance, even with a cluster already running on this machine."""
+    write_jsonl(tmp_path / "c.jsonl", [{"task_id": t.task_id, "completion": t.canonical_solution}
+                                       for t in load_tasks(TOY)])
+    p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(TOY), "--completions",
+                        str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--executor", "ray",
+                        "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "executor: ray at local, 1 nodes, 1 workers" in p.stdout
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert len(rows) == len(load_tasks(TOY)) and all(r["passed"] for r in rows)
+
+
+def test_a_node_dying_mid_run_has_its_chunks_scored_elsewhere(cluster, real_requests):
+    """Last in this module: it takes a worker node out of the shared cluster."""
+    t = next(t for t in load_tasks(TOY) if t.entry_point == "add")
+    slow = "    import time\n    time.sleep(2.0)\n    return a + b\n"
+    reqs = list(real_requests[:160])
+    for k in (0, 16, 32):  # the first chunk of every actor is slow, so each holds work when the node goes
+        reqs.insert(k, ScoreRequest(t, slow, k, completion_id=f"slow{k}"))
+    with Scorer(LIMITS, workers=2) as sc:
+        want = [_key(r) for r in sc.score(reqs)]
+    with RayScorer(LIMITS, address=cluster.address, chunk_size=16) as rs:
+        by_id = {n.node_id: n for n in cluster.worker_nodes}
+        victim = next(a for a in rs.actors if a.node_id in by_id)
+
+        def go():
+            time.sleep(0.7)
+            cluster.remove_node(by_id[victim.node_id])
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        got = [_key(r) for r in rs.score(reqs)]
+        th.join()
+        assert rs.retried_chunks >= 1
+        info = rs.executor_info()
+    assert info["nodes"] == 2 and victim.node_id not in {n["node_id"] for n in info["per_node"]}
+    assert got == want
