@@ -131,9 +131,11 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
-            mp = out / "metrics.jsonl"
-            if mp.exists() and len(mp.read_text().splitlines()) >= 2:
-                break
+            try:  # summary.json is written atomically after each step's metrics line
+                if json.loads((out / "summary.json").read_text())["steps_completed"] >= 2:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
@@ -141,7 +143,8 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
     done = len(read_jsonl(out / "metrics.jsonl"))
     assert 2 <= done < 5, f"the run should have been killed mid-way, it had {done} steps"
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["steps_completed"] == done
+    # the kill may land between a step's metrics line and its summary: the summary lags by at most one step
+    assert done - 1 <= summary["steps_completed"] <= done
     # a crash in the middle of a write leaves a partial line: resume must repair it
     with open(out / "metrics.jsonl", "a") as f:
         f.write('{"step": 99, "informative_fr')
