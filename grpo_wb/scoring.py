@@ -265,7 +265,9 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
 
 
 def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
-    """For streamed events: stop the child once the verdict can no longer be ``pass``."""
+    """For streamed events: stop the child once the verdict can no longer be ``pass``.
+
+    Only the stop is decided here; the verdict is decided again from all the events at the end."""
     tally = _Tally(plans, check_sent)
 
     def watch(events: list[dict[str, Any]]) -> bool:
