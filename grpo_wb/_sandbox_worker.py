@@ -14,6 +14,13 @@ never runs untrusted code. Per job it:
    (inside a PID namespace) every process left in the namespace, removes the
    job directory, and sends the child's raw events back to the scorer.
 
+With ``stream_after`` set in the job, the worker also forwards the child's complete
+event lines as they arrive (``{"partial": LINES}``, once the child has run that long:
+fast completions cost no extra message) and listens for ``{"stop": true}`` from the
+scorer, which has seen a failing test: it then kills the child as on a timeout and
+sends the final result with ``"stopped": true``. That result carries only the lines
+not streamed yet.
+
 The scorer -- never this worker or the child -- decides the verdict from those
 events. For value tests the child only reports the values its calls produced,
 encoded from builtin types; the expected values never reach this process.
@@ -46,6 +53,7 @@ import builtins  # noqa: E402
 _LIBC = None
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 MAX_EVENT_BYTES = 4 << 20
+STREAM_EVERY = 0.005  # at most one streamed message per this many seconds: a chatty child cannot flood the scorer
 STDERR_TAIL = 2000
 
 
@@ -402,6 +410,16 @@ def _read_exact(fd, n):
     return buf
 
 
+def _recv():
+    """The next message from the scorer, or None at EOF."""
+    head = _read_exact(0, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    data = _read_exact(0, n)
+    return None if data is None else json.loads(data)
+
+
 def _send(obj):
     data = json.dumps(obj).encode()
     os.write(1, struct.pack(">I", len(data)))
@@ -499,28 +517,47 @@ def run_job(job, cfg, seq):
             os._exit(1)
     os.close(wfd)
     timeout = payload["limits"]["timeout"]
+    stream_after = payload.get("stream_after")
     del payload
     deadline = t0 + timeout
+    # streaming: complete lines of buf[:sent] went to the scorer already; buf[:ready] are complete lines
+    flush_at = None if stream_after is None else t0 + stream_after
+    sent = ready = 0
+    listen = [rfd] if flush_at is None else [rfd, 0]
     buf = bytearray()
-    timed_out = overflow = done = False
+    timed_out = overflow = done = stopped = False
     while True:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             timed_out = True
             break
-        r, _, _ = select.select([rfd], [], [], left)
-        if not r:
-            continue
-        chunk = os.read(rfd, 65536)
-        if not chunk:
-            break
-        buf += chunk
-        if len(buf) > MAX_EVENT_BYTES:
-            overflow = True
-            break
-        if b'{"event": "done"' in buf[-len(chunk) - 64:]:
-            done = True  # a background process may keep the pipe open: do not wait for EOF
-            break
+        if ready > sent:
+            left = min(left, max(0.0, flush_at - now))
+        r, _, _ = select.select(listen, [], [], left)
+        if rfd in r:
+            chunk = os.read(rfd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > MAX_EVENT_BYTES:
+                overflow = True
+                break
+            if b'{"event": "done"' in buf[-len(chunk) - 64:]:
+                done = True  # a background process may keep the pipe open: do not wait for EOF
+                break
+            if flush_at is not None:
+                ready = buf.rfind(b"\n", sent) + 1 or sent
+        if 0 in r:
+            msg = _recv()
+            if msg is None or msg.get("stop"):  # the scorer has its verdict (or is gone)
+                stopped = True
+                break
+        if ready > sent and time.monotonic() >= flush_at:
+            _send({"partial": bytes(buf[sent:ready]).decode("utf-8", "replace")})
+            sent = ready
+            flush_at = time.monotonic() + STREAM_EVERY
+
     def read_tail():
         try:
             with open(os.path.join(jobdir, ".stderr"), "rb") as f:
@@ -544,11 +581,12 @@ def run_job(job, cfg, seq):
     if done and not overflow:
         # The child said it is done (after flushing stderr): answer now, and let it exit and
         # clean up while the scorer reads the answer. Nothing is left running at the next job.
-        result = {"events_raw": bytes(buf).decode("utf-8", "replace"), "timed_out": False, "returncode": None,
-                  "duration": time.monotonic() - t0, "stderr_tail": read_tail(), "overflow": False}
+        result = {"events_raw": bytes(buf[sent:]).decode("utf-8", "replace"), "timed_out": False,
+                  "returncode": None, "duration": time.monotonic() - t0, "stderr_tail": read_tail(),
+                  "overflow": False, "stopped": False}
         return result, cleanup
     status = None
-    if not timed_out:
+    if not (timed_out or stopped or overflow):  # a flood is decided too: no need to wait for the deadline
         # the pipe closed: the child is exiting; give it until the deadline
         until = deadline
         while time.monotonic() < until:
@@ -565,8 +603,8 @@ def run_job(job, cfg, seq):
     rc = None
     if status is not None:
         rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return {"events_raw": bytes(buf).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
-            "duration": duration, "stderr_tail": tail, "overflow": overflow}, None
+    return {"events_raw": bytes(buf[sent:]).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
+            "duration": duration, "stderr_tail": tail, "overflow": overflow, "stopped": stopped}, None
 
 
 def main():
@@ -588,15 +626,11 @@ def main():
     _send({"hello": hello})
     seq = 0
     while True:
-        head = _read_exact(0, 4)
-        if head is None:
+        job = _recv()
+        if job is None:
             return
-        (n,) = struct.unpack(">I", head)
-        data = _read_exact(0, n)
-        if data is None:
-            return
-        job = json.loads(data)
-        del data
+        if job.get("stop"):
+            continue  # it crossed the result of the job it was meant for
         seq += 1
         cleanup = None
         try:

