@@ -208,7 +208,11 @@ def run_harness(job, emit):
     except BaseException as e:  # SystemExit included: leaving early passes nothing
         emit({"event": "load_error", "error": _short(e)})
         return
-    found = _tampered(snap)
+    # Patched builtins or modules matter only to tests decided here (exec tests, check): a value test's
+    # values are judged by the scorer, so patching gains nothing there. Checking touches every watched
+    # object (copy-on-write faults: ~0.9 ms a fork), so value-only jobs skip it.
+    decided_here = bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"])
+    found = _tampered(snap) if decided_here else []
     if any(globals().get(k) is not v for k, v in harness_globals.items() if k not in ("__builtins__", "_BASELINE")):
         found.append("harness globals")
         globals().update(harness_globals)
