@@ -249,7 +249,7 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
         results.append(res)
     if overhead:
         bare, wb = measure_overhead()
-        out(f"== per-completion overhead (one worker, sequential, trivial completion, no cache)")
+        out("== per-completion overhead (one worker, sequential, trivial completion, no cache)")
         out(f"   bare fork + waitpid from a small process: {bare * 1000:.2f} ms")
         out(f"   grpo_wb warm pool (fork, limits, uid drop, harness, verdict): {wb * 1000:.2f} ms  "
             f"(+{(wb - bare) * 1000:.2f} ms)")

@@ -11,7 +11,7 @@ import math
 import os
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 

@@ -20,7 +20,6 @@ equals an uninterrupted run with the same seed (timing fields aside).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import platform
 import random
@@ -34,7 +33,7 @@ from . import __version__
 from .advantages import AdvantageConfig
 from .backends import Backend, MockBackend, ReplayBackend, RolloutRequest
 from .config import from_dict
-from .diagnostics import GroupStats, StepMetrics, build_groups, step_metrics
+from .diagnostics import build_groups, step_metrics
 from .errors import UserError
 from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail,
                      sha256_file)

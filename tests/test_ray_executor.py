@@ -14,14 +14,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 import ray  # the [ray] extra is part of `make test`: a missing Ray fails here, it does not skip
 
-from conftest import ROOT, SHARED_DATA, TOY, read_jsonl, write_jsonl  # noqa: E402
+from conftest import SHARED_DATA, TOY, read_jsonl, write_jsonl  # noqa: E402
 
 from grpo_wb.importers import import_humaneval  # noqa: E402
 from grpo_wb.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
