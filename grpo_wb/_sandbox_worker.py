@@ -187,11 +187,17 @@ def run_harness(job, emit):
     if _BASELINE is None:
         take_baseline()
     full_snap, harness_globals = _BASELINE
-    watched = set(job.get("watch_modules", [])) | {"json", "os", "sys", "math", "builtins"}
-    snap = {k: v for k, v in full_snap.items() if k in watched}
-    for name in watched - set(snap):
-        if name in sys.modules:  # not preloaded: snapshot it now
-            snap.update(_snapshot([name]))
+    # Patched builtins or modules matter only to tests decided here (exec tests, check): a value test's
+    # values are judged by the scorer, so patching gains nothing there. Snapshotting and checking touch
+    # every watched object (copy-on-write faults: ~0.9 ms a fork), so value-only jobs skip both.
+    decided_here = bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"])
+    snap = {}
+    if decided_here:
+        watched = set(job.get("watch_modules", [])) | {"json", "os", "sys", "math", "builtins"}
+        snap = {k: v for k, v in full_snap.items() if k in watched}
+        late = [n for n in watched - set(snap) if n in sys.modules]
+        if late:  # watched but not preloaded: snapshot them now
+            snap.update(_snapshot(late))
     emit({"event": "start"})
     ns = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
@@ -208,10 +214,6 @@ def run_harness(job, emit):
     except BaseException as e:  # SystemExit included: leaving early passes nothing
         emit({"event": "load_error", "error": _short(e)})
         return
-    # Patched builtins or modules matter only to tests decided here (exec tests, check): a value test's
-    # values are judged by the scorer, so patching gains nothing there. Checking touches every watched
-    # object (copy-on-write faults: ~0.9 ms a fork), so value-only jobs skip it.
-    decided_here = bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"])
     found = _tampered(snap) if decided_here else []
     if any(globals().get(k) is not v for k, v in harness_globals.items() if k not in ("__builtins__", "_BASELINE")):
         found.append("harness globals")
@@ -592,8 +594,7 @@ def run_job(job, cfg, seq):
     status = None
     if not (timed_out or stopped or overflow):  # a flood is decided too: no need to wait for the deadline
         # the pipe closed: the child is exiting; give it until the deadline
-        until = deadline
-        while time.monotonic() < until:
+        while time.monotonic() < deadline:
             p, st = os.waitpid(pid, os.WNOHANG)
             if p:
                 status = st

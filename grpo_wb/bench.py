@@ -131,7 +131,8 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
         with RayScorer(limits, address=ray_address, workers=workers if ray_address is None else None,
                        early_stop=early_stop) as rs:
             res.ray_startup_seconds = time.monotonic() - t0
-            res.ray_nodes, res.ray_workers = rs.executor_info()["nodes"], rs.executor_info()["workers"]
+            info = rs.executor_info()
+            res.ray_nodes, res.ray_workers = info["nodes"], info["workers"]
             ray_out, res.ray_seconds = score_all(rs, tasks, samples, keep=True)
         res.ray_identical = sum(_verdict_key(a) == _verdict_key(b) for a, b in zip(out, ray_out))
         log(f"  grpo_wb on Ray: {res.n} in {res.ray_seconds:.1f}s")

@@ -44,25 +44,25 @@ def calibrate(tasks: list[Task], cfg: CalibrationConfig = CalibrationConfig(), *
     """Tasks with ``timeout`` set; and problems (a task without a passing canonical solution keeps its limit)."""
     problems: list[str] = []
     slowest: dict[str, float] = {}
+    failed: set[str] = set()
+    # measured under the ceiling's margin, not a limit the task file may already carry
+    reqs = [ScoreRequest(dataclasses.replace(t, timeout=None), t.canonical_solution)
+            for t in tasks if t.canonical_solution is not None]
     with Scorer(SandboxLimits(timeout=cfg.ceiling * 4), workers=workers, cache=False) as sc:
         for _ in range(cfg.repeats):
-            reqs = [ScoreRequest(t, t.canonical_solution) for t in tasks if t.canonical_solution is not None]
             for r in sc.score(reqs):
                 if r.status != "pass":
                     problems.append(f"{r.task_id}: canonical solution does not pass ({r.status}); limit unchanged")
-                    slowest[r.task_id] = float("nan")
-                elif r.task_id in slowest and slowest[r.task_id] != slowest[r.task_id]:
-                    continue  # already failed once
+                    failed.add(r.task_id)
                 else:
                     slowest[r.task_id] = max(slowest.get(r.task_id, 0.0), r.duration_s)
     out = []
     for t in tasks:
-        d = slowest.get(t.task_id)
-        if d is None or d != d:
+        if t.task_id in failed or t.task_id not in slowest:
             if t.canonical_solution is None:
                 problems.append(f"{t.task_id}: no canonical solution; limit unchanged")
             out.append(t)
             continue
-        limit = min(cfg.ceiling, max(cfg.floor, cfg.factor * d))
+        limit = min(cfg.ceiling, max(cfg.floor, cfg.factor * slowest[t.task_id]))
         out.append(dataclasses.replace(t, timeout=round(limit, 3)))
     return out, sorted(set(problems))

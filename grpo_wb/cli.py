@@ -75,20 +75,6 @@ def _add_executor_args(p: argparse.ArgumentParser) -> None:
                    help="Ray head HOST:PORT or 'auto' (default with --executor ray: start a local Ray instance)")
 
 
-def print_isolation(scorer: Any) -> None:
-    """One line per node: what the sandbox achieved there."""
-    from .sandbox import describe_isolation
-
-    info = scorer.executor_info()
-    if info["executor"] == "local":
-        print("isolation: " + describe_isolation(scorer.isolation()))
-        return
-    print(f"executor: ray at {info['ray_address']}, {info['nodes']} nodes, {info['workers']} workers")
-    for n in info["per_node"]:
-        print(f"isolation on {n['hostname']} (node {n['node_id'][:8]}, {n['workers']} workers): "
-              + describe_isolation(n["isolation"]))
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grpo-wb", description=(
         "Will this code task set plus an execution reward give GRPO a learning signal?"))
@@ -303,7 +289,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .jsonio import JsonlAppender
     from .rewards import RewardConfig
     from .sandbox import SandboxLimits
-    from .scoring import ScoreRequest, open_scorer
+    from .scoring import ScoreRequest, describe_executor, open_scorer
     from .tasks import load_tasks
 
     out = Path(args.out)
@@ -334,7 +320,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     with open_scorer(limits, RewardConfig(kind=args.reward), workers=args.workers, executor=args.executor,
                      ray_address=args.ray_address, early_stop=False if args.no_early_stop else None) as scorer, \
             JsonlAppender(tmp, mode="w") as f:
-        print_isolation(scorer)
+        print("\n".join(describe_executor(scorer.executor_info())))
         try:
             for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
                             disable=args.no_progress, file=sys.stderr):

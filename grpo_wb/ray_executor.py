@@ -160,10 +160,6 @@ def _node_scorer_class(ray):
     return ray.remote(NodeScorer)
 
 
-def _completion_id(req: ScoreRequest) -> str:
-    return req.completion_id or f"{req.task.task_id}#{req.sample_index}"
-
-
 @dataclass
 class _Actor:
     handle: Any
@@ -195,11 +191,10 @@ class RayScorer:
         self.ray = connect(address, num_cpus=workers, dashboard=dashboard)
         self._cls = _node_scorer_class(self.ray)
         self.actors: list[_Actor] = []
-        self.retired: list[_Actor] = []
         nodes = self._usable_nodes()
         if not nodes:
             raise UserError("the Ray cluster has no alive node with a CPU to run sandboxes on")
-        self._start([n for n in nodes], first=True)
+        self._start(nodes, first=True)
         self.max_replacements = 2 * len(self.actors) if max_replacements is None else max_replacements
         self.replacements = 0
         self.retried_chunks = 0
@@ -257,7 +252,6 @@ class RayScorer:
     def _retire(self, actor: _Actor) -> None:
         if actor.alive:
             actor.alive = False
-            self.retired.append(actor)
             try:
                 self.ray.kill(actor.handle, no_restart=True)
             except Exception:
@@ -270,7 +264,8 @@ class RayScorer:
 
     def isolation(self) -> dict[str, Any]:
         """The first node's isolation report (each node's is in :meth:`executor_info`)."""
-        return self._live()[0].info["isolation"] if self._live() else {"mode": "unavailable", "error": "no actor"}
+        live = self._live()
+        return live[0].info["isolation"] if live else {"mode": "unavailable", "error": "no actor"}
 
     def executor_info(self) -> dict[str, Any]:
         live = self._live()
@@ -303,8 +298,8 @@ class RayScorer:
 
         def missing(reason: str) -> IncompleteScoring:
             # results leave in input order: everything not yet yielded is missing from the output
-            ids = [_completion_id(r) for i in sorted(chunks) for r in chunks[i]]
-            ids += [_completion_id(r) for r in it]
+            ids = [r.id for i in sorted(chunks) for r in chunks[i]]
+            ids += [r.id for r in it]
             return IncompleteScoring(ids, reason)
 
         while True:
@@ -344,7 +339,7 @@ class RayScorer:
             actor.inflight -= 1
             try:
                 results = ray.get(ready[0])
-                want = [_completion_id(r) for r in chunks[idx]]
+                want = [r.id for r in chunks[idx]]
                 if [r.completion_id for r in results] != want:
                     raise RuntimeError("the actor returned results for other completions")
             except Exception as e:
@@ -358,8 +353,7 @@ class RayScorer:
                 self.retried_chunks += 1
                 retry.append(idx)
                 continue
-            if idx not in done:  # a chunk is accepted once
-                done[idx] = results
+            done[idx] = results  # only a failed chunk is sent again, so each is accepted once
 
     def close(self) -> None:
         for a in self.actors:

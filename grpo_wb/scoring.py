@@ -336,6 +336,11 @@ class ScoreRequest:
     meta: dict[str, Any] = field(default_factory=dict)
     """Carried into the result unchanged."""
 
+    @property
+    def id(self) -> str:
+        """The result's ``completion_id``."""
+        return self.completion_id or f"{self.task.task_id}#{self.sample_index}"
+
 
 class Scorer:
     """Scores completions in parallel with per-run verdict caching.
@@ -365,8 +370,8 @@ class Scorer:
         # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
         self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
-        self._plans: dict[str, tuple[list[PlannedTest], bool, list[str]]] = {}
-        self._by_id: dict[int, tuple[Task, tuple[str, list[PlannedTest], bool, list[str]]]] = {}
+        self._plans: dict[str, tuple[list[PlannedTest], bool, list[str], list[dict[str, Any]]]] = {}
+        self._by_id: dict[int, tuple[Task, tuple[str, list[PlannedTest], bool, list[str], list[dict[str, Any]]]]] = {}
         self.executed = 0
         self.cache_hits = 0
 
@@ -388,8 +393,8 @@ class Scorer:
                 "per_node": [{"hostname": socket.gethostname(), "workers": self.workers,
                               "isolation": self.isolation()}]}
 
-    def _plan(self, task: Task) -> tuple[str, list[PlannedTest], bool, list[str]]:
-        """(fingerprint, planned tests, send check?, watched modules), computed once per task."""
+    def _plan(self, task: Task) -> tuple[str, list[PlannedTest], bool, list[str], list[dict[str, Any]]]:
+        """(fingerprint, planned tests, send check?, watched modules, tests as sent), computed once per task."""
         with self._lock:
             hit = self._by_id.get(id(task))
         if hit is not None and hit[0] is task:
@@ -399,7 +404,7 @@ class Scorer:
             plan = self._plans.get(key)
         if plan is None:
             plans, send = plan_task(task)
-            plan = (plans, send, _imported_modules(task))
+            plan = (plans, send, _imported_modules(task), [p.for_child() for p in plans])
             with self._lock:
                 self._plans[key] = plan
         out = (key, *plan)
@@ -425,7 +430,7 @@ class Scorer:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
         limits = self.limits.with_timeout(task.timeout)
-        fingerprint, plans, send_check, watch = self._plan(task)
+        fingerprint, plans, send_check, watch, child_tests = self._plan(task)
         key = _cache_key(fingerprint, ext.program, limits)
         owner = False
         if self.cache_enabled:
@@ -445,7 +450,7 @@ class Scorer:
                 return v, True
         try:
             program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
-            job = build_job(program, task.entry_point, [p.for_child() for p in plans], script=task.is_script,
+            job = build_job(program, task.entry_point, child_tests, script=task.is_script,
                             test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
                             watch_modules=watch, stream=self.early_stop)
             outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
@@ -466,7 +471,7 @@ class Scorer:
                                 tests_passed=v.tests_passed, tests_total=v.tests_total)
         return ScoredCompletion(
             task_id=req.task.task_id,
-            completion_id=req.completion_id or f"{req.task.task_id}#{req.sample_index}",
+            completion_id=req.id,
             sample_index=req.sample_index, completion=req.completion, status=v.status,
             passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
             duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=v.error,
@@ -489,6 +494,17 @@ class Scorer:
 
 
 EXECUTORS = ("local", "ray")
+
+
+def describe_executor(info: dict[str, Any]) -> list[str]:
+    """Terminal lines for :meth:`Scorer.executor_info`: the isolation achieved, one line per node on Ray."""
+    from .sandbox import describe_isolation
+
+    if info["executor"] == "local":
+        return ["isolation: " + describe_isolation(info["per_node"][0]["isolation"])]
+    return [f"executor: ray at {info['ray_address']}, {info['nodes']} nodes, {info['workers']} workers"] + [
+        f"isolation on {n['hostname']} (node {n['node_id'][:8]}, {n['workers']} workers): "
+        + describe_isolation(n["isolation"]) for n in info["per_node"]]
 
 
 def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,

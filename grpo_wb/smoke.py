@@ -38,8 +38,8 @@ from .errors import UserError
 from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail,
                      sha256_file)
 from .rewards import RewardConfig
-from .sandbox import SandboxLimits, describe_isolation
-from .scoring import EXECUTORS, ScoreRequest, open_scorer
+from .sandbox import SandboxLimits
+from .scoring import EXECUTORS, ScoreRequest, describe_executor, open_scorer
 from .tasks import Task, load_tasks
 
 BACKENDS = ("mock", "replay", "openai", "transformers")
@@ -295,11 +295,10 @@ class SmokeRun:
                          ray_address=cfg.ray_address) as scorer, \
                 JsonlAppender(self.out / "metrics.jsonl") as metrics_f, \
                 JsonlAppender(self.out / "groups.jsonl") as groups_f:
-            self.isolation = scorer.isolation()
             self.executor = scorer.executor_info()
-            for n in self.executor["per_node"]:
-                where = f" on {n['hostname']} ({n['workers']} workers)" if cfg.executor != "local" else ""
-                self.log(f"isolation{where}: " + describe_isolation(n["isolation"]))
+            self.isolation = self.executor["per_node"][0]["isolation"]
+            for line in describe_executor(self.executor):
+                self.log(line)
             self._write_manifest(backend, steps_completed=start)
             bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
                        disable=not self.progress, file=sys.stderr)

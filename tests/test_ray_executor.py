@@ -148,7 +148,7 @@ def test_a_cluster_that_loses_every_actor_names_the_missing_completions(cluster,
         th.join()
     missing = ei.value.missing
     assert missing and missing[0] == "slow"
-    assert seen + missing == [r.completion_id or f"{r.task.task_id}#{r.sample_index}" for r in reqs]
+    assert seen + missing == [r.id for r in reqs]
     assert "were not scored" in str(ei.value) and "slow" in str(ei.value)
 
 
@@ -220,12 +220,13 @@ def test_a_bad_ray_address_is_a_one_line_error(tmp_path, address, words):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-def test_ray_address_without_the_ray_executor_is_an_error(tmp_path):
+def test_ray_address_without_the_ray_executor_is_an_error(tmp_path, capsys):
     from grpo_wb.cli import main
 
     write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
     assert main(["score", "--tasks", str(TOY), "--completions", str(tmp_path / "c.jsonl"), "--out",
                  str(tmp_path / "o.jsonl"), "--ray-address", "127.0.0.1:6379"]) == 1
+    assert "--ray-address needs --executor ray" in capsys.readouterr().err  # not some other error
 
 
 def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_path):
