@@ -51,7 +51,7 @@ for _name in ("math", "re", "collections", "itertools", "functools", "heapq", "b
 import builtins  # noqa: E402
 
 _LIBC = None
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 MAX_EVENT_BYTES = 4 << 20
 STREAM_EVERY = 0.005  # at most one streamed message per this many seconds: a chatty child cannot flood the scorer
 STDERR_TAIL = 2000
@@ -65,6 +65,32 @@ def _prctl(option, value):
         return _LIBC.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+_CLOSE_RANGE = None  # libc's close_range(2), when the kernel has it (checked once in the worker)
+
+
+def _find_close_range():
+    global _CLOSE_RANGE
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).close_range
+        fn.argtypes = (ctypes.c_uint, ctypes.c_uint, ctypes.c_int)
+        if fn(1 << 30, 1 << 30, 0) == 0:  # no such descriptor: a no-op that says the call works
+            _CLOSE_RANGE = fn
+    except (OSError, AttributeError):
+        pass
+
+
+def _close_above(fd):
+    """Close every descriptor above ``fd``: one system call where possible."""
+    if _CLOSE_RANGE is not None and _CLOSE_RANGE(fd + 1, 0xFFFFFFFF, 0) == 0:
+        return
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else range(fd + 1, 1024):
+        if int(name) > fd:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
 
 
 # ----------------------------------------------------------------------------- value encoding
@@ -351,7 +377,7 @@ def _set_limits(lim):
             pass
 
 
-def child_main(job, wfd, jobdir, cfg):
+def child_main(job, wfd, errfd, jobdir, cfg):
     # Each line here costs copy-on-write page faults in a fresh fork: what can be set once in
     # the worker (environment, no_new_privs, sys.path, signal dispositions) is set there.
     os.setsid()
@@ -360,17 +386,11 @@ def child_main(job, wfd, jobdir, cfg):
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    err = os.open(os.path.join(jobdir, ".stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(err, 2)
+    os.dup2(errfd, 2)
     if wfd != 3:
         os.dup2(wfd, 3)
         wfd = 3
-    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else range(4, 1024):
-        if int(fd) > 3:
-            try:
-                os.close(int(fd))
-            except OSError:
-                pass
+    _close_above(3)
     os.chdir(jobdir)
     os.environ["HOME"] = os.environ["TMPDIR"] = jobdir
     uid = cfg.get("child_uid")
@@ -436,24 +456,30 @@ def _send(obj):
 
 
 def _kill_leftovers(cfg, pgid):
+    """Kill the child's process group and whatever else it started; the child's wait status
+    when it was reaped here (else None)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     if cfg.get("pid_namespace"):
-        me = os.getpid()
-        for _ in range(100):  # a fork bomb may still be forking during a sweep: repeat until empty
+        # The worker is the namespace's child subreaper: every process a completion started,
+        # orphaned or not, is its descendant. Kill everything, reap, and repeat until waitpid
+        # says no child is left: then nothing is (no /proc scan, no polling).
+        status = None
+        for _ in range(10000):  # a fork bomb may still be forking during a sweep
             try:
                 os.kill(-1, signal.SIGKILL)  # everything in our PID namespace except us and its init
             except (ProcessLookupError, PermissionError):
                 pass
-            _reap()
-            others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)
-                      and not _is_zombie(p)]
-            if not others:
+            try:
+                p, st = os.waitpid(-1, 0)  # everything alive was just sent SIGKILL: this returns
+            except ChildProcessError:
                 break
-            time.sleep(0.001)
-    elif cfg.get("child_uid") is not None and os.getuid() == 0:
+            if p == pgid:
+                status = st
+        return status
+    if cfg.get("child_uid") is not None and os.getuid() == 0:
         # Without a PID namespace, kill every process of the per-worker uid.
         pid = os.fork()
         if pid == 0:
@@ -465,6 +491,7 @@ def _kill_leftovers(cfg, pgid):
             os._exit(0)
         os.waitpid(pid, 0)
     _reap()
+    return None
 
 
 def _reap():
@@ -475,14 +502,6 @@ def _reap():
             break
         if pid == 0:
             break
-
-
-def _is_zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
 
 
 def _probe(cfg):
@@ -505,10 +524,18 @@ def _probe(cfg):
 def run_job(job, cfg, seq):
     base = cfg.get("job_root", "/tmp")
     jobdir = os.path.join(base, f"job{seq}")
-    os.makedirs(jobdir, mode=0o700, exist_ok=True)
+    try:
+        os.mkdir(jobdir, 0o700)
+    except FileExistsError:  # left by a job whose clean-up failed: it must not carry over
+        shutil.rmtree(jobdir)
+        os.mkdir(jobdir, 0o700)
     uid = cfg.get("child_uid")
     if uid is not None:
         os.chown(jobdir, uid, uid)
+    # The worker opens the child's stderr and reads it back through this descriptor, never by
+    # path: the job directory is the child's, and a symlink planted there must not make the
+    # worker (root in the sandbox) read a file the child cannot.
+    errfd = os.open(os.path.join(jobdir, ".stderr"), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     rfd, wfd = os.pipe()
     t0 = time.monotonic()
     payload = job
@@ -518,7 +545,7 @@ def run_job(job, cfg, seq):
         try:
             os.close(rfd)
             job = payload
-            child_main(job, wfd, jobdir, cfg)
+            child_main(job, wfd, errfd, jobdir, cfg)
         finally:
             os._exit(1)
     os.close(wfd)
@@ -566,21 +593,22 @@ def run_job(job, cfg, seq):
 
     def read_tail():
         try:
-            with open(os.path.join(jobdir, ".stderr"), "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - STDERR_TAIL))
-                return f.read().decode("utf-8", "replace")
+            size = os.fstat(errfd).st_size
+            return os.pread(errfd, STDERR_TAIL, max(0, size - STDERR_TAIL)).decode("utf-8", "replace") if size else ""
         except OSError:
             return ""
 
     def cleanup(status=None):
-        _kill_leftovers(cfg, pid)
+        reaped = _kill_leftovers(cfg, pid)
+        if status is None:
+            status = reaped
         if status is None:
             try:
                 _, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 status = None
         os.close(rfd)
+        os.close(errfd)
         shutil.rmtree(jobdir, ignore_errors=True)
         return status
 
@@ -622,6 +650,9 @@ def main():
     home = cfg.get("job_root", "/tmp")
     os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home})
     _prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary ever grants privileges to a child
+    if cfg.get("pid_namespace"):
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of a completion become ours to reap (and to count)
+    _find_close_range()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversize write fails with EFBIG instead
     sys.path.extend(cfg.get("extra_sys_path", []))
     hello = _probe(cfg)

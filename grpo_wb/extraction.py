@@ -109,8 +109,12 @@ def _full_program(prompt: str, code: str) -> str:
     return "\n".join(imports + [code])
 
 
+@functools.lru_cache(maxsize=4096)
 def extract_program(prompt: str, entry_point: str, completion: str) -> Extraction:
-    """Build the program for ``completion`` to the task with this prompt and entry point."""
+    """Build the program for ``completion`` to the task with this prompt and entry point.
+
+    Pure, so memoised (bounded): duplicate completions, frequent at low temperature, are
+    parsed once."""
     if completion is None or not completion.strip():
         return Extraction(None, "none", "empty completion")
     completion = completion.replace("\r\n", "\n")

@@ -113,59 +113,82 @@ class PlannedTest:
         return {"kind": "exec", "code": self.code}
 
 
-class _Splitter(ast.NodeTransformer):
-    def __init__(self, callees: set[str]):
-        self.callees = callees
-        self.exprs: list[str] = []
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        if isinstance(node.func, ast.Name) and node.func.id in self.callees:
-            name = _PLACEHOLDER.format(len(self.exprs))
-            self.exprs.append(ast.unparse(node))
-            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
-        return self.generic_visit(node)
-
-
 def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
     allowed_names = set(_SAFE_FUNCS) | {"math", "True", "False", "None"} | {
         _PLACEHOLDER.format(i) for i in range(n_values)}
+    maths = attributes = 0
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
             return False
-        if isinstance(node, ast.Name) and node.id not in allowed_names:
-            return False
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Name):
+            if node.id not in allowed_names:
+                return False
+            maths += node.id == "math"
+        elif isinstance(node, ast.Attribute):
             if not (isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _SAFE_MATH):
                 return False
-    # "math" must only appear as math.<whitelisted>
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and child.id == "math" and not isinstance(node, ast.Attribute):
-                return False
-    if isinstance(tree.body, ast.Name) and tree.body.id == "math":
-        return False
-    return True
+            attributes += 1
+    # every attribute is math.<whitelisted>, so "math" appears only that way iff the counts match
+    return maths == attributes
+
+
+def _candidate_calls(test: ast.expr, callees: set[str]) -> list[ast.Call] | None:
+    """The outermost calls of the candidate in ``test``, in source order; None when a call
+    sits inside an f-string (its positions cannot be trusted there, and f-strings are not
+    allowed in the rest anyway)."""
+    calls, stack = [], [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
+            calls.append(node)  # its arguments go with it to the child
+            continue
+        if isinstance(node, ast.JoinedStr):
+            return None
+        stack.extend(ast.iter_child_nodes(node))
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
 def plan_test(code: str, entry_point: str) -> PlannedTest:
-    """Turn one test into a value test when it is a single assert whose rest is safe to evaluate here."""
+    """Turn one test into a value test when it is a single assert whose rest is safe to evaluate here.
+
+    The candidate calls are cut out of the source text (not re-generated from the tree: planning
+    every test of a task is on the path of its first completion) and the rest is checked exactly
+    as :func:`evaluate_rest` will compile it."""
+    src = code.replace("\r\n", "\n").replace("\r", "\n")  # so that lines split as the parser counts them
     try:
         with warnings.catch_warnings():  # e.g. "invalid escape sequence" in a dataset's test
             warnings.simplefilter("ignore")
-            mod = ast.parse(code)
+            mod = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return PlannedTest(kind="exec", code=code)
     if len(mod.body) != 1 or not isinstance(mod.body[0], ast.Assert):
         return PlannedTest(kind="exec", code=code)
-    splitter = _Splitter({"candidate", entry_point})
-    rest_expr = splitter.visit(mod.body[0].test)
-    if not splitter.exprs:
+    test = mod.body[0].test
+    calls = _candidate_calls(test, {"candidate", entry_point})
+    if not calls:
         return PlannedTest(kind="exec", code=code)
-    tree = ast.Expression(body=rest_expr)
-    ast.fix_missing_locations(tree)
-    if not _rest_is_safe(tree, len(splitter.exprs)):
+    raw = src.encode("utf-8")  # AST columns are UTF-8 byte offsets
+    starts = [0]
+    for line in raw.split(b"\n"):
+        starts.append(starts[-1] + len(line) + 1)
+
+    def span(node: ast.expr) -> tuple[int, int]:
+        return starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset
+
+    exprs, pieces = [], []
+    at, end = span(test)
+    for i, call in enumerate(calls):
+        lo, hi = span(call)
+        exprs.append(raw[lo:hi].decode("utf-8"))
+        pieces += [raw[at:lo].decode("utf-8"), _PLACEHOLDER.format(i)]
+        at = hi
+    pieces.append(raw[at:end].decode("utf-8"))
+    rest = "(" + "".join(pieces) + "\n)"  # parenthesised: the assert may span lines
+    try:
+        _compiled_rest(rest, len(exprs))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return PlannedTest(kind="exec", code=code)
-    return PlannedTest(kind="values", exprs=tuple(splitter.exprs), rest=ast.unparse(tree))
+    return PlannedTest(kind="values", exprs=tuple(exprs), rest=rest)
 
 
 @functools.lru_cache(maxsize=65536)

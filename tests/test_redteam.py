@@ -401,6 +401,22 @@ def test_callers_files_are_not_readable_or_writable(scorer, tmp_path):
     assert_harmless(scorer, r)
 
 
+def test_a_file_planted_in_place_of_stderr_is_not_read_by_the_worker(scorer):
+    # The job directory is the completion's: it can replace its stderr file with a symlink.
+    # The worker (root in the sandbox) must read back what the child wrote to fd 2, not
+    # follow the link on the completion's behalf (here to the worker's own environment).
+    r = score(scorer, DOUBLE, body("""
+        import os, sys
+        sys.stderr.write("REAL-STDERR\\n")
+        sys.stderr.flush()
+        os.unlink(".stderr")
+        os.symlink("/proc/self/environ", ".stderr")
+        return 0
+    """))
+    assert_harmless(scorer, r)
+    assert r.stderr_tail and set(r.stderr_tail.splitlines()) == {"REAL-STDERR"}, r.stderr_tail  # once a call
+
+
 def test_killing_the_parent(scorer):
     r = score(scorer, DOUBLE, body("""
         import os, signal
