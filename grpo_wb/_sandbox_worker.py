@@ -5,7 +5,8 @@ inside bubblewrap when available (own PID, network, IPC and UTS namespaces, a
 minimal read-only filesystem, a size-limited tmpfs ``/tmp``). The worker itself
 never runs untrusted code. Per job it:
 
-1. makes a fresh job directory and forks;
+1. makes a fresh job directory, compiles the job's sources (see
+   :func:`compile_ahead`: a compile in a fresh fork pays for its page faults) and forks;
 2. in the child: new session, stdin/stdout to /dev/null, stderr to a capped
    file, every other descriptor closed except the event pipe, resource limits,
    drop to an unprivileged uid (when running as root), ``no_new_privs``,
@@ -38,6 +39,7 @@ import signal
 import struct
 import sys
 import time
+import warnings
 
 # Warm the modules completions commonly import, so a fork finds them loaded.
 for _name in ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string", "typing",
@@ -198,6 +200,56 @@ def _tampered(snap):
 _MISSING = object()
 
 
+# ----------------------------------------------------------------------------- compiling ahead
+
+_CODE = {}  # (source, filename, mode) -> code object, compiled by the worker before it forks
+COMPILE_AHEAD_MAX = 64 << 10  # larger sources are compiled in the child, under its limits
+_CODE_ENTRIES = 4096
+
+
+def _compile(src, filename, mode):
+    """The code object the worker compiled ahead, else compiled here."""
+    code = _CODE.get((src, filename, mode))
+    return code if code is not None else compile(src, filename, mode)
+
+
+def _ahead(src, filename, mode):
+    key = (src, filename, mode)
+    if key in _CODE or len(src) > COMPILE_AHEAD_MAX:
+        return key
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = compile(src, filename, mode)
+        except Exception:  # the child compiles it again and reports the error as always
+            return key
+    if not caught:  # a warning is the child's to print (its stderr tail), so it compiles that itself
+        _CODE[key] = code
+    return key
+
+
+def compile_ahead(job):
+    """Compile the job's sources in the worker: a fresh fork's first ``compile`` pays for
+    copy-on-write faults, the warm worker's does not. Only a clean compile is kept;
+    the child compiles anything else under its own limits, with the same outcome as before.
+
+    Test sources (the task's: no expected values, the child sees them anyway) stay cached for
+    the next completions; the returned key of the program must be dropped once the child is
+    forked, so that no completion's code reaches another's child."""
+    if len(_CODE) > _CODE_ENTRIES:
+        _CODE.clear()
+    for name, mode, src in (("<test_setup>", "exec", job.get("test_setup")), ("<check>", "exec", job.get("check"))):
+        if src:
+            _ahead(src, name, mode)
+    for i, test in enumerate(job["tests"]):
+        if test["kind"] == "values":
+            for src in test["exprs"]:
+                _ahead(src, f"<test {i}>", "eval")
+        elif test["kind"] == "exec":
+            _ahead(test["code"], f"<test {i}>", "exec")
+    return _ahead(job["program"], "<candidate>", "exec")
+
+
 _BASELINE = None  # (snapshot, harness globals), taken once in the worker and inherited by every fork
 
 
@@ -224,10 +276,9 @@ def run_harness(job, emit):
         late = [n for n in watched - set(snap) if n in sys.modules]
         if late:  # watched but not preloaded: snapshot them now
             snap.update(_snapshot(late))
-    emit({"event": "start"})
     ns = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
-        code = compile(job["program"], "<candidate>", "exec")
+        code = _compile(job["program"], "<candidate>", "exec")
     except (SyntaxError, ValueError, MemoryError) as e:
         emit({"event": "load_error", "error": _short(e)})
         return
@@ -260,7 +311,7 @@ def run_harness(job, emit):
         emit({"event": "load_error", "error": f"NameError: entry point {job['entry_point']!r} is not defined"})
         return
     emit({"event": "loaded"})
-    setup = compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
+    setup = _compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
 
     def guarded(*args, **kwargs):
         # In exec tests the comparison happens here, in the child: refuse return values
@@ -285,7 +336,7 @@ def run_harness(job, emit):
             try:
                 tns = fresh_ns()
                 for src in test["exprs"]:
-                    values.append(encode(eval(compile(src, f"<test {i}>", "eval"), tns)))
+                    values.append(encode(eval(_compile(src, f"<test {i}>", "eval"), tns)))
                 ev = {"event": "values", "index": i, "values": values}
             except NotBuiltin as e:
                 ev = {"event": "values", "index": i, "error": f"NotBuiltin: {e}"}
@@ -294,7 +345,7 @@ def run_harness(job, emit):
         else:
             try:
                 tns = fresh_ns(exec_test=True)
-                exec(compile(test["code"], f"<test {i}>", "exec"), tns)
+                exec(_compile(test["code"], f"<test {i}>", "exec"), tns)
                 ev = {"event": "test", "index": i, "ok": True}
             except BaseException as e:
                 ev = {"event": "test", "index": i, "ok": False,
@@ -310,7 +361,7 @@ def run_harness(job, emit):
     if job.get("check"):
         try:
             tns = fresh_ns(exec_test=True)
-            exec(compile(job["check"], "<check>", "exec"), tns)
+            exec(_compile(job["check"], "<check>", "exec"), tns)
             tns["check"](guarded)
             ev = {"event": "check", "ok": True}
         except BaseException as e:
@@ -540,6 +591,7 @@ def run_job(job, cfg, seq):
     t0 = time.monotonic()
     payload = job
     del job
+    program_key = compile_ahead(payload)
     pid = os.fork()
     if pid == 0:
         try:
@@ -548,6 +600,7 @@ def run_job(job, cfg, seq):
             child_main(job, wfd, errfd, jobdir, cfg)
         finally:
             os._exit(1)
+    _CODE.pop(program_key, None)
     os.close(wfd)
     timeout = payload["limits"]["timeout"]
     stream_after = payload.get("stream_after")
