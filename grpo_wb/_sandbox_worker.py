@@ -1,9 +1,9 @@
 """A warm sandbox worker: forks one child per completion (standard library only).
 
-Started by :mod:`grpo_wb.sandbox` as ``python -I -S -B _sandbox_worker.py CONFIG``,
+Started by :mod:`grpo_wb.sandbox` as ``python -s -P -S -B _sandbox_worker.py CONFIG``,
 inside bubblewrap when available (own PID, network, IPC and UTS namespaces, a
 minimal read-only filesystem, a size-limited tmpfs ``/tmp``). The worker itself
-never runs untrusted code. Per job it:
+never runs untrusted code (it compiles it, which executes none of it). Per job it:
 
 1. makes a fresh job directory, compiles the job's sources (see
    :func:`compile_ahead`: a compile in a fresh fork pays for its page faults) and forks;
