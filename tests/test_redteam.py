@@ -17,6 +17,7 @@ from grpo_wb.rewards import RewardConfig
 from grpo_wb.sandbox import SandboxLimits
 from grpo_wb.scoring import ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase
+from hostile import reachable_scan
 
 
 def _task(task_id, prompt, entry, tests, check=None):
@@ -232,41 +233,9 @@ def test_nothing_reachable_holds_the_expected_value(scorer):
     # Everything reachable from the modules, the collector's objects and the frames above the
     # call: the expected value is in none of them (gc.get_objects alone misses untracked containers).
     # The value is rebuilt for each comparison, never stored: the scan itself holds no copy.
-    scan = body("""
-        import gc, sys
-        todo = [sys.modules, gc.get_objects()]
-        f = sys._getframe().f_back
-        while f is not None:
-            todo += [f.f_locals, f.f_globals, f.f_code]
-            f = f.f_back
-        seen = set()
-        while todo:
-            o = todo.pop()
-            if id(o) in seen:
-                continue
-            seen.add(id(o))
-            kind = type(o).__name__
-            if kind == "int" and 900000000 < o < 1000000000 and o == int("356154289"[::-1]):
-                return o
-            if kind == "str" and "356154289"[::-1] in o:
-                return int("356154289"[::-1])
-            if kind == "dict":
-                todo += [*o.keys(), *o.values()]
-            elif kind in ("tuple", "list", "set", "frozenset"):
-                todo += list(o)
-            elif kind == "module":
-                todo.append(o.__dict__)
-            elif kind == "function":
-                todo += [o.__code__, o.__defaults__, o.__closure__, o.__globals__]
-            elif kind == "code":
-                todo += list(o.co_consts)
-            elif kind == "cell":
-                try:
-                    todo.append(o.cell_contents)
-                except ValueError:
-                    pass
-        return -1
-    """)
+    value = 'int("356154289"[::-1])'
+    scan = reachable_scan(f'(kind == "int" and 900000000 < o < 1000000000 and o == {value}) or '
+                          f'(kind == "str" and str({value}) in o)', value, "-1")
     r = score(scorer, MAGIC, scan)
     assert r.status == "fail" and "AssertionError" in r.error, (r.status, r.error)
     assert_harmless(scorer, r)

@@ -19,6 +19,7 @@ from grpo_wb.rewards import RewardConfig, compute_reward
 from grpo_wb.sandbox import SandboxLimits, run_program
 from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase
+from hostile import reachable_scan
 
 PROMPT = "def f(x):\n"
 GOOD = "    return x * 2\n"
@@ -507,35 +508,8 @@ def test_no_completions_code_reaches_the_next_completions_child():
     # the worker by the next job, or the next child could read another completion's code.
     marker = f"MARK_{uuid.uuid4().hex}"
     task = make_task("assert candidate(1) == 2")
-    spy = textwrap.indent(textwrap.dedent(f"""
-        import sys
-        mark = {marker[::-1]!r}[::-1]  # built at run time: the spy's own code holds no marker
-        seen, todo = set(), [sys.modules]
-        while todo:  # everything reachable from the modules (gc.get_objects misses untracked containers)
-            o = todo.pop()
-            if id(o) in seen:
-                continue
-            seen.add(id(o))
-            kind = type(o).__name__
-            if kind == "str" and mark in o:
-                return -1
-            if kind == "dict":
-                todo += [*o.keys(), *o.values()]
-            elif kind in ("tuple", "list", "set", "frozenset"):
-                todo += list(o)
-            elif kind == "module":
-                todo.append(o.__dict__)
-            elif kind == "function":
-                todo += [o.__code__, o.__defaults__, o.__closure__]
-            elif kind == "code":
-                todo += list(o.co_consts)
-            elif kind == "cell":
-                try:
-                    todo.append(o.cell_contents)
-                except ValueError:
-                    pass
-        return 2 * x
-    """).strip("\n"), "    ") + "\n"
+    # the marker is built at run time: the spy's own code holds none
+    spy = reachable_scan(f'kind == "str" and {marker[::-1]!r}[::-1] in o', "-1", "2 * x")
     with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as sc:
         first, second = sc.score([ScoreRequest(task, f"    return 2 * x if '{marker}' else 0\n"),
                                   ScoreRequest(task, spy)])

@@ -1,0 +1,45 @@
+"""Source snippets of hostile completions shared by the sandbox and red-team tests."""
+from __future__ import annotations
+
+import textwrap
+
+
+def reachable_scan(hit: str, found: str, missed: str) -> str:
+    """A function body that walks everything the child can reach -- the modules, the collector's
+    objects and the frames above the call (``gc.get_objects`` alone misses untracked containers) --
+    and returns ``found`` as soon as ``hit`` (an expression over ``o`` and its type name ``kind``)
+    holds, else ``missed``. Build what ``hit`` looks for at run time, or the scan finds itself."""
+    src = f"""
+        import gc, sys
+        todo = [sys.modules, gc.get_objects()]
+        f = sys._getframe().f_back
+        while f is not None:
+            todo += [f.f_locals, f.f_globals, f.f_code]
+            f = f.f_back
+        seen = set()
+        while todo:
+            o = todo.pop()
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            kind = type(o).__name__
+            if {hit}:
+                return {found}
+            if kind == "dict":
+                todo += [*o.keys(), *o.values()]
+            elif kind in ("tuple", "list", "set", "frozenset"):
+                todo += list(o)
+            elif kind == "module":
+                todo.append(o.__dict__)
+            elif kind == "function":
+                todo += [o.__code__, o.__defaults__, o.__closure__, o.__globals__]
+            elif kind == "code":
+                todo += list(o.co_consts)
+            elif kind == "cell":
+                try:
+                    todo.append(o.cell_contents)
+                except ValueError:
+                    pass
+        return {missed}
+    """
+    return textwrap.indent(textwrap.dedent(src).strip("\n"), "    ") + "\n"
