@@ -109,12 +109,20 @@ def _full_program(prompt: str, code: str) -> str:
     return "\n".join(imports + [code])
 
 
-@functools.lru_cache(maxsize=4096)
+MEMO_MAX_CHARS = 16 << 10  # longer completions are not memoised: the memo holds at most 2048 x 16 Ki chars
+
+
 def extract_program(prompt: str, entry_point: str, completion: str) -> Extraction:
     """Build the program for ``completion`` to the task with this prompt and entry point.
 
     Pure, so memoised (bounded): duplicate completions, frequent at low temperature, are
     parsed once."""
+    if isinstance(completion, str) and len(completion) <= MEMO_MAX_CHARS:
+        return _extract_memo(prompt, entry_point, completion)
+    return _extract(prompt, entry_point, completion)
+
+
+def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
     if completion is None or not completion.strip():
         return Extraction(None, "none", "empty completion")
     completion = completion.replace("\r\n", "\n")
@@ -141,3 +149,6 @@ def extract_program(prompt: str, entry_point: str, completion: str) -> Extractio
             (i for i, l in enumerate(lines) if l.strip() and (l[:1] in " \t" or _CODE_START.match(l))), 0)
         return Extraction(_full_program(prompt, "".join(lines[start:])), "full_function")
     return Extraction(_continue(prompt, completion), "continuation")
+
+
+_extract_memo = functools.lru_cache(maxsize=2048)(_extract)
