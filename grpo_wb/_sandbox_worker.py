@@ -202,9 +202,8 @@ _MISSING = object()
 
 # ----------------------------------------------------------------------------- compiling ahead
 
-_CODE = {}  # (source, filename, mode) -> code object, compiled by the worker before it forks
+_CODE = {}  # (source, filename, mode) -> code object: this job's, compiled by the worker before it forks
 COMPILE_AHEAD_MAX = 64 << 10  # larger sources are compiled in the child, under its limits
-_CODE_ENTRIES = 4096
 
 
 def _compile(src, filename, mode):
@@ -216,16 +215,15 @@ def _compile(src, filename, mode):
 def _ahead(src, filename, mode):
     key = (src, filename, mode)
     if key in _CODE or len(src) > COMPILE_AHEAD_MAX:
-        return key
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             code = compile(src, filename, mode)
         except Exception:  # the child compiles it again and reports the error as always
-            return key
+            return
     if not caught:  # a warning is the child's to print (its stderr tail), so it compiles that itself
         _CODE[key] = code
-    return key
 
 
 def compile_ahead(job):
@@ -233,11 +231,8 @@ def compile_ahead(job):
     copy-on-write faults, the warm worker's does not. Only a clean compile is kept;
     the child compiles anything else under its own limits, with the same outcome as before.
 
-    Test sources (the task's: no expected values, the child sees them anyway) stay cached for
-    the next completions; the returned key of the program must be dropped once the child is
-    forked, so that no completion's code reaches another's child."""
-    if len(_CODE) > _CODE_ENTRIES:
-        _CODE.clear()
+    The worker empties ``_CODE`` as soon as the child is forked: nothing of one job (its
+    program, its exec tests and their expected values) may reach another job's child."""
     for name, mode, src in (("<test_setup>", "exec", job.get("test_setup")), ("<check>", "exec", job.get("check"))):
         if src:
             _ahead(src, name, mode)
@@ -247,7 +242,7 @@ def compile_ahead(job):
                 _ahead(src, f"<test {i}>", "eval")
         elif test["kind"] == "exec":
             _ahead(test["code"], f"<test {i}>", "exec")
-    return _ahead(job["program"], "<candidate>", "exec")
+    _ahead(job["program"], "<candidate>", "exec")
 
 
 _BASELINE = None  # (snapshot, harness globals), taken once in the worker and inherited by every fork
@@ -591,8 +586,12 @@ def run_job(job, cfg, seq):
     t0 = time.monotonic()
     payload = job
     del job
-    program_key = compile_ahead(payload)
-    pid = os.fork()
+    try:
+        compile_ahead(payload)
+        pid = os.fork()
+    except BaseException:
+        _CODE.clear()
+        raise
     if pid == 0:
         try:
             os.close(rfd)
@@ -600,7 +599,7 @@ def run_job(job, cfg, seq):
             child_main(job, wfd, errfd, jobdir, cfg)
         finally:
             os._exit(1)
-    _CODE.pop(program_key, None)
+    _CODE.clear()
     os.close(wfd)
     timeout = payload["limits"]["timeout"]
     stream_after = payload.get("stream_after")
@@ -731,6 +730,7 @@ def main():
             cleanup()
         # No live object of this job (program, values) may reach the next job's child.
         del job, result, cleanup
+        _CODE.clear()
         gc.collect()
 
 

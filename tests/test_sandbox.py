@@ -503,15 +503,17 @@ def test_a_compile_time_warning_reaches_the_completions_stderr(scorer):
     assert "SyntaxWarning" in r.stderr_tail and '"is" with a literal' in r.stderr_tail, r.stderr_tail
 
 
-def test_no_completions_code_reaches_the_next_completions_child():
-    # The program is compiled in the worker before the fork: its code object must be gone from
-    # the worker by the next job, or the next child could read another completion's code.
+def test_nothing_of_one_job_reaches_the_next_jobs_child():
+    # The worker compiles a job's program and tests before the fork: none of those code objects
+    # may still be in the worker at the next job, or its child could read another completion's
+    # code or another task's exec tests (with their expected values).
     marker = f"MARK_{uuid.uuid4().hex}"
-    task = make_task("assert candidate(1) == 2")
+    first = make_task(f"for _ in range(1):\n    assert candidate(1) == 2, 'no {marker}'", task_id="toy/first")
+    other = make_task("assert candidate(1) == 2", task_id="toy/other")
     # the marker is built at run time: the spy's own code holds none
     spy = reachable_scan(f'kind == "str" and {marker[::-1]!r}[::-1] in o', "-1", "2 * x")
     with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as sc:
-        first, second = sc.score([ScoreRequest(task, f"    return 2 * x if '{marker}' else 0\n"),
-                                  ScoreRequest(task, spy)])
-    assert first.status == "pass"
-    assert second.status == "pass", (second.status, second.error)
+        done, spied = sc.score([ScoreRequest(first, f"    return 2 * x if '{marker}' else 0\n"),
+                                ScoreRequest(other, spy)])
+    assert done.status == "pass"
+    assert spied.status == "pass", (spied.status, spied.error)
