@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -166,6 +166,24 @@ def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str
         score_seconds=score_seconds, cache_hits=cache_hits,
         clipped_ratio=frac(sum(1 for f in finish_reasons if f == "length"), len(finish_reasons))
         if finish_reasons else 0.0)
+
+
+def run_summary(history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What ``summary.json`` says of a run's steps (smoke and TRL alike): the last step's
+    fractions and the means over steps (``None`` where no step had the metric)."""
+    def mean(key: str) -> float | None:
+        vals = [m[key] for m in history if m.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    last = history[-1] if history else {}
+    return {"steps_completed": len(history),
+            "final_informative_fraction": last.get("informative_fraction"),
+            "mean_informative_fraction": mean("informative_fraction"),
+            "final_reward_variance_fraction": last.get("reward_variance_fraction"),
+            "mean_reward_variance_fraction": mean("reward_variance_fraction"),
+            "mean_reward": mean("mean_reward"), "mean_pass_rate": mean("pass_rate"),
+            "mean_parse_failure_rate": mean("parse_failure_rate"), "mean_timeout_rate": mean("timeout_rate"),
+            "n_completions": sum(m["n_completions"] for m in history)}
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -149,3 +149,13 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_hashes(folder: str | os.PathLike, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """SHA-256 and size of each of ``names`` that exists in ``folder`` (a run manifest's ``files``)."""
+    out = {}
+    for name in names:
+        p = Path(folder) / name
+        if p.exists():
+            out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+    return out

@@ -33,10 +33,10 @@ from . import __version__
 from .advantages import AdvantageConfig
 from .backends import Backend, MockBackend, ReplayBackend, RolloutRequest
 from .config import from_dict
-from .diagnostics import build_groups, step_metrics
+from .diagnostics import build_groups, run_summary, step_metrics
 from .errors import UserError
-from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail,
-                     sha256_file)
+from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, file_hashes, iter_jsonl,
+                     repair_jsonl_tail, sha256_file)
 from .rewards import RewardConfig
 from .sandbox import SandboxLimits
 from .scoring import EXECUTORS, ScoreRequest, describe_executor, open_scorer
@@ -385,35 +385,12 @@ class SmokeRun:
         return occ
 
     def _summary(self, history: list[dict[str, Any]], stop_reason: str | None, seconds: float) -> dict[str, Any]:
-        def mean(key: str) -> float | None:
-            vals = [m[key] for m in history if m.get(key) is not None]
-            return sum(vals) / len(vals) if vals else None
-
-        last = history[-1] if history else {}
-        return {
-            "steps_requested": self.cfg.steps,
-            "steps_completed": len(history),
-            "stopped_early": stop_reason is not None,
-            "stop_reason": stop_reason,
-            "final_informative_fraction": last.get("informative_fraction"),
-            "mean_informative_fraction": mean("informative_fraction"),
-            "final_reward_variance_fraction": last.get("reward_variance_fraction"),
-            "mean_reward_variance_fraction": mean("reward_variance_fraction"),
-            "mean_reward": mean("mean_reward"),
-            "mean_pass_rate": mean("pass_rate"),
-            "mean_parse_failure_rate": mean("parse_failure_rate"),
-            "mean_timeout_rate": mean("timeout_rate"),
-            "n_completions": sum(m["n_completions"] for m in history),
-            "seconds_this_session": round(seconds, 3),
-            "trained_weights": False,
-        }
+        return {"steps_requested": self.cfg.steps, **run_summary(history),
+                "stopped_early": stop_reason is not None, "stop_reason": stop_reason,
+                "seconds_this_session": round(seconds, 3), "trained_weights": False}
 
     def _write_manifest(self, backend: Backend, steps_completed: int) -> None:
-        files = {}
-        for a in ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"):
-            p = self.out / a
-            if p.exists():
-                files[a] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        files = file_hashes(self.out, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"))
         manifest = {
             "kind": "grpo_wb smoke run",
             "trained_weights": False,

@@ -186,8 +186,8 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         save_strategy="steps", save_steps=cfg.save_steps or cfg.max_steps, logging_steps=1,
         log_completions=True, num_completions_to_print=0, report_to="none",
         gradient_checkpointing=cuda, dataloader_num_workers=0)
-    reward = ExecutionReward(cfg.tasks, reward=cfg.reward, timeout=cfg.timeout, memory_mb=cfg.memory_mb,
-                             workers=cfg.workers)
+    reward = ExecutionReward(tasks, tasks_path=cfg.tasks, reward=cfg.reward, timeout=cfg.timeout,
+                             memory_mb=cfg.memory_mb, workers=cfg.workers)
     callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "trainer": "trl", "device":
                                      "cuda" if cuda else "cpu", "prompt_mode": mode},
                                      tasks_file=cfg.tasks)

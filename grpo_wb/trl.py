@@ -44,9 +44,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from . import __version__
 from .advantages import AdvantageConfig
-from .diagnostics import build_groups, step_metrics
+from .diagnostics import build_groups, run_summary, step_metrics
 from .errors import UserError
-from .jsonio import JsonlAppender, atomic_write_json, atomic_write_jsonl, iter_jsonl, repair_jsonl_tail, sha256_file
+from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, file_hashes, iter_jsonl, repair_jsonl_tail,
+                     sha256_file)
 from .rewards import RewardConfig
 from .sandbox import SandboxLimits
 from .scoring import ScoredCompletion, ScoreRequest, Scorer
@@ -129,7 +130,8 @@ class ExecutionReward:
 
     def __init__(self, tasks: str | Path | Iterable[Task] | None = None, *, reward: str = "binary",
                  parse_failure_reward: float | None = 0.0, timeout: float = 3.0, memory_mb: int = 2048,
-                 workers: int | None = None, name: str = "execution_reward", log_metrics: bool = True):
+                 workers: int | None = None, name: str = "execution_reward", log_metrics: bool = True,
+                 tasks_path: str | None = None):
         try:
             self.reward_config = RewardConfig(kind=reward, parse_failure_reward=parse_failure_reward)
         except ValueError as e:
@@ -137,7 +139,8 @@ class ExecutionReward:
         if not timeout > 0:
             raise UserError("timeout must be positive")
         self.__name__ = name  # TRL logs rewards/{__name__}/mean
-        self.tasks_path = str(tasks) if isinstance(tasks, (str, Path)) else None
+        # where the tasks came from, for messages (given when ``tasks`` are Task objects already loaded)
+        self.tasks_path = str(tasks) if isinstance(tasks, (str, Path)) else tasks_path
         if tasks is None:
             self._tasks: dict[str, Task] = {}
         else:
@@ -300,30 +303,32 @@ def split_groups(batch: ScoredBatch, num_generations: int) -> list[list[int]]:
 
 def summarize(history: Sequence[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
     """summary.json of a TRL run: the smoke summary's keys (means over steps) plus ``extra``."""
-    def mean(key: str) -> float | None:
-        vals = [m[key] for m in history if m.get(key) is not None]
-        return sum(vals) / len(vals) if vals else None
-
-    last = history[-1] if history else {}
-    out = {"steps_completed": len(history), "stopped_early": False, "stop_reason": None,
-           "final_informative_fraction": last.get("informative_fraction"),
-           "mean_informative_fraction": mean("informative_fraction"),
-           "final_reward_variance_fraction": last.get("reward_variance_fraction"),
-           "mean_reward_variance_fraction": mean("reward_variance_fraction"),
-           "mean_reward": mean("mean_reward"), "mean_pass_rate": mean("pass_rate"),
-           "mean_parse_failure_rate": mean("parse_failure_rate"), "mean_timeout_rate": mean("timeout_rate"),
-           "n_completions": sum(m["n_completions"] for m in history)}
-    out.update(extra)
-    return out
+    return {**run_summary(history), "stopped_early": False, "stop_reason": None, **extra}
 
 
-def weight_files(checkpoint: Path, hashes: bool = True) -> dict[str, dict[str, Any]]:
-    """The trained weights a checkpoint holds (adapter or full model files) with size and SHA-256."""
+def weight_files(checkpoint: Path, hashes: bool = True,
+                 known: dict[tuple[str, int, int], str] | None = None) -> dict[str, dict[str, Any]]:
+    """The trained weights a checkpoint holds (adapter or full model files) with size and SHA-256.
+
+    ``known`` (path, size, mtime) -> digest: files hashed before are not read again (a run's
+    manifest lists every checkpoint at each save)."""
     names = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and (
         p.name.startswith("adapter_") or p.name.endswith(".safetensors")
         or (p.name.startswith("pytorch_model") and p.name.endswith(".bin"))))
-    return {n: {"bytes": (checkpoint / n).stat().st_size,
-                **({"sha256": sha256_file(checkpoint / n)} if hashes else {})} for n in names}
+    out = {}
+    for n in names:
+        path = checkpoint / n
+        st = path.stat()
+        out[n] = {"bytes": st.st_size}
+        if hashes:
+            key = (str(path), st.st_size, st.st_mtime_ns)
+            digest = known.get(key) if known is not None else None
+            if digest is None:
+                digest = sha256_file(path)
+                if known is not None:
+                    known[key] = digest
+            out[n]["sha256"] = digest
+    return out
 
 
 def list_checkpoints(output_dir: Path) -> list[Path]:
@@ -406,6 +411,7 @@ class GrpoWbMetricsCallback(_CallbackBase):
         self._main = True
         self._truncated = False
         self._mixed_warned = False
+        self._digests: dict[tuple[str, int, int], str] = {}  # weight files hashed already
 
     # ------------------------------------------------------------------ set-up
     def advantage_config(self) -> AdvantageConfig:
@@ -532,7 +538,7 @@ class GrpoWbMetricsCallback(_CallbackBase):
     def _checkpoints(self, hashes: bool = True) -> list[dict[str, Any]]:
         out = []
         for ck in list_checkpoints(self._output_dir or self.run_dir):
-            files = weight_files(ck, hashes)
+            files = weight_files(ck, hashes, self._digests)
             if files:
                 out.append({"path": _rel(ck, self.run_dir), "step": int(ck.name.split("-", 1)[1]), "files": files})
         return out
@@ -548,11 +554,8 @@ class GrpoWbMetricsCallback(_CallbackBase):
 
     def _write_manifest(self, state: Any) -> None:
         cks = self._checkpoints()
-        files = {}
-        for a in ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "trl_log.jsonl", "summary.json"):
-            p = self.run_dir / a
-            if p.exists():
-                files[a] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        files = file_hashes(self.run_dir, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "trl_log.jsonl",
+                                           "summary.json"))
         scorer = self.reward._scorer
         manifest = {
             "kind": "grpo_wb TRL run",
