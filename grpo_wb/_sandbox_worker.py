@@ -730,7 +730,6 @@ def main():
             cleanup()
         # No live object of this job (program, values) may reach the next job's child.
         del job, result, cleanup
-        _CODE.clear()
         gc.collect()
 
 

@@ -434,6 +434,9 @@ def add_parser(sub) -> None:
 def cmd_batch(args) -> int:
     """Run the plan; list failures; end with the index path; exit 1 when any report failed."""
     plan = load_plan(args.plan, workers=args.workers)
+    from .scoring import check_executor
+
+    check_executor(args.executor, args.ray_address)
     runner = run_job
     where = ""
     if args.executor == "ray":
@@ -441,8 +444,6 @@ def cmd_batch(args) -> int:
 
         runner = report_runner(args.ray_address)
         where = " on Ray"
-    elif args.ray_address:
-        raise UserError("--ray-address needs --executor ray")
     print(f"{len(plan.jobs)} reports, {plan.workers} at a time{where} -> {plan.out}", file=sys.stderr)
     results = run_plan(plan, progress=not args.no_progress, runner=runner)
     failed = [r for r in results if not r.ok]

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from .errors import UserError
 from .sandbox import SandboxLimits
-from .scoring import ScoreRequest, Scorer
+from .scoring import ScoreRequest, Scorer, open_scorer
 from .tasks import Task, TestCase
 
 CODEGEN_REL = Path("codet_codegen16b_humaneval") / "samples_codet_truncated.jsonl"
@@ -140,11 +140,9 @@ def run_set(name: str, tasks: dict[str, Task], samples: list[dict[str, Any]], *,
     res.wb_floor = max([res.wb_timeout_seconds / max(1, workers), *(r.duration_s for r in hung)])
     log(f"  grpo_wb:    {res.n} in {res.wb_seconds:.1f}s")
     if ray_address is not False:
-        from .ray_executor import RayScorer
-
         t0 = time.monotonic()
-        with RayScorer(limits, address=ray_address, workers=workers if ray_address is None else None,
-                       early_stop=early_stop) as rs:
+        with open_scorer(limits, executor="ray", ray_address=ray_address,
+                         workers=workers if ray_address is None else None, early_stop=early_stop) as rs:
             res.ray_startup_seconds = time.monotonic() - t0
             info = rs.executor_info()
             res.ray_nodes, res.ray_workers = info["nodes"], info["workers"]
@@ -233,8 +231,9 @@ def print_set(res: SetResult, out=print) -> None:
         out(f"   grpo_wb on Ray ({res.ray_nodes} nodes, {res.ray_workers} workers; Ray start + actors up in "
             f"{res.ray_startup_seconds:.1f} s, not counted): {res.ray_seconds:8.1f} s  "
             f"{res.n / res.ray_seconds:8.1f} completions/s")
-        out(f"   local / Ray throughput: {res.ray_seconds / res.wb_seconds:.2f}x "
-            f"(Ray's cost on one machine: {100 * (res.ray_seconds / res.wb_seconds - 1):+.0f}% wall time); "
+        cost = (f" (Ray's cost on one machine: {100 * (res.ray_seconds / res.wb_seconds - 1):+.0f}% wall time)"
+                if res.ray_nodes == 1 else "")
+        out(f"   local / Ray throughput: {res.ray_seconds / res.wb_seconds:.2f}x{cost}; "
             f"verdicts identical: {res.ray_identical}/{res.n}")
 
 

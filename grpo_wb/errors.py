@@ -6,6 +6,9 @@ shows a traceback. Anything else escaping the CLI is a bug in grpo_wb.
 """
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 
 class UserError(Exception):
     """A problem the user can fix; its message is one line, ready to print."""
@@ -15,6 +18,14 @@ class UserError(Exception):
         self.line = line
         self.detail = message
         super().__init__(format_location(path, line, message))
+
+
+def require(module: str, install_hint: str) -> ModuleType:
+    """Import an optional dependency on first use, or fail as a :class:`UserError` saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(install_hint) from None
 
 
 def format_location(path: str | None, line: int | None, message: str) -> str:

@@ -109,7 +109,7 @@ def _full_program(prompt: str, code: str) -> str:
     return "\n".join(imports + [code])
 
 
-MEMO_MAX_CHARS = 16 << 10  # longer completions are not memoised: the memo holds at most 2048 x 16 Ki chars
+MEMO_MAX_CHARS = 16 << 10  # longer completions are not memoised (each entry: the completion and its program)
 
 
 def extract_program(prompt: str, entry_point: str, completion: str) -> Extraction:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from .backends import Completion, RolloutRequest
-from .errors import UserError
+from .errors import UserError, require
 from .sampling import SamplingConfig, one_line, request_seed, rollout_stats
 
 MISSING_EXTRA = "the transformers backend needs the [hf] extra: pip install 'grpo_wb[hf]'"
@@ -48,12 +48,7 @@ class TransformersConfig(SamplingConfig):
 
 def _import_hf():
     """torch and transformers are optional and heavy: imported only when this backend is built."""
-    try:
-        import torch
-        import transformers
-    except ImportError:
-        raise UserError(MISSING_EXTRA) from None
-    return torch, transformers
+    return require("torch", MISSING_EXTRA), require("transformers", MISSING_EXTRA)
 
 
 class TransformersBackend:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .backends import Completion, RolloutRequest
-from .errors import UserError
+from .errors import UserError, require
 from .sampling import SamplingConfig, one_line, request_seed, rollout_stats
 
 DUMMY_API_KEY = "EMPTY"
@@ -91,11 +91,7 @@ class _Reply:
 
 def _import_openai():
     """Imported on first use: the client costs ~0.5 s, which CLI commands without it should not pay."""
-    try:
-        import openai
-    except ImportError:
-        raise UserError("the openai backend needs the openai package: pip install openai") from None
-    return openai
+    return require("openai", "the openai backend needs the openai package: pip install openai")
 
 
 def _root_cause(exc: BaseException) -> BaseException:

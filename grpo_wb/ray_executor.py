@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
-from .errors import UserError
+from .errors import UserError, require
 from .rewards import RewardConfig
 from .sandbox import SandboxLimits
-from .scoring import ScoredCompletion, ScoreRequest
+from .scoring import ScoredCompletion, Scorer, ScoreRequest
 
 CHUNK_SIZE = 32
 """Completions per chunk: small enough that a retry re-runs little, large enough to amortise a call."""
@@ -55,11 +54,7 @@ class IncompleteScoring(UserError):
 
 
 def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'grpo_wb[ray]'") from None
-    return ray
+    return require("ray", "--executor ray needs Ray: pip install 'grpo_wb[ray]'")
 
 
 def _is_loopback(host: str) -> bool:
@@ -68,7 +63,7 @@ def _is_loopback(host: str) -> bool:
 
 def _check_reachable(address: str) -> None:
     """Fail fast (one line) on an address nobody listens on; Ray itself retries for a minute."""
-    if address in ("auto", "local") or address.startswith("ray://"):
+    if address == "auto" or address.startswith("ray://"):
         return
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -110,8 +105,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, dashboar
         else:
             ray.init(address=address, **kwargs)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"--ray-address {address}: cannot connect to Ray ({first})") from None
+        raise UserError(f"--ray-address {address}: cannot connect to Ray ({_short(e)})") from None
     return ray
 
 
@@ -125,34 +119,16 @@ def _node_scorer_class(ray):
                      early_stop: bool | None, driver_version: str):
             if driver_version != __version__:
                 raise RuntimeError(f"grpo_wb {__version__} on this node, {driver_version} on the driver")
-            from .scoring import Scorer, _task_fingerprint
-
-            self._fingerprint = _task_fingerprint
             self.scorer = Scorer(SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache,
                                  early_stop=early_stop)
-            self._tasks: dict[str, Any] = {}
-            self._lock = threading.Lock()
 
         def info(self) -> dict[str, Any]:
             return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
                     "pid": os.getpid(), "workers": self.scorer.workers, "isolation": self.scorer.isolation()}
 
-        def _intern(self, requests: list[ScoreRequest]) -> list[ScoreRequest]:
-            """Give equal tasks one object, so the scorer's per-task plan cache stays small."""
-            seen: dict[int, Any] = {}
-            out = []
-            for r in requests:
-                t = seen.get(id(r.task))
-                if t is None:
-                    fp = self._fingerprint(r.task)
-                    with self._lock:
-                        t = self._tasks.setdefault(fp, r.task)
-                    seen[id(r.task)] = t
-                out.append(ScoreRequest(t, r.completion, r.sample_index, r.completion_id, r.meta))
-            return out
-
         def score_chunk(self, requests: list[ScoreRequest]) -> list[ScoredCompletion]:
-            return list(self.scorer.score(self._intern(requests)))
+            # each chunk arrives with fresh Task objects: the scorer's plan cache is keyed by content
+            return list(self.scorer.score(requests))
 
         def shutdown(self) -> None:
             self.scorer.close()
@@ -163,11 +139,18 @@ def _node_scorer_class(ray):
 @dataclass
 class _Actor:
     handle: Any
-    node_id: str
-    workers: int
     info: dict[str, Any]
+    """What the actor reported when it started (its node, host, workers and isolation)."""
     inflight: int = 0
     alive: bool = True
+
+    @property
+    def node_id(self) -> str:
+        return self.info["node_id"]
+
+    @property
+    def workers(self) -> int:
+        return self.info["workers"]
 
 
 class RayScorer:
@@ -217,16 +200,16 @@ class RayScorer:
                 num_cpus=0, max_restarts=0, max_concurrency=self.inflight_per_actor + 1,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
             ).remote(asdict(self.limits), asdict(self.reward), w, self.cache_enabled, self.early_stop, __version__)
-            pending.append((n, w, h, h.info.remote()))
+            pending.append((n, h, h.info.remote()))
         started, errors = [], []
-        for n, w, h, ref in pending:
+        for n, h, ref in pending:
             try:
                 info = self.ray.get(ref, timeout=self.start_timeout)
             except Exception as e:  # an actor that cannot start on that node: use the others
                 errors.append(f"node {n['NodeID'][:8]}: {_short(e)}")
                 self.ray.kill(h, no_restart=True)
                 continue
-            a = _Actor(handle=h, node_id=n["NodeID"], workers=w, info=info)
+            a = _Actor(handle=h, info=info)
             self.actors.append(a)
             started.append(a)
         if first and not started:
@@ -269,7 +252,7 @@ class RayScorer:
 
     def executor_info(self) -> dict[str, Any]:
         live = self._live()
-        return {"executor": "ray", "ray_address": self.address or "local", "nodes": len({a.node_id for a in live}),
+        return {"executor": "ray", "ray_address": self.address or "local", "nodes": len(live),
                 "workers": sum(a.workers for a in live), "actor_replacements": self.replacements,
                 "retried_chunks": self.retried_chunks,
                 "per_node": [{"node_id": a.node_id, "hostname": a.info["hostname"], "workers": a.workers,
@@ -354,19 +337,15 @@ class RayScorer:
                 retry.append(idx)
                 continue
             done[idx] = results  # only a failed chunk is sent again, so each is accepted once
+            del attempts[idx]
 
     def close(self) -> None:
-        for a in self.actors:
-            if a.alive:
-                try:
-                    self.ray.get(a.handle.shutdown.remote(), timeout=30)
-                except Exception:
-                    pass
-                try:
-                    self.ray.kill(a.handle, no_restart=True)
-                except Exception:
-                    pass
-                a.alive = False
+        for a in self._live():
+            try:
+                self.ray.get(a.handle.shutdown.remote(), timeout=30)
+            except Exception:
+                pass
+            self._retire(a)
 
     def __enter__(self) -> "RayScorer":
         return self

@@ -30,7 +30,7 @@ import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from .errors import UserError
 from .extraction import extract_program
@@ -344,6 +344,22 @@ class ScoreRequest:
         return self.completion_id or f"{self.task.task_id}#{self.sample_index}"
 
 
+class _TaskPlan(NamedTuple):
+    """What a task's completions share: computed once per task content."""
+
+    fingerprint: str
+    plans: list[PlannedTest]
+    send_check: bool
+    """Whether ``check`` goes to the child (some test could not be a value test)."""
+    watch: list[str]
+    """Modules the child checks for tampering."""
+    child_tests: list[dict[str, Any]]
+    """The tests as sent to the child."""
+
+
+_BY_ID_MAX = 4096
+
+
 class Scorer:
     """Scores completions in parallel with per-run verdict caching.
 
@@ -372,8 +388,8 @@ class Scorer:
         # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
         self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
-        self._plans: dict[str, tuple[list[PlannedTest], bool, list[str], list[dict[str, Any]]]] = {}
-        self._by_id: dict[int, tuple[Task, tuple[str, list[PlannedTest], bool, list[str], list[dict[str, Any]]]]] = {}
+        self._plans: dict[str, _TaskPlan] = {}  # by task content
+        self._by_id: dict[int, tuple[Task, _TaskPlan]] = {}  # by object: skips the fingerprint (bounded)
         self.executed = 0
         self.cache_hits = 0
 
@@ -395,8 +411,8 @@ class Scorer:
                 "per_node": [{"hostname": socket.gethostname(), "workers": self.workers,
                               "isolation": self.isolation()}]}
 
-    def _plan(self, task: Task) -> tuple[str, list[PlannedTest], bool, list[str], list[dict[str, Any]]]:
-        """(fingerprint, planned tests, send check?, watched modules, tests as sent), computed once per task."""
+    def _plan(self, task: Task) -> _TaskPlan:
+        """The task's plan, computed once per task content."""
         with self._lock:
             hit = self._by_id.get(id(task))
         if hit is not None and hit[0] is task:
@@ -406,13 +422,14 @@ class Scorer:
             plan = self._plans.get(key)
         if plan is None:
             plans, send = plan_task(task)
-            plan = (plans, send, _imported_modules(task), [p.for_child() for p in plans])
+            plan = _TaskPlan(key, plans, send, _imported_modules(task), [p.for_child() for p in plans])
             with self._lock:
                 self._plans[key] = plan
-        out = (key, *plan)
         with self._lock:
-            self._by_id[id(task)] = (task, out)  # the task is kept alive, so its id is not reused
-        return out
+            if len(self._by_id) >= _BY_ID_MAX:  # callers that rebuild Task objects (Ray chunks) must not grow it
+                self._by_id.clear()
+            self._by_id[id(task)] = (task, plan)  # the task is kept alive, so its id is not reused
+        return plan
 
     def __enter__(self) -> "Scorer":
         return self
@@ -509,6 +526,14 @@ def describe_executor(info: dict[str, Any]) -> list[str]:
         + describe_isolation(n["isolation"]) for n in info["per_node"]]
 
 
+def check_executor(executor: str, ray_address: str | None) -> None:
+    """The executor settings every command takes (score, smoke, batch): one message for each mistake."""
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r} (choose {', '.join(EXECUTORS)})")
+    if ray_address and executor != "ray":
+        raise UserError("--ray-address needs --executor ray")
+
+
 def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
                 workers: int | None = None, cache: bool = True, executor: str = "local",
                 ray_address: str | None = None, early_stop: bool | None = None) -> Any:
@@ -517,12 +542,9 @@ def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = 
     On Ray, ``workers`` is per node (default: each node's CPUs); ``ray_address``
     None starts a local Ray instance.
     """
-    if executor == "local":
-        if ray_address:
-            raise UserError("--ray-address needs --executor ray")
-        return Scorer(limits, reward, workers=workers, cache=cache, early_stop=early_stop)
+    check_executor(executor, ray_address)
     if executor == "ray":
         from .ray_executor import RayScorer
 
         return RayScorer(limits, reward, address=ray_address, workers=workers, cache=cache, early_stop=early_stop)
-    raise UserError(f"unknown executor {executor!r} (choose {', '.join(EXECUTORS)})")
+    return Scorer(limits, reward, workers=workers, cache=cache, early_stop=early_stop)

@@ -20,6 +20,7 @@ equals an uninterrupted run with the same seed (timing fields aside).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import platform
 import random
@@ -39,7 +40,7 @@ from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, file_
                      repair_jsonl_tail, sha256_file)
 from .rewards import RewardConfig
 from .sandbox import SandboxLimits
-from .scoring import EXECUTORS, ScoreRequest, describe_executor, open_scorer
+from .scoring import ScoreRequest, check_executor, describe_executor, open_scorer
 from .tasks import Task, load_tasks
 
 BACKENDS = ("mock", "replay", "openai", "transformers")
@@ -137,10 +138,7 @@ class SmokeConfig:
             raise UserError("timeout must be positive")
         if self.workers is not None and self.workers < 1:
             raise UserError("workers must be at least 1")
-        if self.executor not in EXECUTORS:
-            raise UserError(f"unknown executor {self.executor!r} (choose {', '.join(EXECUTORS)})")
-        if self.ray_address and self.executor != "ray":
-            raise UserError("--ray-address needs --executor ray")
+        check_executor(self.executor, self.ray_address)
         try:
             RewardConfig(kind=self.reward)
             self.advantage_config()
@@ -252,7 +250,7 @@ class SmokeRun:
             k = diffs[0]
             raise UserError(f"cannot resume {self.out}: {k} was {getattr(old_cfg, k)!r}, now "
                             f"{getattr(self.cfg, k)!r} (a resumed run must use the same settings)")
-        if manifest.get("tasks_sha256") != sha256_file(self.cfg.tasks):
+        if manifest.get("tasks_sha256") != self.tasks_sha256:
             raise UserError(f"cannot resume {self.out}: the task file {self.cfg.tasks} changed since the run started")
         repair_jsonl_tail(self.out / "metrics.jsonl")
         steps = [m["step"] for _, m in iter_jsonl(self.out / "metrics.jsonl")] if (self.out / "metrics.jsonl").exists() else []
@@ -389,6 +387,11 @@ class SmokeRun:
                 "stopped_early": stop_reason is not None, "stop_reason": stop_reason,
                 "seconds_this_session": round(seconds, 3), "trained_weights": False}
 
+    @functools.cached_property
+    def tasks_sha256(self) -> str:
+        """The task file's digest, taken once: a manifest is written at every step."""
+        return sha256_file(self.cfg.tasks)
+
     def _write_manifest(self, backend: Backend, steps_completed: int) -> None:
         files = file_hashes(self.out, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"))
         manifest = {
@@ -405,7 +408,7 @@ class SmokeRun:
             "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation,
                         "executor": self.executor},
             "tasks_file": str(self.cfg.tasks),
-            "tasks_sha256": sha256_file(self.cfg.tasks),
+            "tasks_sha256": self.tasks_sha256,
             "files": files,
             "grpo_wb_version": __version__,
             "python": platform.python_version(),

@@ -189,8 +189,7 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
     reward = ExecutionReward(tasks, tasks_path=cfg.tasks, reward=cfg.reward, timeout=cfg.timeout,
                              memory_mb=cfg.memory_mb, workers=cfg.workers)
     callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "trainer": "trl", "device":
-                                     "cuda" if cuda else "cpu", "prompt_mode": mode},
-                                     tasks_file=cfg.tasks)
+                                     "cuda" if cuda else "cpu", "prompt_mode": mode})
     try:
         try:
             trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args,

@@ -31,6 +31,7 @@ holds the execution reward's alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import platform
@@ -535,6 +536,11 @@ class GrpoWbMetricsCallback(_CallbackBase):
         self.history.append(metrics.to_json())
 
     # ------------------------------------------------------------------ summary and manifest
+    @functools.cached_property
+    def tasks_sha256(self) -> str | None:
+        """The task file's digest, taken once: a manifest is written at every save and log."""
+        return sha256_file(self.tasks_file) if self.tasks_file and Path(self.tasks_file).is_file() else None
+
     def _checkpoints(self, hashes: bool = True) -> list[dict[str, Any]]:
         out = []
         for ck in list_checkpoints(self._output_dir or self.run_dir):
@@ -573,7 +579,7 @@ class GrpoWbMetricsCallback(_CallbackBase):
             "sandbox": {"limits": dataclasses.asdict(self.reward.limits),
                         "isolation": scorer.isolation() if scorer is not None else None},
             "tasks_file": self.tasks_file,
-            "tasks_sha256": sha256_file(self.tasks_file) if self.tasks_file and Path(self.tasks_file).is_file() else None,
+            "tasks_sha256": self.tasks_sha256,
             "files": files,
             "versions": _versions(),
             "grpo_wb_version": __version__,

@@ -133,9 +133,8 @@ def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
 
 
 def _candidate_calls(test: ast.expr, callees: set[str]) -> list[ast.Call] | None:
-    """The outermost calls of the candidate in ``test``, in source order; None when a call
-    sits inside an f-string (its positions cannot be trusted there, and f-strings are not
-    allowed in the rest anyway)."""
+    """The outermost calls of the candidate in ``test``, in source order; None when the rest
+    holds an f-string (positions inside one cannot be trusted, and the rest may not hold one)."""
     calls, stack = [], [test]
     while stack:
         node = stack.pop()
@@ -180,12 +179,14 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
     for i, call in enumerate(calls):
         lo, hi = span(call)
         exprs.append(raw[lo:hi].decode("utf-8"))
-        pieces += [raw[at:lo].decode("utf-8"), _PLACEHOLDER.format(i)]
+        pieces += [raw[at:lo].decode("utf-8"), f" {_PLACEHOLDER.format(i)} "]  # spaced: `f(1)if x` stays apart
         at = hi
     pieces.append(raw[at:end].decode("utf-8"))
     rest = "(" + "".join(pieces) + "\n)"  # parenthesised: the assert may span lines
     try:
-        _compiled_rest(rest, len(exprs))
+        with warnings.catch_warnings():  # the rest's literals warn as the test's did
+            warnings.simplefilter("ignore")
+            _compiled_rest(rest, len(exprs))
     except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return PlannedTest(kind="exec", code=code)
     return PlannedTest(kind="values", exprs=tuple(exprs), rest=rest)

@@ -109,3 +109,27 @@ def test_comparison_tables():
         runs.compare_table([ra, rb], ["only-one"])
     h = runs.compare_headline(table)
     assert h["n_runs"] == 2 and h["informative_fraction"] == table["informative_fraction"].max()
+
+
+def test_weight_files_reads_each_weight_file_once(tmp_path):
+    # pure Python: runs without the [trl] extra too (test_trl_bridge.py needs it)
+    from grpo_wb.jsonio import sha256_file
+    from grpo_wb.trl import weight_files
+
+    ck = tmp_path / "checkpoint-1"
+    ck.mkdir()
+    (ck / "adapter_model.safetensors").write_bytes(b"weights v1")
+    (ck / "trainer_state.json").write_text("{}")  # not a weight file
+    known: dict = {}
+    first = weight_files(ck, known=known)
+    assert list(first) == ["adapter_model.safetensors"]
+    assert first["adapter_model.safetensors"] == {"bytes": 10, "sha256": sha256_file(ck / "adapter_model.safetensors")}
+    # a known (path, size, mtime) is not read again: a planted digest comes back unchanged
+    (key,) = known
+    known[key] = "planted"
+    assert weight_files(ck, known=known)["adapter_model.safetensors"]["sha256"] == "planted"
+    # a rewritten file (new size and mtime) is hashed afresh
+    (ck / "adapter_model.safetensors").write_bytes(b"weights v2, longer")
+    again = weight_files(ck, known=known)["adapter_model.safetensors"]
+    assert again == {"bytes": 18, "sha256": sha256_file(ck / "adapter_model.safetensors")}
+    assert weight_files(ck, hashes=False) == {"adapter_model.safetensors": {"bytes": 18}}

@@ -205,25 +205,3 @@ def test_train_two_steps_on_cpu(tmp_path):
         assert max(abs(x - y) for x, y in zip(logged, df["advantage"].tolist())) < 1e-5
         nonzero += sum(abs(a) > 0.1 for a in ours)
     assert nonzero > 0  # the comparison is not 0 == 0
-
-
-def test_weight_files_reads_each_weight_file_once(tmp_path):
-    from grpo_wb.trl import weight_files
-
-    ck = tmp_path / "checkpoint-1"
-    ck.mkdir()
-    (ck / "adapter_model.safetensors").write_bytes(b"weights v1")
-    (ck / "trainer_state.json").write_text("{}")  # not a weight file
-    known: dict = {}
-    first = weight_files(ck, known=known)
-    assert list(first) == ["adapter_model.safetensors"]
-    assert first["adapter_model.safetensors"] == {"bytes": 10, "sha256": sha256_file(ck / "adapter_model.safetensors")}
-    # a known (path, size, mtime) is not read again: a planted digest comes back unchanged
-    (key,) = known
-    known[key] = "planted"
-    assert weight_files(ck, known=known)["adapter_model.safetensors"]["sha256"] == "planted"
-    # a rewritten file (new size and mtime) is hashed afresh
-    (ck / "adapter_model.safetensors").write_bytes(b"weights v2, longer")
-    again = weight_files(ck, known=known)["adapter_model.safetensors"]
-    assert again == {"bytes": 18, "sha256": sha256_file(ck / "adapter_model.safetensors")}
-    assert weight_files(ck, hashes=False) == {"adapter_model.safetensors": {"bytes": 18}}
