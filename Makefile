@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lab clean sandbox
+.PHONY: demo test test-fast install lab clean sandbox
 
 # The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
 # elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`).
@@ -41,6 +41,11 @@ demo: $(STAMP) sandbox $(HUMANEVAL)
 
 test: $(STAMP) sandbox
 	$(BIN)/python -m pytest -q
+
+# the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray (see tests/conftest.py)
+FAST := not (sandbox or data or notebooks or trl or hf or ray or slow)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --notebook-dir=notebooks

@@ -12,7 +12,6 @@ as a constant.
 """
 from __future__ import annotations
 
-import json
 import os
 import resource
 import subprocess
@@ -24,18 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .bundled import CODEGEN_SAMPLES, bundled
 from .errors import UserError
+from .jsonio import iter_jsonl
 from .sandbox import SandboxLimits
 from .scoring import ScoreRequest, Scorer, open_scorer
 from .tasks import Task, TestCase
-
-CODEGEN_REL = Path("codet_codegen16b_humaneval") / "samples_codet_truncated.jsonl"
-
-
-def default_shared_data() -> Path:
-    """``../shared/data`` next to the repository (where the bundled public data lives)."""
-    here = Path(__file__).resolve().parents[1]
-    return here.parent / "shared" / "data"
 
 
 @dataclass
@@ -189,16 +182,13 @@ def measure_overhead(n: int = 300) -> tuple[float, float]:
     return bare, wb
 
 
-def load_samples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise UserError(f"{path}: no such file (the CodeGen samples live in ../shared/data; pass --codegen PATH)")
+def read_samples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` (all) lines of a samples file (``*.gz`` too)."""
     out = []
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                out.append(json.loads(line))
-                if limit and len(out) >= limit:
-                    break
+    for _, obj in iter_jsonl(path):
+        out.append(obj)
+        if limit and len(out) >= limit:
+            break
     return out
 
 
@@ -261,7 +251,7 @@ def main_bench(sets: Iterable[str], *, workers: int, timeout: float, codegen: Pa
             samples = [{"task_id": t.task_id, "completion": t.canonical_solution, "sample_idx": k}
                        for k in range(4) for t in tasks.values()]
         elif name == "codegen":
-            samples = load_samples(codegen or default_shared_data() / CODEGEN_REL, limit)
+            samples = read_samples(codegen or bundled(CODEGEN_SAMPLES), limit)
         else:
             raise UserError(f"unknown benchmark set {name!r} (canonical or codegen)")
         out(f"running {name} ({len(samples)} completions)...")

@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--set", dest="sets", action="append", choices=["canonical", "codegen"],
                    help="benchmark set (repeatable; default: both)")
     b.add_argument("--codegen", type=Path, default=None,
-                   help="CodeGen-16B samples (default: ../shared/data/codet_codegen16b_humaneval/...)")
+                   help="CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)")
     b.add_argument("--limit", type=_positive_int, default=None, help="use only the first N CodeGen samples")
     b.add_argument("--workers", type=_positive_int, default=None, help="parallel workers for both (default: cores)")
     b.add_argument("--timeout", type=_positive_float, default=3.0, help="per completion, both harnesses")

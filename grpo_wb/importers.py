@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .jsonio import iter_jsonl
+from .jsonio import iter_jsonl, read_json
 from .tasks import Task, TestCase
 
 
@@ -180,11 +180,8 @@ def import_mbpp(src: str | Path) -> tuple[list[Task], ImportReport]:
     if not p.exists():
         raise UserError("no such file", path=path)
     tasks: list[Task] = []
-    if p.suffix == ".json":
-        try:
-            rows = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise UserError(f"invalid JSON: {e.msg} (line {e.lineno})", path=path) from None
+    if p.name.endswith((".json", ".json.gz")):
+        rows = read_json(p)
         if not isinstance(rows, list):
             raise UserError("expected a JSON list of problems (sanitized-mbpp.json)", path=path)
         for i, obj in enumerate(rows):

@@ -111,6 +111,19 @@ def open_text(path: str | os.PathLike):
     return open(p, "r", encoding="utf-8")
 
 
+def read_json(path: str | os.PathLike) -> Any:
+    """A whole JSON file (``*.gz`` un-gzipped); bad JSON is a UserError naming the file and line."""
+    with open_text(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise UserError(f"invalid JSON: {e.msg} (line {e.lineno})", path=str(path)) from None
+        except UnicodeDecodeError as e:
+            raise UserError(f"not UTF-8 text: {e.reason}", path=str(path)) from None
+        except (OSError, EOFError) as e:
+            raise UserError(f"cannot read: {e}", path=str(path)) from None
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line."""
     with open_text(path) as f:

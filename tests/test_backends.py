@@ -33,6 +33,8 @@ def test_mock_metadata_travels_with_each_completion():
         assert "skill" in c.sampling and c.extra["mock_kind"]
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_mock_produces_every_kind_and_they_execute_to_the_expected_statuses():
     tasks = load_tasks(TOY)
     mock = MockBackend(seed=0, default_skill=0.3, skills={t.task_id: 0.3 for t in tasks})

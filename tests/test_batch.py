@@ -107,6 +107,8 @@ def test_run_plan_survives_a_crashing_runner(tmp_path, tiny):
     assert "runner bug" in results[1].error and (plan.out / "index.html").exists()
 
 
+@pytest.mark.notebooks
+@pytest.mark.slow
 def test_hung_report_is_killed_at_the_plan_timeout(tmp_path):
     make_notebook(tmp_path / "nbs" / "hang.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(120)"])
     plan = batch.load_plan(_plan(tmp_path, {"timeout": 4, "cell_timeout": 100,
@@ -118,6 +120,9 @@ def test_hung_report_is_killed_at_the_plan_timeout(tmp_path):
     assert json.loads((Path(res.out_dir) / "result.json").read_text())["error_kind"] == "killed"
 
 
+@pytest.mark.notebooks
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_batch_of_templates_continues_past_a_failure(tmp_path, capsys):
     """Smoke (loading a run) + headroom (from the run) + a failing notebook, two at a time, through the CLI."""
     run = shared_run(4)

@@ -4,6 +4,7 @@ No speed is asserted here (shared machines are noisy); the benchmark itself prin
 """
 from __future__ import annotations
 
+import pytest
 import json
 import re
 
@@ -12,6 +13,7 @@ from grpo_wb.cli import main
 from grpo_wb.importers import import_humaneval
 
 
+@pytest.mark.sandbox
 def test_bench_prints_both_harnesses_agreement_and_the_deadline_floor(tmp_path, capsys):
     task = next(t for t in import_humaneval()[0] if t.task_id == "HumanEval/0")
     samples = [task.canonical_solution, "    return False\n", "    while True:\n        pass\n",
@@ -36,6 +38,7 @@ def test_bench_prints_both_harnesses_agreement_and_the_deadline_floor(tmp_path, 
     assert 0.45 <= spent < 3.0 and floor == spent  # one deadline cannot be shared by two workers
 
 
+@pytest.mark.sandbox
 def test_overhead_is_measured_against_a_bare_fork():
     bare, wb = measure_overhead(n=30)
     # a bare fork + wait is the floor: the pool forks too, and does more around it

@@ -1,4 +1,5 @@
 """Per-task time limits from the canonical solutions' runtimes."""
+import pytest
 import json
 
 from grpo_wb.calibrate import CalibrationConfig, calibrate
@@ -8,6 +9,7 @@ from grpo_wb.tasks import load_tasks
 from conftest import TOY, read_jsonl, write_jsonl
 
 
+@pytest.mark.sandbox
 def test_limits_follow_the_canonical_runtime_within_floor_and_ceiling(tmp_path):
     rows = read_jsonl(TOY)
     slow = dict(rows[0], task_id="toy/slow_add",
@@ -21,6 +23,7 @@ def test_limits_follow_the_canonical_runtime_within_floor_and_ceiling(tmp_path):
     assert by["toy/broken"].timeout is None and any("toy/broken" in p for p in problems)
 
 
+@pytest.mark.sandbox
 def test_cli_writes_a_valid_calibrated_file(tmp_path, capsys):
     out = tmp_path / "cal.jsonl"
     assert main(["tasks", "calibrate", str(TOY), "--out", str(out), "--repeats", "1"]) == 0

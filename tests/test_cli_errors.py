@@ -125,6 +125,7 @@ def test_user_error_is_one_line(capsys, ws, case):
     assert not (ws["out"].parent / (ws["out"].name + ".partial")).exists()
 
 
+@pytest.mark.sandbox
 def test_score_refuses_to_overwrite_out(capsys, ws):
     ws["out"].write_text("old results\n")
     rc, out, err = run_main(capsys, score(ws, "good"))
@@ -137,6 +138,7 @@ def test_score_refuses_to_overwrite_out(capsys, ws):
     assert [(r["task_id"], r["status"]) for r in rows] == [("toy/add", "pass")]
 
 
+@pytest.mark.sandbox
 def test_smoke_refuses_to_reuse_a_run_directory(capsys, ws):
     args = smoke(ws, "--steps", "1", "--batch-size", "2", "--group-size", "2")
     rc, out, err = run_main(capsys, args)

@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from conftest import read_jsonl
+from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.importers import import_humaneval
 from grpo_wb.rewards import RewardConfig
 from grpo_wb.sandbox import SandboxLimits
 from grpo_wb.scoring import ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase
 
+pytestmark = [pytest.mark.sandbox]
+
 TIMEOUT = 5.0
 QUICK_S = 2.0  # "well under the timeout"
-CODET = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "codet_codegen16b_humaneval"
-         / "samples_codet_truncated.jsonl")
+CODET = CODEGEN_SAMPLES
 
 
 def _task(*tests: str, check: str | None = None) -> Task:
@@ -64,6 +67,7 @@ def test_fail_then_hang_is_a_quick_fail(scorer):
     assert r.failed_tests == ["t0", "t1", "t2"]
 
 
+@pytest.mark.slow
 def test_partial_reward_runs_every_test():
     with Scorer(SandboxLimits(timeout=TIMEOUT), RewardConfig("partial"), workers=1, cache=False) as s:
         assert not s.early_stop
@@ -199,13 +203,13 @@ def test_flood_while_streaming_hits_the_overflow_guard(scorer):
 # ----------------------------------------------------------------------------- real samples
 
 
+@pytest.mark.data
+@pytest.mark.slow
 def test_real_samples_keep_their_pass_fail_verdicts():
     """CodeGen-16B samples of tasks where some fail and then hang: only ``timeout`` becomes ``fail``."""
-    if not CODET.is_file():
-        pytest.fail(f"required public data file is missing: {CODET}", pytrace=False)
     tasks = {t.task_id: t for t in import_humaneval()[0]}
     wanted = {"HumanEval/39", "HumanEval/97", "HumanEval/150"}
-    samples = [s for s in map(json.loads, CODET.read_text().splitlines()) if s["task_id"] in wanted]
+    samples = [s for s in read_jsonl(CODET) if s["task_id"] in wanted]
     assert len(samples) == 300
     out = {}
     for early_stop in (False, True):

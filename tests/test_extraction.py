@@ -163,6 +163,7 @@ def add_task():
     return next(t for t in load_tasks(TOY) if t.task_id == "toy/add")
 
 
+@pytest.mark.sandbox
 def test_statuses_from_the_scorer(add_task):
     prompt_def = add_task.prompt.splitlines()[0]  # "def add(a: int, b: int) -> int:"
     cases = [

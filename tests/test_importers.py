@@ -215,6 +215,7 @@ def test_every_canonical_solution_passes_every_split_test(canonical_results):
     assert all(r.extraction_mode == "continuation" for r in canonical_results)
 
 
+@pytest.mark.sandbox
 def test_partial_credit_on_humaneval_0(imported):
     task = by_id(imported[1])["HumanEval/0"]
     # partial credit runs every test (the binary reward stops at the first failure)
@@ -228,6 +229,7 @@ def test_partial_credit_on_humaneval_0(imported):
     assert right.status == "pass" and right.tests_passed == 7
 
 
+@pytest.mark.sandbox
 def test_check_decides_passed_for_whole_tasks(imported):
     task = by_id(imported[1])["HumanEval/53"]  # add(x, y); check kept whole (it has a loop)
     assert task.metadata["check_split"] == "whole"
@@ -238,6 +240,7 @@ def test_check_decides_passed_for_whole_tasks(imported):
     assert (right.status, right.passed, right.tests_passed, right.tests_total) == ("pass", True, 1, 1)
 
 
+@pytest.mark.sandbox
 def test_a_do_nothing_completion_earns_no_partial_credit(imported):
     tasks = imported[1]
     task = by_id(tasks)["HumanEval/79"]  # decimal_to_binary: 4 real asserts + `assert True, "..."`

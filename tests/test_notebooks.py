@@ -13,6 +13,8 @@ from grpo_wb import headroom as hr
 from grpo_wb import reports, runs
 from grpo_wb.tasks import load_tasks
 
+pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
+
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
@@ -54,6 +56,7 @@ def _run(name: str, out: Path, params: dict) -> tuple[reports.ReportResult, nbfo
     return res, nb, Path(res.html).read_text()
 
 
+@pytest.mark.slow
 def test_smoke_experiment_runs_a_new_smoke_run(tmp_path):
     res, nb, html = _run("smoke_experiment", tmp_path / "smoke",
                          {"group_size": 2, "batch_size": 3, "steps": 2, "timeout": 0.5, "top_n": 3})
@@ -71,6 +74,7 @@ def test_smoke_experiment_runs_a_new_smoke_run(tmp_path):
     assert "<code>2</code>" in html and "group_size" in html  # the injected value is shown
 
 
+@pytest.mark.slow
 def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
     out = tmp_path / "head"
     res, nb, html = _run("task_headroom", out, {"n_samples": 4, "budget": 16, "ks": [1, 2], "timeout": 0.5})
@@ -87,6 +91,7 @@ def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
         assert [r["task_id"] for r in rows] == rep.frontier and all(r["prompt"] for r in rows)
 
 
+@pytest.mark.slow
 def test_compare_runs_with_given_run_dirs_and_a_glob(tmp_path):
     a, b = shared_run(2), shared_run(4)
     pattern = str(a.parent.parent / "g4" / "ru*")

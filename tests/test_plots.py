@@ -1,6 +1,7 @@
 """Plot functions return Figures (no pyplot) whose artists reflect the data they were given."""
 from __future__ import annotations
 
+import pytest
 import io
 
 import matplotlib
@@ -72,6 +73,7 @@ def test_headroom_plots():
     _png(fig)
 
 
+@pytest.mark.sandbox
 def test_comparison_plots():
     ra, rb = runs.load_run(shared_run(2)), runs.load_run(shared_run(4))
     table = runs.compare_table([ra, rb])

@@ -20,7 +20,8 @@ import yaml
 
 import ray  # the [ray] extra is part of `make test`: a missing Ray fails here, it does not skip
 
-from conftest import SHARED_DATA, TOY, read_jsonl, write_jsonl  # noqa: E402
+from conftest import TOY, read_jsonl, write_jsonl  # noqa: E402
+from grpo_wb.bundled import CODEGEN_SAMPLES  # noqa: E402
 
 from grpo_wb.importers import import_humaneval  # noqa: E402
 from grpo_wb.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
@@ -28,7 +29,9 @@ from grpo_wb.sandbox import SandboxLimits  # noqa: E402
 from grpo_wb.scoring import ScoreRequest, Scorer  # noqa: E402
 from grpo_wb.tasks import load_tasks  # noqa: E402
 
-CODET = SHARED_DATA / "codet_codegen16b_humaneval" / "samples_codet_truncated.jsonl"
+pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.data, pytest.mark.slow]
+
+CODET = CODEGEN_SAMPLES
 LIMITS = SandboxLimits(timeout=3.0)
 
 
@@ -64,8 +67,7 @@ def humaneval():
 
 @pytest.fixture(scope="module")
 def real_requests(humaneval):
-    with open(CODET) as f:  # a missing data file fails here, it does not skip
-        samples = [json.loads(line) for _, line in zip(range(400), f)]
+    samples = read_jsonl(CODET, limit=400)  # a missing data file fails here, it does not skip
     toy = load_tasks(TOY)
     reqs = [ScoreRequest(humaneval[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)]
     reqs += [ScoreRequest(t, t.canonical_solution, k, completion_id=f"{t.task_id}@canon{k}")
@@ -179,8 +181,7 @@ def test_back_pressure_keeps_the_driver_buffer_bounded(cluster):
 
 def test_cli_score_on_the_cluster_equals_local(cluster, tmp_path, humaneval):
     src = tmp_path / "samples.jsonl"
-    with open(CODET) as f:
-        write_jsonl(src, [json.loads(line) for _, line in zip(range(150), f)])
+    write_jsonl(src, read_jsonl(CODET, limit=150))
     tasks = tmp_path / "he.jsonl"
     from grpo_wb.tasks import write_tasks
 

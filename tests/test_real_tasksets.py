@@ -1,4 +1,4 @@
-"""MBPP and APPS importers on the real copies in ../shared/data, and stdin/stdout tests."""
+"""MBPP and APPS importers on the real copies bundled in data/external, and stdin/stdout tests."""
 import json
 from pathlib import Path
 
@@ -12,16 +12,12 @@ from grpo_wb.scoring import ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase, load_tasks
 from grpo_wb.verdicts import apps_equal, stdio_matches
 
-from conftest import SHARED_DATA, read_jsonl
+from conftest import need, read_jsonl
+from grpo_wb.bundled import APPS_TRAIN as APPS
+from grpo_wb.bundled import MBPP
+from grpo_wb.bundled import MBPP_SANITIZED as MBPP_SAN
 
-MBPP = SHARED_DATA / "mbpp" / "mbpp.jsonl"
-MBPP_SAN = SHARED_DATA / "mbpp" / "sanitized-mbpp.json"
-APPS = SHARED_DATA / "coderl_apps_train_examples" / "data" / "APPS" / "train"
-
-
-def need(path: Path) -> Path:
-    assert path.exists(), f"missing shared data {path} (see ../shared/data/PROVENANCE.md)"
-    return path
+pytestmark = [pytest.mark.data]
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +26,8 @@ def scorer():
         yield sc
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_mbpp_original_every_reference_passes(scorer):
     tasks, rep = import_mbpp(need(MBPP))
     assert rep.n_tasks == len(tasks) == 974
@@ -39,6 +37,7 @@ def test_mbpp_original_every_reference_passes(scorer):
     assert all(r.tests_passed == r.tests_total == 3 for r in res)
 
 
+@pytest.mark.sandbox
 def test_mbpp_sanitized_every_reference_passes_with_test_imports(scorer):
     tasks, rep = import_mbpp(need(MBPP_SAN))
     assert rep.n_tasks == 427
@@ -48,11 +47,12 @@ def test_mbpp_sanitized_every_reference_passes_with_test_imports(scorer):
     assert [(t.task_id, r.status, r.error) for t, r in zip(tasks, res) if not r.passed] == []
 
 
+@pytest.mark.sandbox
 def test_mbpp_prompt_names_the_function_and_shows_one_test():
     tasks, _ = import_mbpp(need(MBPP))
     t = next(t for t in tasks if t.task_id == "mbpp/2")
     assert t.entry_point == "similar_elements"
-    src = [json.loads(l) for l in MBPP.read_text().splitlines() if json.loads(l)["task_id"] == 2][0]
+    src = [r for r in read_jsonl(MBPP) if r["task_id"] == 2][0]
     assert src["text"] in t.prompt and src["test_list"][0] in t.prompt and src["test_list"][1] not in t.prompt
     compile(t.prompt, "<prompt>", "exec")  # the prompt is code (a docstring), so continuations work
     # the tests call the function by name, not `candidate`
@@ -65,6 +65,7 @@ def test_mbpp_entry_point_comes_from_the_tests():
     assert mbpp_entry_point(["assert 1 == 1"], None) is None
 
 
+@pytest.mark.sandbox
 def test_mbpp_wrong_answer_gets_partial_credit(scorer):
     tasks, _ = import_mbpp(need(MBPP))
     t = next(t for t in tasks if t.task_id == "mbpp/2")
@@ -73,6 +74,7 @@ def test_mbpp_wrong_answer_gets_partial_credit(scorer):
     assert r.status == "fail" and 0 <= r.tests_passed < 3
 
 
+@pytest.mark.sandbox
 def test_apps_import_kinds_and_references(scorer):
     tasks, rep = import_apps(need(APPS))
     kinds = {t.metadata["folder"]: ("script" if t.is_script else "call") for t in tasks}
@@ -82,6 +84,8 @@ def test_apps_import_kinds_and_references(scorer):
     assert [r.status for r in res] == ["pass"] * 5
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_apps_verdicts_agree_with_the_published_ones_on_83_programs():
     """Every generated program's verdict must equal CodeRL's published ``result`` (True = passed).
 
@@ -116,6 +120,8 @@ def test_apps_bad_folders(tmp_path):
         import_apps(tmp_path / "p")
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_cli_imports_and_smoke_with_each_importer(tmp_path, capsys):
     for kind, src in (("mbpp", MBPP_SAN), ("apps", APPS)):
         out = tmp_path / f"{kind}.jsonl"
@@ -139,6 +145,7 @@ SUM = Task("s/sum", "Read two integers and print their sum.", "",
             TestCase("b", type="stdio", input="5 5\n", output="10")))
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("completion,status,passed", [
     ("a, b = map(int, input().split())\nprint(a + b)\n", "pass", 2),
     ("```python\nimport sys\na, b = map(int, sys.stdin.buffer.read().split())\nprint(a + b)   \nsys.exit(0)\n```",

@@ -19,6 +19,8 @@ from grpo_wb.scoring import ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase
 from hostile import reachable_scan
 
+pytestmark = [pytest.mark.sandbox]
+
 
 def _task(task_id, prompt, entry, tests, check=None):
     return Task(task_id=task_id, prompt=prompt, entry_point=entry,
@@ -265,6 +267,7 @@ def test_emitting_forged_values_through_the_harness_emit(scorer):
 # ----------------------------------------------------------------------------- timers, bombs, disk
 
 
+@pytest.mark.slow
 def test_disarming_timers_does_not_escape_the_deadline(scorer):
     t0 = time.monotonic()
     r = score(scorer, DOUBLE, "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
@@ -338,6 +341,7 @@ def _sandbox_uid_processes(scorer):
 # ----------------------------------------------------------------------------- network, environment, files, parent
 
 
+@pytest.mark.slow
 def test_network_is_blocked(scorer):
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))

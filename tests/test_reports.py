@@ -138,6 +138,7 @@ def test_render_html_hides_code_and_shows_parameters(tmp_path):
 # ----------------------------------------------------------------------------- with a kernel
 
 
+@pytest.mark.notebooks
 def test_failing_cell_via_cli(tmp_path, capsys):
     nb = make_notebook(tmp_path / "fail.ipynb", "n: int = 1  # n\n", ["x = n + 1", "raise ValueError(f'boom {x}')",
                                                                       "print('never')"])
@@ -153,6 +154,8 @@ def test_failing_cell_via_cli(tmp_path, capsys):
     assert executed.metadata.papermill.exception is True
 
 
+@pytest.mark.notebooks
+@pytest.mark.slow
 def test_cell_timeout_is_a_failure_not_a_hang(tmp_path):
     nb = make_notebook(tmp_path / "slow.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(60)"])
     t0 = time.monotonic()
@@ -163,6 +166,7 @@ def test_cell_timeout_is_a_failure_not_a_hang(tmp_path):
     assert "Report failed" in (tmp_path / "rep" / "report.html").read_text()
 
 
+@pytest.mark.notebooks
 def test_dead_kernel_is_a_failure(tmp_path):
     nb = make_notebook(tmp_path / "dead.ipynb", "n: int = 1  # n\n",
                        ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"])

@@ -80,6 +80,7 @@ def test_load_run_errors(tmp_path):
         runs.load_run(tmp_path)
 
 
+@pytest.mark.sandbox
 def test_find_runs_expands_globs_and_rejects_empty_matches(tmp_path):
     a, b = shared_run(4), shared_run(2)
     root = a.parent.parent
@@ -89,6 +90,7 @@ def test_find_runs_expands_globs_and_rejects_empty_matches(tmp_path):
         runs.find_runs([str(tmp_path / "x*")])
 
 
+@pytest.mark.sandbox
 def test_comparison_tables():
     ra, rb = runs.load_run(shared_run(2)), runs.load_run(shared_run(4))
     table = runs.compare_table([ra, rb])

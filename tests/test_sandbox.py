@@ -21,6 +21,8 @@ from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
 from grpo_wb.tasks import Task, TestCase
 from hostile import reachable_scan
 
+pytestmark = [pytest.mark.sandbox]
+
 PROMPT = "def f(x):\n"
 GOOD = "    return x * 2\n"
 TIMEOUT_BOUND_S = 4.0  # "finishes within a few seconds" for a 1 s limit

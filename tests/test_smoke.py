@@ -22,6 +22,8 @@ def smoke(out, *extra, tasks=TOY):
     return main(["smoke", "--tasks", str(tasks), "--backend", "mock", "--out", str(out), *FAST, *extra])
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_smoke_writes_the_artifacts_with_the_documented_fields(tmp_path, capsys):
     out = tmp_path / "run"
     assert smoke(out, "--group-size", "8", "--batch-size", "10", "--steps", "2", "--seed", "0") == 0
@@ -54,6 +56,7 @@ def test_smoke_writes_the_artifacts_with_the_documented_fields(tmp_path, capsys)
     assert abs(summary["mean_informative_fraction"] - sum(m["informative_fraction"] for m in metrics) / 2) < 1e-12
 
 
+@pytest.mark.sandbox
 def test_run_has_mixed_all_pass_and_all_fail_groups_and_advantages_follow(tmp_path):
     out = tmp_path / "run"
     assert smoke(out, "--group-size", "8", "--batch-size", "10", "--steps", "1") == 0
@@ -77,6 +80,7 @@ def test_run_has_mixed_all_pass_and_all_fail_groups_and_advantages_follow(tmp_pa
     assert m["informative_fraction"] == sum(g["informative"] for g in groups) / len(groups)
 
 
+@pytest.mark.sandbox
 def test_early_stop_when_groups_are_all_pass(tmp_path, capsys):
     easy = [dict(t, metadata={**t["metadata"], "mock_skill": 1.0}) for t in read_jsonl(TOY)]
     tasks = write_jsonl(tmp_path / "easy.jsonl", easy)
@@ -90,6 +94,7 @@ def test_early_stop_when_groups_are_all_pass(tmp_path, capsys):
     assert len(read_jsonl(out / "metrics.jsonl")) == 2
 
 
+@pytest.mark.sandbox
 def test_existing_run_dir_needs_resume_or_overwrite(tmp_path, capsys):
     out = tmp_path / "run"
     assert smoke(out, "--group-size", "2", "--batch-size", "2", "--steps", "1") == 0
@@ -120,6 +125,8 @@ def _compare_runs(a: Path, b: Path):
 ARGS = ["--group-size", "4", "--batch-size", "4", "--steps", "5", "--seed", "7"]
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
     ref = tmp_path / "ref"
     assert smoke(ref, *ARGS) == 0
@@ -152,6 +159,8 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
     _compare_runs(ref, out)
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_resume_of_a_finished_run_changes_nothing_and_can_extend(tmp_path):
     out = tmp_path / "run"
     ref = tmp_path / "ref"
@@ -164,6 +173,7 @@ def test_resume_of_a_finished_run_changes_nothing_and_can_extend(tmp_path):
     _compare_runs(ref, out)
 
 
+@pytest.mark.sandbox
 def test_replay_smoke_records_backend_and_uses_file_order(tmp_path):
     tasks = read_jsonl(TOY)[:3]
     tpath = write_jsonl(tmp_path / "t.jsonl", tasks)
@@ -193,6 +203,7 @@ def test_replay_smoke_records_backend_and_uses_file_order(tmp_path):
     assert len(read_jsonl(out / "metrics.jsonl")) == 2
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("adv,scale", [("rloo", None), ("grpo", "none"), ("grpo", "batch")])
 def test_advantage_modes_reach_the_rollouts(tmp_path, adv, scale):
     out = tmp_path / "run"
@@ -210,6 +221,7 @@ def test_advantage_modes_reach_the_rollouts(tmp_path, adv, scale):
                 assert abs(r["advantage"] - (r["reward"] - g["mean"])) < 1e-12
 
 
+@pytest.mark.sandbox
 def test_partial_reward(tmp_path):
     out = tmp_path / "run"
     assert smoke(out, "--group-size", "8", "--batch-size", "10", "--steps", "1", "--reward", "partial") == 0

@@ -73,6 +73,7 @@ def test_toy_file_loads_at_least_8_well_formed_tasks():
         assert t.canonical_solution, f"{t.task_id} has no canonical solution"
 
 
+@pytest.mark.sandbox
 def test_toy_file_validates_and_every_canonical_solution_passes(capsys):
     n = len(load_tasks(TOY))
     rc, out, err = validate(capsys, TOY)
@@ -165,6 +166,7 @@ def test_every_problem_of_a_file_is_reported(capsys, tmp_path):
     assert err.splitlines()[-1] == f"grpo-wb: error: {path}: 4 problem(s); nothing was run"
 
 
+@pytest.mark.sandbox
 def test_failing_canonical_solution_is_reported_with_its_line(capsys, tmp_path):
     path = write_lines(tmp_path / "fail.jsonl", [
         good(),

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("trl")
-pytest.importorskip("peft")
+import trl  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
+import peft  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
 
 from grpo_wb import cli, load_run  # noqa: E402
 from grpo_wb.advantages import AdvantageConfig, compute_advantages  # noqa: E402
@@ -22,6 +22,8 @@ from grpo_wb.trl import ExecutionReward, GrpoWbMetricsCallback, completion_text,
 
 from conftest import ROOT, TOY, read_jsonl, write_jsonl  # noqa: E402
 
+pytestmark = [pytest.mark.trl]
+
 ADD_OK = "    return a + b\n"
 ADD_BAD = "    return a - b\n"
 FENCED_OK = "Here you go:\n```python\ndef add(a, b):\n    return a + b\n```\n"
@@ -33,6 +35,7 @@ def reward():
         yield r
 
 
+@pytest.mark.sandbox
 def test_standard_format(reward):
     out = reward(prompts=["p"] * 4, completions=[ADD_OK, ADD_BAD, "I cannot do that.", FENCED_OK],
                  task_id=["toy/add"] * 4)
@@ -41,6 +44,7 @@ def test_standard_format(reward):
     assert reward.__name__ == "execution_reward"
 
 
+@pytest.mark.sandbox
 def test_conversational_format_and_logging(reward):
     prompt = [{"role": "user", "content": "write add"}]
     comps = [[{"role": "assistant", "content": FENCED_OK}], [{"role": "assistant", "content": "```python\n"
@@ -55,6 +59,7 @@ def test_conversational_format_and_logging(reward):
     assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "x"}]}]) == "x"
 
 
+@pytest.mark.sandbox
 def test_partial_reward_and_columns_from_frontier_export():
     task = {t.task_id: t for t in load_tasks(TOY)}["toy/max_of_list"]
     row = trl_record(task)
@@ -83,6 +88,7 @@ def test_unscorable_is_none(reward, monkeypatch):
         assert r(prompts=["p"], completions=["prose only"], task_id=["toy/add"]) == [None]
 
 
+@pytest.mark.sandbox
 def test_callback_groups_like_trl(tmp_path, reward):
     """A batch with an unscorable completion: grouped by G, None left out, as TRL does."""
     cb = GrpoWbMetricsCallback(tmp_path, reward)
@@ -151,6 +157,7 @@ def _tiny_policy(out: Path) -> None:
     model.save_pretrained(out)
 
 
+@pytest.mark.slow
 def test_train_two_steps_on_cpu(tmp_path):
     model_dir = tmp_path / "model"
     _tiny_policy(model_dir)
