@@ -30,13 +30,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP) sandbox
 
 HUMANEVAL := reports/data/humaneval.jsonl
+CHAT := reports/data/chat_replies_humaneval.jsonl
 
 $(HUMANEVAL): | $(STAMP)
 	$(BIN)/grpo-wb tasks import humaneval --out $@
 
-# papermill batch: smoke / headroom / compare notebooks over toy tasks and HumanEval (mock backend,
-# G = 4 and 8); the last line printed is the path of reports/index.html.
-demo: $(STAMP) sandbox $(HUMANEVAL)
+# the raw chat-model replies to HumanEval bundled in data/external, as a samples file
+$(CHAT): | $(STAMP)
+	$(BIN)/grpo-wb tasks import mapcoder --src data/external/chat_replies_mapcoder --set HumanEval \
+	    --out reports/data/chat_replies_humaneval_tasks.jsonl --samples $@ --force
+
+# papermill batch: headroom and a replay smoke run on real model outputs (CodeGen-16B samples, chat-model
+# replies), smoke / headroom / compare notebooks on the toy tasks and HumanEval with the mock backend
+# (G = 4 and 8); the last line printed is the path of reports/index.html.
+demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 test: $(STAMP) sandbox

@@ -86,6 +86,20 @@ class Backend(Protocol):
         ...
 
 
+def describe_source(backend: dict[str, Any]) -> str:
+    """Where a run's completions came from, in a few words (a report index's column): a backend's ``describe()``."""
+    kind = backend.get("backend")
+    if kind == "mock":
+        return "mock (generated from canonical solutions; no model)"
+    if kind == "replay":
+        return f"replay of {Path(str(backend.get('path', '?'))).name}"
+    if kind == "openai":
+        return f"model server: {backend.get('model')} at {backend.get('base_url')}"
+    if kind == "transformers":
+        return f"local model: {backend.get('model')}"
+    return str(kind or "unknown")
+
+
 # ----------------------------------------------------------------------------- mock
 
 MOCK_KINDS = ("correct", "wrong", "syntax_error", "no_code", "runtime_error", "slow")

@@ -359,19 +359,20 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
 table { border-collapse: collapse; } th, td { padding: 4px 10px; border-bottom: 1px solid #ddd; text-align: left; }
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.failed td { background: #fff0f0; } .status-ok { color: #1a7f37; } .status-failed { color: #cf222e; font-weight: bold; }
-.error { font-family: monospace; font-size: 0.9em; color: #cf222e; }
+.error { font-family: monospace; font-size: 0.9em; color: #cf222e; } td.source { font-size: 0.9em; }
 </style></head><body>
 <h1>{{ title }}</h1>
 <p>{{ n_ok }} of {{ results|length }} reports succeeded{% if n_failed %}, <span class="status-failed">{{ n_failed }} failed</span>{% endif %}.
 Headline numbers come from each report's <code>headline.json</code>; informative fraction and pass rate are means over steps
-(smoke and compare reports) or expected values at the recommended G (headroom reports).</p>
+(smoke and compare reports) or expected values at the recommended G (headroom reports). <b>Completions from</b> says what
+produced the completions: <i>mock</i> rows are generated from the tasks' canonical solutions and say nothing about any model.</p>
 <table>
-<thead><tr><th>report</th><th>notebook</th><th>status</th><th>informative fraction</th><th>pass rate</th>
-<th>G</th><th>seconds</th><th>error</th></tr></thead>
+<thead><tr><th>report</th><th>notebook</th><th>completions from</th><th>status</th><th>informative fraction</th>
+<th>pass rate</th><th>G</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {% for r in rows %}<tr class="{{ r.status }}">
 <td>{% if r.href %}<a href="{{ r.href }}">{{ r.name }}</a>{% else %}{{ r.name }}{% endif %}</td>
-<td>{{ r.notebook }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>
+<td>{{ r.notebook }}</td><td class="source">{{ r.source }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>
 <td class="num">{{ r.informative }}</td><td class="num">{{ r.pass_rate }}</td><td class="num">{{ r.g }}</td>
 <td class="num">{{ r.seconds }}</td><td class="error">{{ r.error }}</td></tr>
 {% endfor %}</tbody></table>
@@ -397,6 +398,7 @@ def index_rows(root: Path, results: Sequence[ReportResult]) -> list[dict[str, st
             href = os.path.relpath(r.html, root).replace(os.sep, "/")
         g = h.get("recommended_g", h.get("group_size"))
         rows.append({"name": r.name, "href": href, "notebook": Path(r.notebook).name, "status": r.status,
+                     "source": h.get("source") or "\u2014",
                      "informative": _fmt(h.get("informative_fraction")), "pass_rate": _fmt(h.get("pass_rate")),
                      "g": _fmt(g), "seconds": f"{r.seconds:.1f}", "error": r.error or ""})
     return rows

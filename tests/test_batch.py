@@ -11,6 +11,7 @@ import yaml
 from nbfixtures import NOTEBOOKS, ROOT, TOY, html_body, make_notebook, shared_run
 
 from grpo_wb import batch, runs
+from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.cli import main
 from grpo_wb.errors import UserError
 from grpo_wb.reports import ReportResult
@@ -148,6 +149,9 @@ def test_batch_of_templates_continues_past_a_failure(tmp_path, capsys):
     assert "ZeroDivisionError: division by zero in cell In [3]" in html
     assert results["headroom"]["headline"]["recommended_g"] is not None
     assert (tmp_path / "reports" / "headroom" / "frontier.jsonl").exists()
+    # where the completions came from: the mock backend, for both reports made from that run
+    assert [results[n]["headline"]["source"] for n in ("smoke-run", "headroom")] == [runs.source(runs.load_run(run))] * 2
+    assert "<th>completions from</th>" in html and html.count("mock (generated from canonical solutions") == 2
 
 
 def test_demo_plan_is_valid_and_covers_two_group_sizes_and_both_task_sets(tmp_path):
@@ -158,3 +162,10 @@ def test_demo_plan_is_valid_and_covers_two_group_sizes_and_both_task_sets(tmp_pa
     assert {Path(j.parameters["tasks_file"]).name for j in smoke} == {"toy_tasks.jsonl", "humaneval.jsonl"}
     assert {Path(j.notebook).name for j in plan.jobs} == {p.name for p in NOTEBOOKS.glob("*.ipynb")}
     assert plan.out == ROOT / "reports"
+    # real model outputs next to the mock runs: a replay smoke run and headroom on the bundled samples and replies
+    by_name = {j.name: j.parameters for j in plan.jobs}
+    assert by_name["smoke-replay-codegen16b-g8"]["backend"] == "replay"
+    assert Path(by_name["smoke-replay-codegen16b-g8"]["completions_file"]) == CODEGEN_SAMPLES
+    assert Path(by_name["headroom-codegen16b-humaneval"]["samples_file"]) == CODEGEN_SAMPLES
+    assert Path(by_name["headroom-chat-replies-humaneval"]["samples_file"]).name == "chat_replies_humaneval.jsonl"
+    assert "chat_replies_humaneval.jsonl" in (ROOT / "Makefile").read_text()  # made by `make demo` from data/external

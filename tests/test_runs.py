@@ -66,7 +66,9 @@ def test_extremes_distributions_and_headline():
     assert h["informative_fraction"] == pytest.approx(run.steps["informative_fraction"].mean())
     assert h["pass_rate"] == pytest.approx(run.summary["mean_pass_rate"])
     cfg = runs.config_table(run)
-    assert "group_size" in set(cfg["setting"])
+    assert cfg.index.name == "setting" and cfg.loc["group_size", "value"] == "4"
+    assert cfg.loc["model", "value"] == "\u2014" and cfg.loc["stop", "value"] == "\u2014"  # unset: a dash
+    assert not cfg["value"].str.contains("nan|None", case=False).any()
 
 
 def test_load_run_errors(tmp_path):
