@@ -118,8 +118,8 @@ def encode(value, depth=0, budget=None):
     if t is bool or t is type(None) or t is str:
         return value
     if t is int:
-        if abs(value) > 1 << 63:
-            return {"$": "bigint", "v": str(value)}
+        if abs(value) > 1 << 63:  # hex: no digit limit (str() refuses past 4,300 digits), and fast
+            return {"$": "bigint", "v": hex(value)}
         return value
     if t is float:
         if value != value or value in (float("inf"), float("-inf")):
@@ -410,24 +410,32 @@ def run_script_tests(job, code, emit):
 # ----------------------------------------------------------------------------- the child process
 
 
+RLIMITS = {"RLIMIT_AS": "memory_bytes", "RLIMIT_CPU": "cpu_seconds", "RLIMIT_FSIZE": "max_file_bytes",
+           "RLIMIT_NOFILE": "max_open_files", "RLIMIT_NPROC": "max_processes", "RLIMIT_CORE": None}
+"""Each resource limit a child gets, and the job's limits key holding its value (core dumps: always 0)."""
+
+
+def _requested(lim, key):
+    return 0 if key is None else lim.get(key)
+
+
 def _set_limits(lim):
-    pairs = [("RLIMIT_AS", lim.get("memory_bytes")), ("RLIMIT_CPU", lim.get("cpu_seconds")),
-             ("RLIMIT_FSIZE", lim.get("max_file_bytes")), ("RLIMIT_NOFILE", lim.get("max_open_files")),
-             ("RLIMIT_NPROC", lim.get("max_processes")), ("RLIMIT_CORE", 0)]
-    for name, value in pairs:
+    for name, key in RLIMITS.items():
+        value = _requested(lim, key)
         if value is None:
             continue
         try:
             resource.setrlimit(getattr(resource, name), (value, value))
         except (ValueError, OSError):
-            pass
+            pass  # refused: the probe child reports it as not set
 
 
-def child_main(job, wfd, errfd, jobdir, cfg):
+def _child_setup(limits, wfd, errfd, jobdir, cfg):
+    """Everything a job's child does before it runs anything: the probe child does exactly the same."""
     # Each line here costs copy-on-write page faults in a fresh fork: what can be set once in
     # the worker (environment, no_new_privs, sys.path, signal dispositions) is set there.
     os.setsid()
-    if not cfg.get("pid_namespace"):  # in a PID namespace the child dies with the worker anyway
+    if not OWN_PID_NS:  # in a PID namespace the child dies with the worker anyway
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -435,7 +443,6 @@ def child_main(job, wfd, errfd, jobdir, cfg):
     os.dup2(errfd, 2)
     if wfd != 3:
         os.dup2(wfd, 3)
-        wfd = 3
     _close_above(3)
     os.chdir(jobdir)
     os.environ["HOME"] = os.environ["TMPDIR"] = jobdir
@@ -444,15 +451,22 @@ def child_main(job, wfd, errfd, jobdir, cfg):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    _set_limits(job["limits"])
+    _set_limits(limits)
     # sys.stdin/stdout/stderr wrap fds 0/1/2, which now point at /dev/null and the stderr file.
 
+
+def _emit_to(wfd):
     def emit(ev):
         data = (json.dumps(ev) + "\n").encode()
         while data:
             n = os.write(wfd, data)
             data = data[n:]
+    return emit
 
+
+def child_main(job, wfd, errfd, jobdir, cfg):
+    _child_setup(job["limits"], wfd, errfd, jobdir, cfg)
+    emit = _emit_to(3)
     try:
         run_harness(job, emit)
     except BaseException:
@@ -467,6 +481,63 @@ def child_main(job, wfd, errfd, jobdir, cfg):
     except BaseException:
         pass
     os._exit(0)
+
+
+def _measure(cfg):
+    """What a job's child actually runs under, measured from inside it (the isolation report's facts)."""
+    import socket
+
+    limits = {}
+    for name, key in RLIMITS.items():
+        soft, _ = resource.getrlimit(getattr(resource, name))
+        limits[name] = {"requested": _requested(cfg["probe_limits"], key),
+                        "in_force": None if soft == resource.RLIM_INFINITY else soft}
+    net = "reachable"
+    try:
+        s = socket.create_connection(("127.0.0.1", cfg["probe_port"]), timeout=1)
+        s.close()
+    except OSError as e:
+        net = f"blocked ({e.strerror or e})"
+    try:
+        st = os.stat("/tmp")
+        tmp_private = [st.st_dev, st.st_ino] != list(cfg.get("caller_tmp") or [])
+    except OSError:
+        tmp_private = False
+    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "limits": limits, "network": net,
+            "tmp_private": tmp_private, "environment": sorted(os.environ), "cwd": os.getcwd(),
+            "pid_ns": _pid_ns(), "root_entries": sorted(os.listdir("/"))}
+
+
+def probe_child(cfg):
+    """Fork a child set up exactly as a job's child is and bring back what it measured (or why not)."""
+    jobdir = _make_jobdir(cfg, "probe")
+    errfd = os.open(os.path.join(jobdir, ".stderr"), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rfd)
+            _child_setup(cfg["probe_limits"], wfd, errfd, jobdir, cfg)
+            _emit_to(3)(_measure(cfg))
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    buf = b""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([rfd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(rfd, 65536) if r else b""
+        if not chunk:
+            break
+        buf += chunk
+    _kill_leftovers(cfg, pid)
+    os.close(rfd)
+    os.close(errfd)
+    shutil.rmtree(jobdir, ignore_errors=True)
+    try:
+        return json.loads(buf)
+    except ValueError:
+        return {"error": "the probe child reported nothing"}
 
 
 # ----------------------------------------------------------------------------- the worker loop
@@ -508,10 +579,11 @@ def _kill_leftovers(cfg, pgid):
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if cfg.get("pid_namespace"):
-        # The worker is the namespace's child subreaper: every process a completion started,
-        # orphaned or not, is its descendant. Kill everything, reap, and repeat until waitpid
-        # says no child is left: then nothing is (no /proc scan, no polling).
+    if OWN_PID_NS:
+        # Observed, never taken from the caller: this worker is the child of pid 1 in a PID namespace
+        # other than the caller's, and its child subreaper: every process a completion started,
+        # orphaned or not, is its descendant. Kill everything in the namespace, reap, and repeat until
+        # waitpid says no child is left: then nothing is (no /proc scan, no polling).
         status = None
         for _ in range(10000):  # a fork bomb may still be forking during a sweep
             try:
@@ -525,12 +597,14 @@ def _kill_leftovers(cfg, pgid):
             if p == pgid:
                 status = st
         return status
-    if cfg.get("child_uid") is not None and os.getuid() == 0:
-        # Without a PID namespace, kill every process of the per-worker uid.
+    uid = cfg.get("child_uid")
+    if uid is not None and uid != 0 and os.getuid() == 0 and not _is_user(uid):
+        # No PID namespace: kill every process of the per-worker uid, a uid no user of this machine has
+        # (and the scorer holds a lock on, so no other worker shares it); never kill(-1) as root.
         pid = os.fork()
         if pid == 0:
             try:
-                os.setresuid(cfg["child_uid"], cfg["child_uid"], 0)
+                os.setresuid(uid, uid, 0)
                 os.kill(-1, signal.SIGKILL)
             except BaseException:
                 pass
@@ -538,6 +612,23 @@ def _kill_leftovers(cfg, pgid):
         os.waitpid(pid, 0)
     _reap()
     return None
+
+
+def _is_user(uid):
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
+
+
+def _pid_ns():
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def _reap():
@@ -551,25 +642,13 @@ def _reap():
 
 
 def _probe(cfg):
-    """What this worker can actually enforce, measured here (reported to the scorer once)."""
-    import socket
-
-    net = "reachable"
-    port = cfg.get("probe_port")
-    if port:
-        try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=1)
-            s.close()
-        except OSError as e:
-            net = f"blocked ({e.strerror or e})"
-    root_entries = sorted(os.listdir("/"))
-    return {"pid": os.getpid(), "uid": os.getuid(), "child_uid": cfg.get("child_uid"), "network": net,
-            "root_entries": root_entries, "pid_namespace": os.getpid() <= 3}
+    """What this worker can actually enforce, measured here and in a probe child (sent to the scorer once)."""
+    return {"pid": os.getpid(), "uid": os.getuid(), "child_uid": cfg.get("child_uid"),
+            "pid_namespace": OWN_PID_NS, "child": probe_child(cfg)}
 
 
-def run_job(job, cfg, seq):
-    base = cfg.get("job_root", "/tmp")
-    jobdir = os.path.join(base, f"job{seq}")
+def _make_jobdir(cfg, name):
+    jobdir = os.path.join(cfg.get("job_root", "/tmp"), name)
     try:
         os.mkdir(jobdir, 0o700)
     except FileExistsError:  # left by a job whose clean-up failed: it must not carry over
@@ -578,6 +657,11 @@ def run_job(job, cfg, seq):
     uid = cfg.get("child_uid")
     if uid is not None:
         os.chown(jobdir, uid, uid)
+    return jobdir
+
+
+def run_job(job, cfg, seq):
+    jobdir = _make_jobdir(cfg, f"job{seq}")
     # The worker opens the child's stderr and reads it back through this descriptor, never by
     # path: the job directory is the child's, and a symlink planted there must not make the
     # worker (root in the sandbox) read a file the child cannot.
@@ -692,8 +776,15 @@ def run_job(job, cfg, seq):
             "duration": duration, "stderr_tail": tail, "overflow": overflow, "stopped": stopped}, None
 
 
+OWN_PID_NS = False
+"""Observed in main(): this worker is pid 1's child in a PID namespace other than its caller's."""
+
+
 def main():
+    global OWN_PID_NS
     cfg = json.loads(sys.argv[1])
+    ns = _pid_ns()
+    OWN_PID_NS = ns is not None and ns != cfg.get("caller_pid_ns") and os.getppid() == 1
     _prctl(PR_SET_DUMPABLE, 0)  # children (same uid or not) cannot ptrace or read our memory
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
@@ -702,7 +793,7 @@ def main():
     home = cfg.get("job_root", "/tmp")
     os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home})
     _prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary ever grants privileges to a child
-    if cfg.get("pid_namespace"):
+    if OWN_PID_NS:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of a completion become ours to reap (and to count)
     _find_close_range()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversize write fails with EFBIG instead

@@ -417,9 +417,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"ray: {ray_line}")
     rep = isolation_report()
     print(f"achieved: {describe_isolation(rep)}")
-    for k in ("process", "network", "filesystem", "environment", "limits", "verdict_channel"):
-        v = rep.get(k)
-        print(f"  {k}: {', '.join(v) if isinstance(v, list) else v}")
+    if rep.get("mode") != "unavailable":  # each line measured by the worker or in a probe child
+        print(f"  PID namespace of its own (observed by the worker): {rep['pid_namespace']}")
+        print(f"  children run as uid {rep['child_uid']} (caller: uid {rep['caller_uid']})")
+        print(f"  network, a child's connection to a listener on 127.0.0.1: {rep['network']}")
+        print(f"  /tmp private to the sandbox: {rep['private_tmp']}; filesystem root: {' '.join(rep['root_entries'])}")
+        print(f"  environment a child sees: {', '.join(rep['environment'])}")
+        print("  limits in force (getrlimit in a child): " + ", ".join(
+            f"{k} {v['in_force']}" + ("" if v["in_force"] == v["requested"] else f" (asked {v['requested']})")
+            for k, v in rep["limits"].items()))
+    missing = rep.get("missing") or []
+    print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
     if rep.get("mode") != "bwrap":
         print("WARNING: without bubblewrap the network and the caller's files are NOT isolated")
         return 1

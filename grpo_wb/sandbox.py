@@ -52,8 +52,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .errors import UserError
+
 WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
+ISOLATION_MODES = ("best", "strict")
 _UID_BASE = 61000
+_UID_LOCKS = Path(tempfile.gettempdir()) / "grpo_wb_uids"
 HASH_SEED = "0"
 """str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
 _STARTUP_TIMEOUT = 20.0
@@ -84,6 +88,14 @@ class SandboxLimits:
     """Size of the worker's private tmpfs ``/tmp`` (bubblewrap mode)."""
     site_packages: bool = False
     """Let completions import the caller's installed packages (numpy, ...); off: standard library only."""
+    isolation: str = field(default_factory=lambda: os.environ.get("GRPO_WB_ISOLATION", "best"))
+    """``best``: the strongest isolation this machine gives, a weaker one said out loud; ``strict``: refuse
+    to run unless every worker proved a PID namespace, no network, a uid not the caller's, a private
+    /tmp and the limits in force (default: ``$GRPO_WB_ISOLATION``, else ``best``)."""
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ISOLATION_MODES:
+            raise ValueError(f"unknown isolation {self.isolation!r} (choose {', '.join(ISOLATION_MODES)})")
 
     def with_timeout(self, timeout: float | None) -> "SandboxLimits":
         if timeout is None or timeout == self.timeout:
@@ -179,11 +191,55 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     return cmd
 
 
+class SandboxUnavailable(UserError):
+    """The isolation asked for cannot be had here: an error, never a silent fallback."""
+
+
+def _forced_mode() -> str | None:
+    """``GRPO_WB_SANDBOX``: ``bwrap`` (refuse to run without it) or ``fork``; unset: the best available."""
+    forced = os.environ.get("GRPO_WB_SANDBOX") or None
+    if forced not in (None, "bwrap", "fork"):
+        raise SandboxUnavailable(f"GRPO_WB_SANDBOX={forced!r}: expected bwrap or fork")
+    if forced == "bwrap" and shutil.which("bwrap") is None:
+        raise SandboxUnavailable("GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on PATH; install it "
+                                 "(Debian/Ubuntu: apt-get install bubblewrap) or unset GRPO_WB_SANDBOX")
+    return forced
+
+
 def _mode() -> str:
-    forced = os.environ.get("GRPO_WB_SANDBOX")
-    if forced in ("bwrap", "fork"):
-        return forced
-    return "bwrap" if shutil.which("bwrap") else "fork"
+    return _forced_mode() or ("bwrap" if shutil.which("bwrap") else "fork")
+
+
+class _UidLease:
+    """An unprivileged uid for one worker's children: no user of this machine has it (``pwd``), and an
+    exclusive lock in ``/tmp/grpo_wb_uids`` (held while the worker lives) keeps every other worker on the
+    machine, in this process or another, off it -- the uid is what a worker without a PID namespace kills by."""
+
+    def __init__(self, first: int):
+        import fcntl
+        import pwd
+
+        _UID_LOCKS.mkdir(mode=0o755, exist_ok=True)
+        for uid in range(first, first + 4096):
+            try:
+                pwd.getpwuid(uid)
+                continue  # a real user's uid: never ours to kill
+            except KeyError:
+                pass
+            fd = os.open(_UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise SandboxUnavailable(f"no free sandbox uid in {first}..{first + 4095}")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _readable_by_others(path: str) -> bool:
@@ -223,11 +279,14 @@ class Worker:
     def __init__(self, index: int, limits: SandboxLimits, mode: str):
         self.index = index
         self.mode = mode
+        self.limits = limits
         self.hello: dict[str, Any] = {}
         root = os.getuid() == 0
-        child_uid = _UID_BASE + index if root else None
-        if mode == "fork" and root and not _readable_by_others(_interpreter()):
-            child_uid = None  # the interpreter sits under a 0700 dir: dropping the uid would break imports
+        self._lease = None
+        if root and not (mode == "fork" and not _readable_by_others(_interpreter())):
+            # (fork mode with the interpreter under a 0700 dir: dropping the uid would break imports)
+            self._lease = _UidLease(_UID_BASE + index)
+        child_uid = self._lease.uid if self._lease else None
         self._tmp = None
         job_root = "/tmp/grpo_wb_jobs"
         if mode == "fork":
@@ -235,14 +294,23 @@ class Worker:
             os.chmod(self._tmp, 0o711)
             job_root = self._tmp
         listener = _Listener()
+        # What the worker measures itself against: it decides about its PID namespace from what it
+        # observes, never from a flag of ours, and its probe child reports the limits in force.
+        tmp = os.stat(tempfile.gettempdir())
         cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
-               "job_root": job_root,
-               "pid_namespace": mode == "bwrap", "probe_port": listener.port}
+               "job_root": job_root, "probe_port": listener.port, "probe_limits": limits.for_child(),
+               "caller_pid_ns": os.readlink("/proc/self/ns/pid"), "caller_tmp": [tmp.st_dev, tmp.st_ino],
+               "caller_uid": os.getuid()}
         # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
         # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
         argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
         if mode == "bwrap":
-            argv = (bwrap_command(limits) or []) + argv
+            prefix = bwrap_command(limits)
+            if prefix is None:  # never start an unwrapped worker in place of a bwrap one
+                self.kill()
+                listener.close()
+                raise WorkerDied("bubblewrap (bwrap) is not on PATH")
+            argv = prefix + argv
         errlog = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -259,6 +327,27 @@ class Worker:
             errlog.close()
         self.hello = msg.get("hello", {})
         self.cfg = cfg
+
+    def report(self) -> dict[str, Any]:
+        """The isolation this worker achieved, as measured: by the worker (its PID namespace) and by a probe
+        child set up exactly as a completion's (uid, limits in force, network, /tmp, environment)."""
+        c = self.hello.get("child") or {}
+        limits = c.get("limits") or {}
+        uid = c.get("uid")
+        rep = {"mode": self.mode, "isolation": self.limits.isolation,
+               "pid_namespace": bool(self.hello.get("pid_namespace")),
+               "child_uid": uid, "caller_uid": self.cfg["caller_uid"],
+               "unprivileged_uid": uid is not None and uid != 0,
+               "nproc_limit_enforced": uid not in (None, 0) and (limits.get("RLIMIT_NPROC") or {}).get("in_force") is not None,
+               "network": c.get("network", "unknown"),
+               "network_isolated": str(c.get("network", "")).startswith("blocked"),
+               "private_tmp": bool(c.get("tmp_private")),
+               "root_entries": c.get("root_entries", []), "environment": c.get("environment", []),
+               "limits": limits,
+               "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
+               "probe_error": c.get("error")}
+        rep["missing"] = unproved(rep)
+        return rep
 
     def _recv(self, timeout: float) -> dict[str, Any]:
         fd = self.proc.stdout.fileno()
@@ -326,6 +415,9 @@ class Worker:
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+        if getattr(self, "_lease", None) is not None:
+            self._lease.release()
+            self._lease = None
 
 
 class WorkerPool:
@@ -334,7 +426,8 @@ class WorkerPool:
     def __init__(self, size: int, limits: SandboxLimits, mode: str | None = None):
         self.size = size
         self.limits = limits
-        self.mode = mode or _mode()
+        self.forced = mode or _forced_mode()
+        self.mode = self.forced or _mode()
         self._idle: queue.Queue[int] = queue.Queue()
         self._workers: list[Worker | None] = [None] * size
         self._lock = threading.Lock()
@@ -345,21 +438,29 @@ class WorkerPool:
         self._closed = False
 
     def _spawn(self, i: int) -> Worker:
-        mode = self.mode
         try:
-            return Worker(i, self.limits, mode)
+            w = Worker(i, self.limits, self.mode)
         except WorkerDied as e:
-            if mode == "bwrap":  # fall back visibly; the reason is reported by isolation_report()
-                self.fallback_reason = str(e)
-                self.mode = "fork"
-                return Worker(i, self.limits, "fork")
-            raise
+            if self.mode != "bwrap" or self.forced or self.limits.isolation == "strict":
+                if self.forced == "bwrap" or self.limits.isolation == "strict":
+                    raise SandboxUnavailable(f"{e} (isolation {self.limits.isolation}, "
+                                             f"GRPO_WB_SANDBOX={self.forced or 'unset'})") from None
+                raise
+            # best: fall back visibly; the reason is in isolation_report() and every run's manifest
+            self.fallback_reason = str(e)
+            self.mode = "fork"
+            w = Worker(i, self.limits, "fork")
+        if self.limits.isolation == "strict":
+            missing = unproved(w.report())
+            if missing:
+                w.kill()
+                raise SandboxUnavailable("--isolation strict: the sandbox could not prove " + "; ".join(missing))
+        return w
 
     def worker_hello(self) -> dict[str, Any]:
         i = self._idle.get()
         try:
-            w = self._ensure(i)
-            return {"mode": w.mode, **w.hello, "child_uid": w.cfg["child_uid"]}
+            return self._ensure(i).report()
         finally:
             self._idle.put(i)
 
@@ -378,7 +479,7 @@ class WorkerPool:
         try:
             try:
                 w = self._ensure(i)
-            except WorkerDied as e:
+            except (WorkerDied, SandboxUnavailable) as e:  # fail closed: nothing runs in a weaker sandbox
                 return RawOutcome(sandbox_error=str(e))
             try:
                 res, streamed = w.run(job, job["limits"]["timeout"], watch)
@@ -457,46 +558,53 @@ def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, 
                                          limits=limits))
 
 
+STRICT_PROOFS = ("its own PID namespace", "no network", "a uid other than the caller's", "a private /tmp",
+                 "the limits in force")
+"""What ``--isolation strict`` demands of every worker, each measured (:meth:`Worker.report`)."""
+
+
+def unproved(rep: dict[str, Any]) -> list[str]:
+    """The strict proofs a worker's report does not give, each with what was seen instead."""
+    missing = []
+    if not rep.get("pid_namespace"):
+        missing.append("its own PID namespace")
+    if not rep.get("network_isolated"):
+        missing.append(f"no network (the child's connection to 127.0.0.1: {rep.get('network')})")
+    if rep.get("child_uid") is None or rep.get("child_uid") == rep.get("caller_uid"):
+        missing.append(f"a uid other than the caller's (children run as uid {rep.get('child_uid')})")
+    if not rep.get("private_tmp"):
+        missing.append("a private /tmp (children see the caller's)")
+    unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
+    if unset or not rep.get("limits"):
+        missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")
+    return missing
+
+
 def isolation_report(pool: WorkerPool | None = None) -> dict[str, Any]:
     """What isolation the sandbox actually achieves here, measured by starting a worker."""
     own = pool is None
     pool = pool or WorkerPool(1, SandboxLimits())
     try:
-        hello = pool.worker_hello()
-    except WorkerDied as e:
-        return {"mode": "unavailable", "error": str(e)}
+        rep = pool.worker_hello()
+    except (WorkerDied, SandboxUnavailable) as e:
+        return {"mode": "unavailable", "error": str(e), "isolation": pool.limits.isolation,
+                "missing": list(STRICT_PROOFS)}
     finally:
         if own:
             pool.close()
-    bw = hello["mode"] == "bwrap"
-    uid = hello.get("child_uid")
-    return {
-        "mode": hello["mode"],
-        "fallback_reason": pool.fallback_reason,
-        "process": "fork per completion from a warm worker; own session; wall-clock kill of the process group"
-                   + ("; PID namespace: leftovers killed after every completion" if bw else ""),
-        "pid_namespace": bool(hello.get("pid_namespace")) and bw,
-        "child_uid": uid if uid is not None else os.getuid(),
-        "unprivileged_uid": uid is not None or os.getuid() != 0,
-        "nproc_limit_enforced": uid is not None or os.getuid() != 0,
-        "network": hello.get("network", "unknown"),
-        "network_isolated": str(hello.get("network", "")).startswith("blocked"),
-        "filesystem": ("minimal read-only view: " + " ".join(hello.get("root_entries", [])) +
-                       "; private size-limited tmpfs /tmp") if bw else
-                      "NOT isolated: the caller's files are readable with the child's uid",
-        "environment": "cleared (PATH, LANG, HOME, TMPDIR only)",
-        "limits": ["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_CORE"],
-        "verdict_channel": "events on a pipe decided by the scoring process; exit codes ignored",
-    }
+    return {**rep, "fallback_reason": pool.fallback_reason}
 
 
 def describe_isolation(rep: dict[str, Any]) -> str:
-    """One line for terminals: mode, uid, network, filesystem."""
+    """One line for terminals, from the measured report: mode, uid, network, filesystem, namespace."""
     if rep.get("mode") == "unavailable":
         return f"UNAVAILABLE ({rep.get('error')})"
-    fs = "minimal read-only fs" if rep["mode"] == "bwrap" else "caller's files readable"
+    fs = ("minimal read-only fs: " + " ".join(rep.get("root_entries", []))) if rep["mode"] == "bwrap" \
+        else "caller's files readable"
     net = "network blocked" if rep.get("network_isolated") else "network NOT isolated"
     uid = f"uid {rep['child_uid']}" + ("" if rep.get("unprivileged_uid") else " (root: RLIMIT_NPROC not enforced)")
     pidns = "PID namespace" if rep.get("pid_namespace") else "no PID namespace"
+    tmp = "private /tmp" if rep.get("private_tmp") else "shared /tmp"
+    limits = "limits in force" if rep.get("limits_set") else "limits NOT all set"
     fb = f"; fell back: {rep['fallback_reason']}" if rep.get("fallback_reason") else ""
-    return f"{rep['mode']} sandbox, {uid}, {net}, {fs}, {pidns}{fb}"
+    return f"{rep['mode']} sandbox ({rep.get('isolation', 'best')}), {uid}, {net}, {fs}, {pidns}, {tmp}, {limits}{fb}"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from .errors import UserError
-from .extraction import extract_program
+from .extraction import Extraction, extract_program
 from .jsonio import iter_jsonl
 from .rewards import RewardConfig, compute_reward
 from .sandbox import RawOutcome, SandboxLimits, Watch, WorkerPool, build_job
@@ -109,6 +109,9 @@ class ScoredCompletion:
     """Backend metadata (backend, model, seed, sampling, finish_reason) and anything else carried along."""
     stopped_early: bool = False
     """Killed once a test had failed (early stop); the tests after it count as failed."""
+    extraction: dict[str, Any] = field(default_factory=dict)
+    """How the program came out of the completion: ``mode``, the ``rule`` that chose the code, the chosen
+    fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see :class:`~grpo_wb.extraction.Extraction`)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -390,6 +393,8 @@ class Scorer:
         # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
         self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
+        if limits.isolation == "strict":
+            self.sandbox.worker_hello()  # refuse now, in one line, rather than fail every completion
         self._plans: dict[str, _TaskPlan] = {}  # by task content
         self._by_id: dict[int, tuple[Task, _TaskPlan]] = {}  # by object: skips the fingerprint (bounded)
         self.executed = 0
@@ -439,14 +444,19 @@ class Scorer:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def verdict(self, task: Task, completion: str) -> tuple[Verdict, bool]:
-        """Execute (or reuse) the verdict for one completion; returns ``(verdict, cached)``."""
+    def verdict(self, task: Task, completion: str) -> tuple[Verdict, bool, Extraction]:
+        """Execute (or reuse) the verdict for one completion; returns ``(verdict, cached, extraction)``.
+
+        The verdict is cached by program; how the program came out of this completion is its own."""
         total = len(task.tests)
         try:
             ext = extract_program(task.prompt, task.entry_point, completion)
         except (RecursionError, MemoryError, ValueError, SystemError) as e:
-            return Verdict("parse_failure", False, 0, total, 0.0, "none", error=f"unparseable: {type(e).__name__}",
-                           failed_tests=tuple(t.name for t in task.tests)), False
+            ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
+        return (*self._verdict(task, ext), ext)
+
+    def _verdict(self, task: Task, ext: Extraction) -> tuple[Verdict, bool]:
+        total = len(task.tests)
         if not ext.ok:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
@@ -487,7 +497,7 @@ class Scorer:
         return v, False
 
     def _score_one(self, req: ScoreRequest) -> ScoredCompletion:
-        v, cached = self.verdict(req.task, req.completion)
+        v, cached, ext = self.verdict(req.task, req.completion)
         reward = compute_reward(self.reward, status=v.status, passed=v.passed,
                                 tests_passed=v.tests_passed, tests_total=v.tests_total)
         return ScoredCompletion(
@@ -497,7 +507,7 @@ class Scorer:
             passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
             duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=v.error,
             failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
-            meta=dict(req.meta), stopped_early=v.stopped_early)
+            meta=dict(req.meta), stopped_early=v.stopped_early, extraction=ext.to_json())
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order with a bounded window."""

@@ -15,7 +15,16 @@ value", the comparison is taken out of the child's reach:
   completion runs during the comparison.
 * the rest of the assertion is evaluated by :func:`evaluate_rest` over a
   whitelisted subset of Python (literals, arithmetic, comparisons, boolean
-  logic, ``abs``/``len``/``sorted``/``round``/... and ``math.isclose``).
+  logic, ``abs``/``len``/``sorted``/``round``/... and ``math.isclose``), on values
+  the completion chose, so within bounds: a decoded value is refused past
+  :data:`MAX_ITEMS` elements or :data:`MAX_INT_BITS` bits, and a rest that can make
+  a large object out of a small one (``*``, ``**``, ``%``, ``range``, ``sum``) runs in
+  a budgeted interpreter that stops before it does (:class:`EvalBudget`: the test fails).
+* only calls Python would certainly make are cut out: a candidate call under
+  ``and``/``or``, in a branch of a conditional expression, after the first link of a
+  chained comparison, in a comprehension or a lambda runs (or not) depending on
+  what came before it, so such a test stays an ``exec`` test and keeps Python's
+  evaluation order.
 
 Tests that do not fit (loops, helper functions of the test module, names the
 child defines) run in the child as before, after the completion's module code
@@ -29,9 +38,10 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import operator
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _SAFE_FUNCS: dict[str, Any] = {
     "abs": abs, "len": len, "sorted": sorted, "round": round, "min": min, "max": max, "sum": sum,
@@ -132,18 +142,37 @@ def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
     return maths == attributes
 
 
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _conditional_parts(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` that Python evaluates only depending on what it evaluated before."""
+    if isinstance(node, ast.BoolOp):
+        return node.values[1:]
+    if isinstance(node, ast.IfExp):
+        return [node.body, node.orelse]
+    if isinstance(node, ast.Compare):
+        return node.comparators[1:]  # `a < b < c`: c only when a < b
+    return []
+
+
 def _candidate_calls(test: ast.expr, callees: set[str]) -> list[ast.Call] | None:
-    """The outermost calls of the candidate in ``test``, in source order; None when the rest
-    holds an f-string (positions inside one cannot be trusted, and the rest may not hold one)."""
-    calls, stack = [], [test]
+    """The outermost calls of the candidate in ``test``, in source order; None when they cannot be cut
+    out: the rest holds an f-string (positions inside one cannot be trusted), or a call Python might
+    not make (under and/or, a conditional branch, a chained comparison, a comprehension or a lambda)."""
+    calls, stack = [], [(test, False)]
     while stack:
-        node = stack.pop()
+        node, conditional = stack.pop()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
+            if conditional:
+                return None
             calls.append(node)  # its arguments go with it to the child
             continue
         if isinstance(node, ast.JoinedStr):
             return None
-        stack.extend(ast.iter_child_nodes(node))
+        cond = {id(c) for c in _conditional_parts(node)}
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, conditional or id(child) in cond or isinstance(node, _SCOPES)))
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
@@ -192,21 +221,204 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
     return PlannedTest(kind="values", exprs=tuple(exprs), rest=rest)
 
 
+MAX_ITEMS = 1 << 20
+"""Most elements (and characters of strings and bytes) a value in the scorer may have, in all."""
+MAX_INT_BITS = 1 << 16
+"""Most bits an integer in the scorer may have (about 19,700 decimal digits)."""
+MAX_STEPS = 100_000
+"""Most AST nodes one budgeted evaluation may visit."""
+_GROWING = (ast.Mult, ast.Pow, ast.Mod)
+"""Operators whose result can be far larger than their operands (``'ab' * n``, ``2 ** n``, ``'%*d' % (n, 1)``)."""
+_ITERATING = {"range", "sum", "sorted", "min", "max", "all", "any", "list", "tuple", "set", "frozenset", "dict",
+              "reversed"}
+
+
+class EvalBudget(ValueError):
+    """Evaluating the rest would exceed the scorer's bounds; the test fails (it is never evaluated)."""
+
+
+class _Rest(NamedTuple):
+    code: Any
+    """The compiled rest (for rests that cannot grow a value)."""
+    tree: ast.Expression | None
+    """The parsed rest, interpreted under a budget, when it can."""
+
+
 @functools.lru_cache(maxsize=65536)
-def _compiled_rest(rest: str, n_values: int) -> Any:
+def _compiled_rest(rest: str, n_values: int) -> _Rest:
     tree = ast.parse(rest, mode="eval")
     if not _rest_is_safe(tree, n_values):
         raise ValueError(f"unsafe test expression: {rest}")
-    return compile(tree, "<rest>", "eval")
+    grows = any(isinstance(n, ast.BinOp) and isinstance(n.op, _GROWING)
+                or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ITERATING
+                for n in ast.walk(tree))
+    return _Rest(compile(tree, "<rest>", "eval"), tree if grows else None)
 
 
 def evaluate_rest(rest: str, values: list[Any]) -> bool:
-    """Evaluate the scorer-side part of an assertion on decoded builtin values."""
-    code = _compiled_rest(rest, len(values))
+    """Evaluate the scorer-side part of an assertion on decoded builtin values (bounded: :class:`EvalBudget`).
+
+    Values are size-checked; a rest that cannot grow a value (no ``*``, ``**``, ``%``, ``range``, no
+    function that iterates) is evaluated as compiled, any other one by :class:`_Budgeted`."""
+    for v in values:
+        value_size(v)
+    plan = _compiled_rest(rest, len(values))
     env: dict[str, Any] = {"__builtins__": {}, "math": _MathNS(), "True": True, "False": False, "None": None}
     env.update(_SAFE_FUNCS)
     env.update({_PLACEHOLDER.format(i): v for i, v in enumerate(values)})
-    return bool(eval(code, env))  # noqa: S307 - whitelisted AST, builtin values only
+    if plan.tree is None:
+        return bool(eval(plan.code, env))  # noqa: S307 - whitelisted AST, builtin values only
+    return bool(_Budgeted(env).eval(plan.tree.body))
+
+
+def value_size(v: Any, limit: int = MAX_ITEMS) -> int:
+    """Elements (and characters) in ``v``, counted up to ``limit``; past it, or an int past
+    :data:`MAX_INT_BITS`, an :class:`EvalBudget`."""
+    seen, stack = 0, [v]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is int:
+            if x.bit_length() > MAX_INT_BITS:
+                raise EvalBudget(f"an integer of {x.bit_length()} bits is more than the scorer evaluates")
+            seen += 1
+        elif t in (str, bytes):
+            seen += 1 + len(x)
+        elif t in (list, tuple, set, frozenset):
+            seen += 1
+            if len(x) > limit:
+                raise EvalBudget(f"a value of {len(x)} elements is more than the scorer evaluates")
+            stack.extend(x)
+        elif t is dict:
+            seen += 1
+            if len(x) > limit:
+                raise EvalBudget(f"a value of {len(x)} elements is more than the scorer evaluates")
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif t is range:
+            seen += 1
+            if len(x) > limit:
+                raise EvalBudget(f"a range of {len(x)} elements is more than the scorer evaluates")
+        else:
+            seen += 1
+        if seen > limit:
+            raise EvalBudget(f"a value of more than {limit} elements is more than the scorer evaluates")
+    return seen
+
+
+class _Budgeted:
+    """The whitelisted subset of Python, interpreted with every step counted and every result sized
+    before it is built: what ``eval`` would do, minus the chance to allocate gigabytes or run for hours."""
+
+    def __init__(self, env: dict[str, Any]):
+        self.env = env
+        self.steps = 0
+
+    def eval(self, node: ast.AST) -> Any:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise EvalBudget(f"the test takes more than {MAX_STEPS} steps to evaluate")
+        return getattr(self, "_" + type(node).__name__)(node)
+
+    def _Constant(self, n: ast.Constant) -> Any:
+        return n.value
+
+    def _Name(self, n: ast.Name) -> Any:
+        return self.env[n.id]
+
+    def _Attribute(self, n: ast.Attribute) -> Any:
+        return _SAFE_MATH[n.attr]  # _rest_is_safe allows math.<whitelisted> only
+
+    def _sized(self, v: Any) -> Any:
+        value_size(v)
+        return v
+
+    def _Tuple(self, n: ast.Tuple) -> Any:
+        return self._sized(tuple(self.eval(e) for e in n.elts))
+
+    def _List(self, n: ast.List) -> Any:
+        return self._sized([self.eval(e) for e in n.elts])
+
+    def _Set(self, n: ast.Set) -> Any:
+        return self._sized({self.eval(e) for e in n.elts})
+
+    def _Dict(self, n: ast.Dict) -> Any:
+        return self._sized({self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)})
+
+    def _UnaryOp(self, n: ast.UnaryOp) -> Any:
+        v = self.eval(n.operand)
+        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}[type(n.op)](v)
+
+    def _BoolOp(self, n: ast.BoolOp) -> Any:
+        v = None
+        for e in n.values:
+            v = self.eval(e)
+            if (not v) if isinstance(n.op, ast.And) else v:
+                return v
+        return v
+
+    def _IfExp(self, n: ast.IfExp) -> Any:
+        return self.eval(n.body) if self.eval(n.test) else self.eval(n.orelse)
+
+    def _Compare(self, n: ast.Compare) -> Any:
+        left = self.eval(n.left)
+        for op, comp in zip(n.ops, n.comparators):
+            right = self.eval(comp)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+
+    def _Subscript(self, n: ast.Subscript) -> Any:
+        return self.eval(n.value)[self.eval(n.slice)]
+
+    def _Slice(self, n: ast.Slice) -> Any:
+        return slice(*(None if e is None else self.eval(e) for e in (n.lower, n.upper, n.step)))
+
+    def _BinOp(self, n: ast.BinOp) -> Any:
+        a, b = self.eval(n.left), self.eval(n.right)
+        op = type(n.op)
+        if op is ast.Mult:
+            for seq, k in ((a, b), (b, a)):
+                if isinstance(seq, (str, bytes, list, tuple)) and isinstance(k, int) and len(seq) * max(k, 0) > MAX_ITEMS:
+                    raise EvalBudget("the test repeats a sequence into more than the scorer evaluates")
+            if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_INT_BITS:
+                raise EvalBudget("the test multiplies integers past the scorer's bound")
+        elif op is ast.Pow:
+            if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
+                    and a.bit_length() * b > MAX_INT_BITS:
+                raise EvalBudget("the test raises an integer to a power past the scorer's bound")
+        elif op is ast.Mod and isinstance(a, (str, bytes)):
+            args = b if isinstance(b, tuple) else (b,)
+            if any(isinstance(x, int) and abs(x) > MAX_ITEMS for x in args):
+                raise EvalBudget("the test formats a string wider than the scorer evaluates")
+        return self._sized(_BINOPS[op](a, b))
+
+    def _Call(self, n: ast.Call) -> Any:
+        fn = self.eval(n.func)
+        args = [self.eval(a) for a in n.args]
+        kwargs = {k.arg: self.eval(k.value) for k in n.keywords}
+        if fn is range:
+            r = range(*args)
+            value_size(r)
+            return r
+        if fn is sum and (len(args) > 1 or "start" in kwargs):
+            start = args[1] if len(args) > 1 else kwargs["start"]
+            if not isinstance(start, (int, float, complex)):
+                raise EvalBudget("sum() with a sequence start concatenates in quadratic time")
+        for a in [*args, *kwargs.values()]:
+            value_size(a)
+        return self._sized(fn(*args, **kwargs))
+
+    def _keyword(self, n: ast.keyword) -> Any:  # pragma: no cover - keywords are read by _Call
+        return self.eval(n.value)
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
 class DecodeError(ValueError):
@@ -240,7 +452,9 @@ def decode_value(obj: Any, depth: int = 0) -> Any:
             items = [_hashable(decode_value(x, depth + 1)) for x in v]
             return set(items) if tag == "set" else frozenset(items)
         if tag == "bigint" and type(v) is str:
-            return int(v)
+            if len(v) > MAX_INT_BITS // 4 + 3:  # hex digits (the child encodes big ints in hex)
+                raise DecodeError("an integer larger than the scorer evaluates")
+            return int(v, 16) if v.lstrip("-").startswith("0x") else int(v)
         if tag == "float" and v in ("nan", "inf", "-inf"):
             return float(v)
         if tag == "bytes" and type(v) is str:

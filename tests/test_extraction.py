@@ -194,6 +194,11 @@ def test_statuses_from_the_scorer(add_task):
             assert r.tests_passed == 0 and r.error
     assert "SyntaxError" in results[4].error
     assert "SystemExit" in results[5].error
+    # which rule chose the code travels with each result (the verdict itself is cached by program)
+    assert results[1].extraction == {"mode": "full_function", "rule": "last complete defining block", "block": 0,
+                                     "n_blocks": 1}
+    assert results[2].extraction["rule"] == "last defining block"  # unclosed, the only block
+    assert results[0].extraction == {"mode": "continuation", "rule": "raw", "block": None, "n_blocks": 0}
 
 
 # ----------------------------------------------------------------------------- bugs
@@ -212,3 +217,116 @@ def test_indented_fence_in_a_list_item():
     ext = extract_program(PROMPT, EP, completion)
     assert ext.mode == "full_function"
     assert run_add(ext.program)(2, 3) == 5
+
+
+# ----------------------------------------------------------------------------- real chat replies (issue 18)
+
+
+@pytest.mark.parametrize("text", [
+    "Sorry, I cannot help with that.",
+    "# Solution\nThe answer is\u2026",
+    "if you add them you get the sum.",
+    "print the result",
+    "    I think the answer is to add them.",
+    "The function returns a + b when both are given.",
+])
+def test_prose_the_tokenizer_reads_as_sentences_is_a_parse_failure(text):
+    assert_parse_failure(text, "no code")
+
+
+@pytest.mark.parametrize("text", [
+    "    return a +\n",                                   # cut off
+    "    result = [x for x in range(3)\n    return result +\n",
+    "def add(a, b)\n    return a + b\n",                # a missing colon
+    "    if a > b\n        return a\n    return b\n",
+    "    print 'py2'\n    return a + b\n",               # Python 2
+    "    retrun a + b\n",                                 # a typo: two words, but the line is code-shaped
+])
+def test_broken_code_stays_code(text):
+    ext = extract_program(PROMPT, EP, text)
+    assert ext.ok, ext.reason
+
+
+def test_a_cut_off_repeat_of_the_code_block_does_not_win():
+    """Chat models repeat their block; at the token limit the last copy is cut off mid-line."""
+    block = f"```python\n{FULL}```\n"
+    completion = "Here it is:\n" + block + "Again, for clarity:\n" + block + "Once more:\n```python\ndef add(a, b):\n    ret"
+    ext = extract_program(PROMPT, EP, completion)
+    assert (ext.rule, ext.block, ext.n_blocks) == ("last complete defining block", 1, 3)
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_a_complete_block_that_does_not_compile_loses_to_one_that_does():
+    completion = f"```python\n{FULL}```\nOr shorter:\n```python\ndef add(a, b) return a + b\n```\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert (ext.rule, ext.block) == ("last complete defining block", 0)
+    assert run_add(ext.program)(1, 2) == 3
+
+
+def test_an_unclosed_block_still_wins_when_it_is_the_only_one_and_says_so():
+    ext = extract_program(PROMPT, EP, f"```python\n{FULL}\nprint(add(1, 2)")
+    assert ext.rule == "entry point cut from an incomplete block" and ext.to_json()["n_blocks"] == 1
+
+
+def test_an_unclosed_block_followed_by_another_fence_ends_there():
+    completion = "Example:\n```python\ndef sub(a, b):\n    return a - b\n\nNow the answer:\n```python\n" + FULL + "```\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert (ext.rule, ext.n_blocks, ext.block) == ("last complete defining block", 2, 1)
+    assert "def sub" not in ext.program
+
+
+@pytest.mark.parametrize("wrap", [
+    "<think>\nLet me think: add them. def add(a, b): nope\n</think>\n{code}",
+    "{code}<|im_end|>\n<|im_start|>user\nthanks<|im_end|>",
+    "{code}<|eot_id|>",
+    "<step>{code}</step></s>",
+    "{code}\n</s>",
+])
+def test_reasoning_traces_and_chat_template_tokens_are_stripped(wrap):
+    ext = extract_program(PROMPT, EP, wrap.format(code=f"```python\n{FULL}```"))
+    assert ext.ok and ext.mode == "full_function" and "<" not in ext.program.replace("->", "")
+    assert run_add(ext.program)(2, 2) == 4
+
+
+def test_a_reply_that_never_leaves_its_reasoning_is_a_parse_failure():
+    assert_parse_failure("<think>\nI would write def add(a, b): return a + b but", "no answer")
+
+
+@pytest.mark.data
+def test_real_broken_code_from_codegen_stays_code():
+    """Every CodeGen-16B sample with a line that parses as a statement of its own is extracted as code, so
+    the sandbox reports it (error when it does not compile), never a parse failure."""
+    import ast
+
+    from conftest import read_jsonl
+    from grpo_wb.bundled import CODEGEN_SAMPLES
+    from grpo_wb.importers import import_humaneval
+
+    def has_statement(text):
+        for line in text.splitlines():
+            try:
+                body = ast.parse(line.strip()).body
+            except SyntaxError:
+                continue
+            if body and not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, (ast.Name, ast.Constant))):
+                return True
+        return False
+
+    tasks = {t.task_id: t for t in import_humaneval()[0]}
+    lost, broken = [], 0
+    for s in read_jsonl(CODEGEN_SAMPLES):
+        t = tasks[s["task_id"]]
+        ext = extract_program(t.prompt, t.entry_point, s["completion"])
+        if has_statement(s["completion"]) and not ext.ok:
+            lost.append((s["task_id"], s["completion"][:80]))
+        broken += ext.ok and not compiles(ext.program)
+    assert lost == []
+    assert broken > 500  # the set has real broken code: it is all still code
+
+
+def compiles(src):
+    try:
+        compile(src, "<x>", "exec")
+        return True
+    except (SyntaxError, ValueError):
+        return False

@@ -477,3 +477,37 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on(scorer):
     assert res[0].status == "sandbox_error" and res[0].reward == 0.0
     assert score(scorer, DOUBLE, GOOD).status == "pass"
     assert scorer.sandbox.replaced > before
+
+
+# ----------------------------------------------------------------------------- the scorer's own evaluation
+
+
+REPEAT = _task("rt/repeat", "def count(x):\n    \"\"\"Return 3.\"\"\"\n", "count",
+               ["assert ' ' * candidate(3) == '   '", "assert 2 ** candidate(3) == 8",
+                "assert sum(range(candidate(3))) == 3", "assert candidate(3) * [0] == [0, 0, 0]"])
+
+
+@pytest.mark.parametrize("value", ["10 ** 9", "10 ** 18", "-(10 ** 12)"])
+def test_a_returned_value_cannot_make_the_scorer_allocate_or_hang(scorer, value):
+    """The rest of each assert runs in the scoring process on the value the completion chose: bounded."""
+    import resource
+
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.monotonic()
+    r = score(scorer, REPEAT, f"    return {value}\n")
+    assert r.status == "fail" and r.tests_passed == 0, (r.status, r.error)
+    assert time.monotonic() - t0 < 3.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 50 << 10  # KiB
+    assert score(scorer, REPEAT, "    return 3\n").status == "pass"
+
+
+def test_a_forged_huge_value_is_refused_by_the_scorer():
+    """A child that writes its own 3 MB value event (the encoder would refuse it): the scorer sizes it first."""
+    from grpo_wb.sandbox import RawOutcome
+    from grpo_wb.scoring import verdict_from_outcome
+
+    events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": ["x" * (3 << 20)]},
+              {"event": "values", "index": 1, "values": [-6]}, {"event": "values", "index": 2, "values": [20]},
+              {"event": "done"}]
+    v = verdict_from_outcome(DOUBLE, RawOutcome(events=events), "continuation")
+    assert v.status == "fail" and v.tests_passed == 2 and "more than the scorer evaluates" in v.error, v
