@@ -573,8 +573,8 @@ def _send(obj):
 
 
 def _kill_leftovers(cfg, pgid):
-    """Kill the child's process group and whatever else it started; the child's wait status
-    when it was reaped here (else None)."""
+    """Kill the child's process group and whatever else it started; the child's ``(wait status,
+    rusage)`` when it was reaped here (else None)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -591,11 +591,11 @@ def _kill_leftovers(cfg, pgid):
             except (ProcessLookupError, PermissionError):
                 pass
             try:
-                p, st = os.waitpid(-1, 0)  # everything alive was just sent SIGKILL: this returns
+                p, st, ru = os.wait4(-1, 0)  # everything alive was just sent SIGKILL: this returns
             except ChildProcessError:
                 break
             if p == pgid:
-                status = st
+                status = (st, ru)
         return status
     uid = cfg.get("child_uid")
     if uid is not None and uid != 0 and os.getuid() == 0 and not _is_user(uid):
@@ -740,7 +740,8 @@ def run_job(job, cfg, seq):
             status = reaped
         if status is None:
             try:
-                _, status = os.waitpid(pid, 0)
+                _, st, ru = os.wait4(pid, 0)
+                status = (st, ru)
             except ChildProcessError:
                 status = None
         os.close(rfd)
@@ -759,9 +760,9 @@ def run_job(job, cfg, seq):
     if not (timed_out or stopped or overflow):  # a flood is decided too: no need to wait for the deadline
         # the pipe closed: the child is exiting; give it until the deadline
         while time.monotonic() < deadline:
-            p, st = os.waitpid(pid, os.WNOHANG)
+            p, st, ru = os.wait4(pid, os.WNOHANG)
             if p:
-                status = st
+                status = (st, ru)
                 break
             time.sleep(0.0005)
         else:
@@ -769,11 +770,14 @@ def run_job(job, cfg, seq):
     duration = time.monotonic() - t0
     tail = read_tail()
     status = cleanup(status)
-    rc = None
+    rc = cpu = rss = None
     if status is not None:
-        rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        st, ru = status
+        rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+        cpu, rss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024  # the child's own CPU seconds; peak RSS in MiB
     return {"events_raw": bytes(buf[sent:]).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
-            "duration": duration, "stderr_tail": tail, "overflow": overflow, "stopped": stopped}, None
+            "duration": duration, "stderr_tail": tail, "overflow": overflow, "stopped": stopped,
+            "cpu_s": cpu, "max_rss_mb": rss}, None
 
 
 OWN_PID_NS = False

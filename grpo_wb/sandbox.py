@@ -122,6 +122,10 @@ class RawOutcome:
     overflow: bool = False
     stopped: bool = False
     """The scorer had its verdict and the worker killed the child before it finished."""
+    cpu_s: float | None = None
+    """CPU seconds the child used (from its rusage when the worker reaped it; None when it was not waited for)."""
+    max_rss_mb: float | None = None
+    """The child's peak resident memory, MiB (same source)."""
 
     @property
     def signal_name(self) -> str | None:
@@ -523,7 +527,8 @@ def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOut
     return RawOutcome(events=[*streamed, *_parse_events(res.get("events_raw", ""))],
                       timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
                       duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
-                      overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")))
+                      overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")),
+                      cpu_s=res.get("cpu_s"), max_rss_mb=res.get("max_rss_mb"))
 
 
 def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",

@@ -42,7 +42,30 @@ from .tasks import Task
 from .verdicts import PlannedTest, decode_value, evaluate_rest, plan_test, stdio_matches
 
 STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
-_CPU_KILL_SIGNALS = {"SIGXCPU", "SIGKILL"}
+_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc")
+
+
+def _killed(outcome: RawOutcome, limits: SandboxLimits) -> tuple[str, str] | None:
+    """``(status, reason)`` for a child that a signal ended before it finished, from what it used: SIGXCPU, or
+    SIGKILL after the CPU limit's seconds, is the CPU limit (a timeout); SIGKILL well below it is memory (the
+    kernel's OOM killer) or a kill from outside, an ``error``, not a timeout; a crash that says memory is memory."""
+    sig = outcome.signal_name
+    if sig is None:
+        return None
+    cpu_limit = limits.for_child()["cpu_seconds"]
+    if sig == "SIGXCPU" or (sig == "SIGKILL" and outcome.cpu_s is not None and outcome.cpu_s >= cpu_limit - 0.25):
+        return "timeout", f"killed by {sig} (CPU limit, {cpu_limit} s)"
+    if sig == "SIGKILL" and outcome.cpu_s is None and outcome.duration >= 0.5:
+        return "timeout", "killed by SIGKILL (CPU limit)"  # not reaped by the worker: nothing says otherwise
+    memory = f"address-space limit {limits.memory_bytes >> 20} MiB" + (
+        f", peak RSS {outcome.max_rss_mb:.0f} MiB" if outcome.max_rss_mb is not None else "")
+    if any(m in outcome.stderr_tail for m in _MEMORY_SIGNS):
+        return "error", f"ran out of memory ({memory}; {sig})"
+    if sig == "SIGKILL":
+        used = f" after {outcome.cpu_s:.2f} s of CPU" if outcome.cpu_s is not None else ""
+        return "error", (f"killed by SIGKILL{used}, below the CPU limit: out of memory (the kernel's OOM killer; "
+                         f"{memory}) or killed from outside")
+    return None
 
 
 @dataclass(frozen=True)
@@ -221,7 +244,7 @@ class _Tally:
 
 def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
                          plans: list[PlannedTest] | None = None, check_sent: bool | None = None,
-                         early_stop: bool = False) -> Verdict:
+                         early_stop: bool = False, limits: SandboxLimits = SandboxLimits()) -> Verdict:
     """Decide the status from the events the child reported (never from its exit code).
 
     Value tests are decided here, from the returned values; an event for a test
@@ -262,11 +285,14 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str,
         before = {i for i in t.ok_idx if i < first}
         return v("fail", t.fail_reason(), len(before),
                  tuple(x.name for i, x in enumerate(task.tests) if i not in before))
-    if outcome.timed_out or (not t.finished and outcome.signal_name in _CPU_KILL_SIGNALS
-                             and outcome.duration >= 0.5):
-        return v("timeout", "timed out" if outcome.timed_out else f"killed by {outcome.signal_name} (CPU limit)")
+    if outcome.timed_out:
+        return v("timeout", "timed out")
+    killed = None if t.finished else _killed(outcome, limits)
+    if killed is not None:
+        return v(*killed)
     if t.load_error is not None:
-        return v("error", t.load_error)
+        memory = " (address-space limit %d MiB)" % (limits.memory_bytes >> 20) if "MemoryError" in t.load_error else ""
+        return v("error", t.load_error + memory)
     if not t.finished:
         how = outcome.signal_name or f"exit code {outcome.returncode}"
         where = "while loading" if not t.loaded else "during the tests"
@@ -485,7 +511,7 @@ class Scorer:
                             test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
                             watch_modules=watch, stream=self.early_stop)
             outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
-            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop)
+            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop, limits)
         except Exception as e:  # the scorer survives; the completion is not blamed
             v = Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
         with self._lock:

@@ -32,14 +32,14 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .advantages import AdvantageConfig
-from .backends import Backend, MockBackend, ReplayBackend, RolloutRequest
+from .backends import Backend, MockBackend, ReplayBackend, RolloutRequest, describe_source
 from .config import from_dict
 from .diagnostics import build_groups, run_summary, step_metrics
 from .errors import UserError
 from .jsonio import (JsonlAppender, atomic_write_json, atomic_write_jsonl, file_hashes, iter_jsonl,
                      repair_jsonl_tail, sha256_file)
 from .rewards import RewardConfig
-from .sandbox import SandboxLimits
+from .sandbox import SandboxLimits, describe_isolation
 from .scoring import ScoreRequest, check_executor, describe_executor, open_scorer
 from .tasks import Task, load_tasks
 
@@ -192,19 +192,45 @@ def make_backend(cfg: SmokeConfig, tasks: Sequence[Task]) -> Backend:
     return TransformersBackend(TransformersConfig(model_path=cfg.model, mode=cfg.mode or "auto", **sampling))
 
 
-VALIDATED = [
-    "task file parsed and checked (schema, ids, tests compile)",
-    "completions generated in groups of G by the configured backend",
-    "every completion executed in its own sandboxed process against the task's tests",
-    "rewards, group-relative advantages (TRL GRPO conventions) and informative-prompt fractions computed",
-    "per-step metrics and the last step's rollouts written crash-safely",
-]
-REMAINING = [
-    "no model weights were updated: this is a smoke run, not training",
-    "run a real policy backend (a served or local model) instead of the mock/replay completions",
-    "check that the completion length budget, chat template and stop strings match training",
-    "train with a real GRPO trainer (e.g. TRL GRPOTrainer) using the same reward function",
-]
+def checks_of_the_run(history: Sequence[dict[str, Any]], backend: dict[str, Any], isolation: dict[str, Any],
+                      n_tasks: int, group_size: int, min_informative_fraction: float) -> tuple[list[str], list[str]]:
+    """The manifest's ``validated`` and ``remaining_before_real_training``, from what this run did and saw."""
+    n = sum(m["n_completions"] for m in history)
+
+    def count(rate: str) -> int:
+        return round(sum(m[rate] * m["n_completions"] for m in history))
+
+    hits, parse, cut = sum(m.get("cache_hits", 0) for m in history), count("parse_failure_rate"), count("clipped_ratio")
+    mean_inf = sum(m["informative_fraction"] for m in history) / len(history) if history else None
+    source = describe_source(backend)
+    validated = [f"task file parsed and checked: {n_tasks} tasks (schema, ids, tests compile)"]
+    if history:
+        validated += [
+            f"{n} completions over {len(history)} steps, in groups of G={group_size}, from {source}",
+            f"every completion scored in its own sandboxed process ({n - hits} executed, {hits} answered from the "
+            f"verdict cache); isolation: {describe_isolation(isolation) if isolation else 'not measured'}",
+            f"code extracted from every completion: {parse} of {n} had none (parse failures)",
+            "rewards, group-relative advantages (TRL GRPO conventions) and informative-prompt fractions computed",
+            "per-step metrics and the last step's rollouts written crash-safely"]
+    remaining = ["no model weights were updated: this is a smoke run, not training"]
+    if backend.get("backend") in ("mock", "replay"):
+        remaining.append(f"the completions came from {source}: sample them from the policy you will train "
+                         "(--backend openai or transformers)")
+    if n and parse / n > 0.05:
+        remaining.append(f"{parse / n:.0%} of completions had no usable code: check the prompt format, the chat "
+                         "template and the extraction before training on this reward")
+    if n and cut:
+        remaining.append(f"{cut} of {n} completions were cut at max_tokens: raise the completion budget or check "
+                         "the stop strings")
+    if mean_inf is not None and mean_inf < max(min_informative_fraction, 0.1):
+        remaining.append(f"mean informative-prompt fraction {mean_inf:.2f}: filter the task set to its frontier "
+                         "(grpo-wb headroom --export-frontier) or change G")
+    if isolation and isolation.get("missing"):
+        remaining.append("the sandbox did not prove " + "; ".join(isolation["missing"]) + ": score the real run where "
+                         "--isolation strict holds")
+    remaining.append("train with a real GRPO trainer (e.g. TRL GRPOTrainer, grpo-wb train) using the same reward "
+                     "function")
+    return validated, remaining
 
 
 class SmokeRun:
@@ -297,7 +323,7 @@ class SmokeRun:
             self.isolation = self.executor["per_node"][0]["isolation"]
             for line in describe_executor(self.executor):
                 self.log(line)
-            self._write_manifest(backend, steps_completed=start)
+            self._write_manifest(backend, start, history, len(tasks))
             bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
                        disable=not self.progress, file=sys.stderr)
             for step in range(start, cfg.steps):
@@ -343,14 +369,14 @@ class SmokeRun:
                                    "too few prompts give GRPO a learning signal")
                 summary = self._summary(history, stop_reason, time.monotonic() - t_run)
                 atomic_write_json(self.out / "summary.json", summary)
-                self._write_manifest(backend, steps_completed=step + 1)
+                self._write_manifest(backend, step + 1, history, len(tasks))
                 bar.update(1)
                 bar.set_postfix(informative=f"{metrics.informative_fraction:.2f}",
                                 reward=f"{metrics.mean_reward or 0:.2f}")
         bar.close()
         summary = self._summary(history, stop_reason, time.monotonic() - t_run)
         atomic_write_json(self.out / "summary.json", summary)
-        self._write_manifest(backend, steps_completed=len(history))
+        self._write_manifest(backend, len(history), history, len(tasks))
         if stop_reason:
             self.log(f"stopped early after step {len(history) - 1}: {stop_reason}")
         return summary
@@ -392,7 +418,10 @@ class SmokeRun:
         """The task file's digest, taken once: a manifest is written at every step."""
         return sha256_file(self.cfg.tasks)
 
-    def _write_manifest(self, backend: Backend, steps_completed: int) -> None:
+    def _write_manifest(self, backend: Backend, steps_completed: int, history: Sequence[dict[str, Any]] = (),
+                        n_tasks: int = 0) -> None:
+        validated, remaining = checks_of_the_run(history, backend.describe(), self.isolation, n_tasks,
+                                                 self.cfg.group_size, self.cfg.min_informative_fraction)
         files = file_hashes(self.out, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"))
         manifest = {
             "kind": "grpo_wb smoke run",
@@ -400,8 +429,8 @@ class SmokeRun:
             "note": "This checkpoint holds NO trained weights: the smoke trainer runs the GRPO data path "
                     "(rollouts, sandboxed scoring, rewards, advantages) without any optimiser step.",
             "steps_completed": steps_completed,
-            "validated": VALIDATED,
-            "remaining_before_real_training": REMAINING,
+            "validated": validated,
+            "remaining_before_real_training": remaining,
             "config": self.cfg.to_json(),
             "advantage": asdict(self.cfg.advantage_config()),
             "backend": backend.describe(),

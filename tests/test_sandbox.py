@@ -519,3 +519,25 @@ def test_nothing_of_one_job_reaches_the_next_jobs_child():
                                 ScoreRequest(other, spy)])
     assert done.status == "pass"
     assert spied.status == "pass", (spied.status, spied.error)
+
+
+# ----------------------------------------------------------------------------- what killed it
+
+
+def test_a_kill_below_the_cpu_limit_is_not_a_timeout():
+    """SIGKILL after little CPU (the kernel's OOM killer looks like this): an ``error`` that says memory."""
+    task = Task(task_id="sb/kill", prompt="def f():\n", entry_point="f",
+                tests=(TestCase(name="t", code="assert candidate() == 1"),))
+    completion = "    return 1\nimport os, signal, time\ntime.sleep(0.7)\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    with Scorer(SandboxLimits(timeout=3.0), workers=1, cache=False) as sc:
+        (r,) = sc.score([ScoreRequest(task, completion)])
+    assert r.status == "error", (r.status, r.error)
+    assert "killed by SIGKILL after" in r.error and "out of memory" in r.error and "below the CPU limit" in r.error
+
+
+def test_memory_error_at_load_says_which_limit():
+    task = Task(task_id="sb/mem", prompt="def f():\n", entry_point="f",
+                tests=(TestCase(name="t", code="assert candidate() == 1"),))
+    with Scorer(SandboxLimits(timeout=3.0, memory_bytes=256 << 20), workers=1, cache=False) as sc:
+        (r,) = sc.score([ScoreRequest(task, "    return 1\nx = bytearray(1 << 30)\n")])
+    assert r.status == "error" and "MemoryError" in r.error and "address-space limit 256 MiB" in r.error

@@ -46,6 +46,9 @@ def test_smoke_writes_the_artifacts_with_the_documented_fields(tmp_path, capsys)
     assert manifest["trained_weights"] is False
     assert "NO trained weights" in manifest["note"]
     assert manifest["validated"] and manifest["remaining_before_real_training"]
+    n_parse = round(sum(m["parse_failure_rate"] * m["n_completions"] for m in metrics))
+    assert f"code extracted from every completion: {n_parse} of 160 had none (parse failures)" in manifest["validated"]
+    assert any("mock" in r and "sample them from the policy" in r for r in manifest["remaining_before_real_training"])
     assert manifest["config"]["group_size"] == 8 and manifest["backend"]["backend"] == "mock"
     assert manifest["files"]["metrics.jsonl"]["sha256"] == sha256_file(out / "metrics.jsonl")
     assert manifest["tasks_sha256"] == sha256_file(TOY)
@@ -230,3 +233,23 @@ def test_partial_reward(tmp_path):
     assert fractional, "partial credit should give some fractional rewards"
     for r in fractional:
         assert abs(r["reward"] - r["tests_passed"] / r["tests_total"]) < 1e-12 and not r["passed"]
+
+
+def test_what_the_manifest_says_was_validated_comes_from_the_run():
+    from grpo_wb.smoke import checks_of_the_run
+
+    step = {"n_completions": 8, "parse_failure_rate": 0.0, "cache_hits": 2, "clipped_ratio": 0.25,
+            "informative_fraction": 0.5}
+    served = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:8000/v1"}
+    ok_iso = {"mode": "bwrap", "missing": [], "child_uid": 61000, "network_isolated": True, "root_entries": [],
+              "pid_namespace": True, "private_tmp": True, "limits_set": True}
+    validated, remaining = checks_of_the_run([step, step], served, ok_iso, 5, 4, 0.1)
+    assert "16 completions over 2 steps, in groups of G=4, from model server: m at http://127.0.0.1:8000/v1" in validated
+    assert any("12 executed, 4 answered from the verdict cache" in v for v in validated)
+    assert not any("sample them from the policy" in r for r in remaining)  # a model backend ran
+    assert any("4 of 16 completions were cut at max_tokens" in r for r in remaining)
+    bad = {**step, "parse_failure_rate": 0.5, "informative_fraction": 0.0}
+    _, remaining = checks_of_the_run([bad], {"backend": "replay", "path": "/x/s.jsonl"}, {**ok_iso, "missing": ["a private /tmp"]},
+                                     5, 4, 0.1)
+    assert any("replay of s.jsonl" in r for r in remaining) and any("50% of completions had no usable code" in r for r in remaining)
+    assert any("informative-prompt fraction 0.00" in r for r in remaining) and any("a private /tmp" in r for r in remaining)
