@@ -46,12 +46,15 @@ $(CHAT): | $(STAMP)
 demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
+# the layer contract first (pyproject.toml [tool.importlinter]): a back edge fails the build before any test runs
 test: $(STAMP) sandbox
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or slow)
 test-fast: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 lab: $(STAMP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import UserError
+from grpo_wb.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 """The checkout: the folder holding ``grpo_wb/`` and ``data/``."""

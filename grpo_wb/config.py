@@ -1,14 +1,195 @@
-"""Strict configuration helpers: unknown keys and wrong types are errors, not warnings."""
+"""Configuration declared once, as dataclasses, and everything else derived from them.
+
+A config is a dataclass whose every field carries a one-line docstring under it (cleanrl's ``Args``
+style). From that one declaration come:
+
+* the command-line flags (:func:`add_flags`): name ``--field-name``, type and choices from the
+  annotation (``Literal[...]`` gives choices, ``list[str]`` a repeatable flag, ``bool`` a switch),
+  default from the field, help from its docstring, and an argparse type from ``cli(type=...)`` where
+  the value needs checking at parse time (``positive_int``...);
+* the config itself from parsed flags (:func:`from_args`), so a flag cannot be accepted and ignored;
+* strict loading from JSON or notebook parameters (:func:`from_dict`): unknown keys and wrong types are
+  errors, not warnings (nanoGPT's configurator);
+* the lines of a notebook's ``parameters`` cell (:func:`parameter_line`), so notebooks declare the same
+  names, types, defaults and help as the config they feed.
+"""
 from __future__ import annotations
 
+import argparse
+import ast
 import dataclasses
+import functools
+import inspect
+import json
+import math
+import textwrap
 import types
 import typing
-from typing import Any, TypeVar
+from typing import Any, Callable, Literal, TypeVar
 
-from .errors import UserError
+from grpo_wb.errors import UserError
 
 T = TypeVar("T")
+
+
+# ----------------------------------------------------------------------------- values checked at parse time
+
+
+def positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _number(s: str, ok: Callable[[float], bool], expected: str, problem: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {s!r}") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"{problem}, got {s!r}")
+    return v
+
+
+def positive_float(s: str) -> float:
+    return _number(s, lambda v: v > 0 and math.isfinite(v), "a number", "must be a positive number")
+
+
+def fraction(s: str) -> float:
+    return _number(s, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]", "must be in [0, 1]")
+
+
+def int_list(s: str) -> list[int]:
+    """``1,10,100``: positive integers, comma-separated."""
+    try:
+        ks = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"k values must be >= 1, got {s!r}")
+    return ks
+
+
+# ----------------------------------------------------------------------------- declaring a field's flag
+
+
+def cli(*, type: Callable[[str], Any] | None = None, flags: tuple[str, ...] = (), positional: bool = False,
+        metavar: str | tuple[str, ...] | None = None, help: str | None = None, negate: str | None = None,
+        nargs: int | None = None, skip: str | None = None) -> dict[str, Any]:
+    """Field metadata for :func:`add_flags`: an argparse ``type``, other ``flags`` (``("-k", "--k")``), a
+    ``positional`` argument, a ``metavar``, a ``help`` other than the docstring, ``negate`` (a True-by-default
+    bool's ``--no-...`` flag), ``nargs`` (a repeatable flag of several values) or ``skip`` (why the field has no
+    flag)."""
+    return {"cli": {k: v for k, v in dict(type=type, flags=flags, positional=positional, metavar=metavar,
+                                          help=help, negate=negate, nargs=nargs, skip=skip).items() if v}}
+
+
+@functools.lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of ``cls`` and of the dataclasses it extends, whitespace folded."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError, SyntaxError, IndexError):
+            continue
+        for a, b in zip(body, body[1:]):
+            if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr) \
+                    and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
+                docs[a.target.id] = " ".join(b.value.value.split())
+    return docs
+
+
+def _plain(tp: Any) -> tuple[Any, bool]:
+    """``(type, optional)`` with ``X | None`` unwrapped."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return (args[0] if len(args) == 1 else tp), True
+    return tp, False
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def flag_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields of ``cls`` that are flags (not ``cli(skip=...)``)."""
+    return [f for f in dataclasses.fields(cls) if not f.metadata.get("cli", {}).get("skip")]
+
+
+def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: tuple[str, ...] = ()) -> None:
+    """Add one flag per field of ``cls`` (see the module docstring)."""
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    # the ones a command line must give first, then the rest as declared (the dataclasses a config extends first)
+    for f in sorted(flag_fields(cls), key=lambda f: _default(f) is not dataclasses.MISSING):
+        if f.name in exclude:
+            continue
+        meta = f.metadata.get("cli", {})
+        tp, _ = _plain(hints[f.name])
+        default = _default(f)
+        kw: dict[str, Any] = {"help": meta.get("help") or docs.get(f.name, "")}
+        if default not in (None, False, True, [], dataclasses.MISSING) and not meta.get("positional"):
+            kw["help"] += f" (default: {','.join(map(str, default)) if isinstance(default, list) else default})"
+        if meta.get("metavar"):
+            kw["metavar"] = meta["metavar"]
+        if tp is bool:
+            if default is True:
+                parser.add_argument(meta.get("negate") or "--no-" + f.name.replace("_", "-"), dest=f.name,
+                                    action="store_false", **kw)
+            else:
+                parser.add_argument(*(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name,
+                                    action="store_true", **kw)
+            continue
+        if typing.get_origin(tp) is Literal:
+            kw["choices"] = list(typing.get_args(tp))
+        elif meta.get("nargs"):
+            kw["action"], kw["nargs"] = "append", meta["nargs"]
+        elif typing.get_origin(tp) is list and not meta.get("type"):
+            kw["action"] = "append"
+            item = typing.get_args(tp)[0]
+            if typing.get_origin(item) is Literal:
+                kw["choices"] = list(typing.get_args(item))
+            else:
+                kw["type"] = item
+        else:
+            kw["type"] = meta.get("type") or (tp if tp in (int, float, str) else str)
+        if meta.get("positional"):
+            parser.add_argument(f.name, **kw)
+            continue
+        if default is dataclasses.MISSING:
+            kw["required"] = True
+        else:
+            kw["default"] = default
+        parser.add_argument(*(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name, **kw)
+
+
+def from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
+    """The config the parsed flags describe (every flag field read; ``extra`` for the rest)."""
+    kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    kwargs.update(extra)
+    return build(cls, kwargs)
+
+
+def build(cls: type[T], kwargs: dict[str, Any]) -> T:
+    """``cls(**kwargs)`` with a mistake (a ValueError of ``__post_init__``) as one-line UserError."""
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise UserError(str(e)) from None
+
+
+# ----------------------------------------------------------------------------- strict loading
 
 
 def _accepts(tp: Any, value: Any) -> bool:
@@ -17,6 +198,8 @@ def _accepts(tp: Any, value: Any) -> bool:
         return True
     if origin in (typing.Union, types.UnionType):
         return any(_accepts(a, value) for a in typing.get_args(tp))
+    if origin is Literal:
+        return value in typing.get_args(tp)
     if tp is type(None):
         return value is None
     if tp is float:
@@ -49,3 +232,26 @@ def from_dict(cls: type[T], data: dict[str, Any], *, source: str = "config") -> 
         return cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise UserError(f"{source}: {e}") from None
+
+
+# ----------------------------------------------------------------------------- notebook parameters
+
+
+_NOTEBOOK_TYPES = {int: "int", float: "float", str: "str", bool: "bool"}
+
+
+def parameter_line(cls: type, name: str, default: Any = dataclasses.MISSING) -> str:
+    """The ``parameters``-cell line a notebook declares for field ``name`` of ``cls`` (papermill's format:
+    an annotated assignment and the help as a trailing comment; ``None`` defaults become empty values).
+    ``default``: the notebook's own (smaller, for a quick run), else the field's."""
+    f = next(x for x in dataclasses.fields(cls) if x.name == name)
+    tp, _ = _plain(typing.get_type_hints(cls)[name])
+    if typing.get_origin(tp) is Literal:
+        tp = type(typing.get_args(tp)[0])
+    notebook_type = _NOTEBOOK_TYPES.get(tp, "list" if typing.get_origin(tp) is list else "str")
+    if default is dataclasses.MISSING:
+        default = _default(f)
+    if default is None or default is dataclasses.MISSING:
+        default = {"str": "", "list": []}.get(notebook_type, default)
+    shown = json.dumps(default) if isinstance(default, str) else repr(default)
+    return f"{name}: {notebook_type} = {shown}  # {field_docs(cls)[name]}"

@@ -37,6 +37,22 @@ def format_location(path: str | None, line: int | None, message: str) -> str:
     return f"{path}:{line}: {message}"
 
 
+def one_line(text: object, limit: int = 300, *, first_line: bool = False) -> str:
+    """Text fit for a one-line message: whitespace collapsed (``first_line``: only the first non-blank line,
+    as of a traceback's ``str``), cut at ``limit`` characters."""
+    s = str(text)
+    if first_line:
+        s = next((ln for ln in s.splitlines() if ln.strip()), "")
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def exception_line(e: BaseException, limit: int = 200) -> str:
+    """``Type: first line of the message`` (just ``Type`` when the message is empty)."""
+    text = one_line(e, limit, first_line=True)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 class ValidationError(UserError):
     """Several problems in one file, each already formatted as ``PATH:LINE: problem``."""
 

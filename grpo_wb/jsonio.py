@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import UserError
+from grpo_wb.errors import UserError
 
 
 def _default(obj: Any) -> Any:

@@ -48,7 +48,7 @@ def need(path: Path) -> Path:
 def _unit_tier_starts_no_sandbox(request, monkeypatch):
     """A test not marked ``sandbox`` that starts a sandbox worker is mislabelled: fail it."""
     if request.node.get_closest_marker("sandbox") is None:
-        from grpo_wb import sandbox
+        from grpo_wb.scoring import sandbox
 
         def refuse(*args, **kwargs):
             raise AssertionError(f"{request.node.nodeid} starts a sandbox worker: mark it @pytest.mark.sandbox")

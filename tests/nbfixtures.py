@@ -20,7 +20,7 @@ atexit.register(shutil.rmtree, _TMP, True)
 def shared_run(group_size: int = 4) -> Path:
     """A small mock smoke run on the toy tasks (2 steps, 4 prompts), made once per session per G."""
     if group_size not in _RUNS:
-        from grpo_wb.smoke import SmokeConfig, SmokeRun
+        from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 
         out = _TMP / f"g{group_size}" / "run"
         cfg = SmokeConfig(tasks=str(TOY), out=str(out), group_size=group_size, batch_size=4, steps=2, seed=0,

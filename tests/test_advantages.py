@@ -3,8 +3,13 @@ import math
 
 import pytest
 
-from grpo_wb.advantages import AdvantageConfig, compute_advantages, group_has_variance, nanstd
-from grpo_wb.diagnostics import build_groups, step_metrics
+from grpo_wb.signal.advantages import (
+    AdvantageConfig,
+    compute_advantages,
+    group_has_variance,
+    nanstd,
+)
+from grpo_wb.signal.diagnostics import build_groups, step_metrics
 
 A = [1.0, 0.0, 0.0, 1.0]     # mean 0.5, sample std sqrt(1/3) = 0.57735
 B = [1.0, 1.0, 1.0, 1.0]     # all pass

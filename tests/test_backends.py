@@ -1,16 +1,16 @@
 """Rollout backends: the mock writes real code deterministically; replay serves recorded groups."""
-import json
 from collections import Counter
 
 import pytest
-
-from grpo_wb.backends import MockBackend, ReplayBackend, RolloutRequest
-from grpo_wb.errors import UserError
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.tasks import load_tasks
-
 from conftest import TOY, write_jsonl
+
+from grpo_wb.errors import UserError
+from grpo_wb.rollouts.mock import MockBackend
+from grpo_wb.rollouts.replay import ReplayBackend
+from grpo_wb.rollouts.types import RolloutRequest
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.records import load_tasks
 
 
 def _texts(backend, tasks, step=0, g=8):

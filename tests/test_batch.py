@@ -10,11 +10,12 @@ import pytest
 import yaml
 from nbfixtures import NOTEBOOKS, ROOT, TOY, html_body, make_notebook, shared_run
 
-from grpo_wb import batch, runs
 from grpo_wb.bundled import CODEGEN_SAMPLES
-from grpo_wb.cli import main
+from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
-from grpo_wb.reports import ReportResult
+from grpo_wb.reports import batch
+from grpo_wb.reports.notebooks import ReportResult
+from grpo_wb.runs import load as runs
 
 TINY_PARAMS = 'data_file: str = ""  # a path\nn: int = 1  # a number\nout_dir: str = ""  # report dir\n'
 

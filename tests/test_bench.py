@@ -4,13 +4,14 @@ No speed is asserted here (shared machines are noisy); the benchmark itself prin
 """
 from __future__ import annotations
 
-import pytest
 import json
 import re
 
-from grpo_wb.bench import measure_overhead
-from grpo_wb.cli import main
-from grpo_wb.importers import import_humaneval
+import pytest
+
+from grpo_wb.cli.main import main
+from grpo_wb.scoring.bench import measure_overhead
+from grpo_wb.tasks.importers import import_humaneval
 
 
 @pytest.mark.sandbox

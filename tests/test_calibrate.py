@@ -1,12 +1,11 @@
 """Per-task time limits from the canonical solutions' runtimes."""
+
 import pytest
-import json
-
-from grpo_wb.calibrate import CalibrationConfig, calibrate
-from grpo_wb.cli import main
-from grpo_wb.tasks import load_tasks
-
 from conftest import TOY, read_jsonl, write_jsonl
+
+from grpo_wb.cli.main import main
+from grpo_wb.scoring.calibrate import CalibrationConfig, calibrate
+from grpo_wb.tasks.records import load_tasks
 
 
 @pytest.mark.sandbox

@@ -30,16 +30,16 @@ import gzip
 import json
 import re
 import textwrap
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 
 from grpo_wb.bundled import CHAT_REPLIES
-from grpo_wb.extraction import _compiles, extract_program
-from grpo_wb.importers import import_mapcoder
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import Task, TestCase
+from grpo_wb.scoring.extraction import _compiles, extract_program
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.importers import import_mapcoder
+from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.data, pytest.mark.sandbox, pytest.mark.slow]
 

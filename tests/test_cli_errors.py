@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_wb.cli import main
+from grpo_wb.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 TOY = REPO / "data" / "toy_tasks.jsonl"

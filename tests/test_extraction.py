@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from grpo_wb.extraction import extract_program
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import load_tasks
+from grpo_wb.scoring.extraction import extract_program
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.records import load_tasks
 
 TOY = Path(__file__).resolve().parent.parent / "data" / "toy_tasks.jsonl"
 
@@ -299,8 +299,9 @@ def test_real_broken_code_from_codegen_stays_code():
     import ast
 
     from conftest import read_jsonl
+
     from grpo_wb.bundled import CODEGEN_SAMPLES
-    from grpo_wb.importers import import_humaneval
+    from grpo_wb.tasks.importers import import_humaneval
 
     def has_statement(text):
         for line in text.splitlines():

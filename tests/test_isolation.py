@@ -13,10 +13,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import TOY, write_jsonl
-from grpo_wb import sandbox
-from grpo_wb.sandbox import STRICT_PROOFS, SandboxLimits, SandboxUnavailable, WorkerPool, unproved
+
+from grpo_wb.scoring import sandbox
+from grpo_wb.scoring.sandbox import (
+    STRICT_PROOFS,
+    SandboxLimits,
+    SandboxUnavailable,
+    WorkerPool,
+    unproved,
+)
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -45,7 +51,7 @@ def no_bwrap_path(tmp_path):
 SCORE = textwrap.dedent("""
     import subprocess, sys
     sib = subprocess.Popen(["sleep", "30"])            # a bystander in this namespace
-    from grpo_wb.cli import main
+    from grpo_wb.cli.main import main
     rc = main(["score", "--tasks", {tasks!r}, "--completions", {samples!r},
                "--out", {out!r}, "--no-progress"])
     alive = sib.poll() is None
@@ -114,8 +120,8 @@ def test_a_limit_setrlimit_refused_shows_as_not_set():
 
 WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
     import json, os, socket, struct, subprocess, sys, tempfile, time
-    from grpo_wb import sandbox
-    from grpo_wb.sandbox import SandboxLimits, build_job
+    from grpo_wb.scoring import sandbox
+    from grpo_wb.scoring.sandbox import SandboxLimits, build_job
 
     def sibling(uid):
         return subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"])

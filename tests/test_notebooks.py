@@ -9,9 +9,10 @@ import papermill as pm
 import pytest
 from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, shared_run
 
-from grpo_wb import headroom as hr
-from grpo_wb import reports, runs
-from grpo_wb.tasks import load_tasks
+from grpo_wb.reports import notebooks as reports
+from grpo_wb.runs import load as runs
+from grpo_wb.signal import headroom as hr
+from grpo_wb.tasks.records import load_tasks
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 

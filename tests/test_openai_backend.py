@@ -6,15 +6,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from conftest import TOY
 
-from grpo_wb.backends import RolloutRequest
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
-from grpo_wb.openai_backend import OpenAIBackend, OpenAIConfig
-from grpo_wb.sampling import CLIPPED_RATIO, MEAN_LENGTH, request_seed
-from grpo_wb.tasks import load_tasks
-
-from conftest import TOY
+from grpo_wb.rollouts.openai_backend import OpenAIBackend, OpenAIConfig
+from grpo_wb.rollouts.sampling import CLIPPED_RATIO, MEAN_LENGTH, request_seed
+from grpo_wb.rollouts.types import RolloutRequest
+from grpo_wb.tasks.records import load_tasks
 
 SECRET = "sk-test-not-a-real-key-4242"
 

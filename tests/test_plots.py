@@ -1,20 +1,20 @@
 """Plot functions return Figures (no pyplot) whose artists reflect the data they were given."""
 from __future__ import annotations
 
-import pytest
 import io
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")  # in-process only; never exported to kernels (MPLBACKEND would silence notebook figures)
 
 import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from nbfixtures import shared_run  # noqa: E402
 
-from grpo_wb import headroom as hr  # noqa: E402
-from grpo_wb import plots, runs  # noqa: E402
+from grpo_wb.reports import plots  # noqa: E402
+from grpo_wb.runs import load as runs  # noqa: E402
+from grpo_wb.signal import headroom as hr  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import read_jsonl, write_jsonl
+
 from grpo_wb.bundled import CODEGEN_SAMPLES
-from grpo_wb.cli import main
-from grpo_wb.importers import import_humaneval
-from grpo_wb.tasks import write_tasks
+from grpo_wb.cli.main import main
+from grpo_wb.tasks.importers import import_humaneval
+from grpo_wb.tasks.records import write_tasks
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.data, pytest.mark.slow]
 

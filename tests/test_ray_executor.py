@@ -16,18 +16,16 @@ import threading
 import time
 
 import pytest
-import yaml
-
 import ray  # the [ray] extra is part of `make test`: a missing Ray fails here, it does not skip
-
+import yaml
 from conftest import TOY, read_jsonl, write_jsonl  # noqa: E402
-from grpo_wb.bundled import CODEGEN_SAMPLES  # noqa: E402
 
-from grpo_wb.importers import import_humaneval  # noqa: E402
-from grpo_wb.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
-from grpo_wb.sandbox import SandboxLimits  # noqa: E402
-from grpo_wb.scoring import ScoreRequest, Scorer  # noqa: E402
-from grpo_wb.tasks import load_tasks  # noqa: E402
+from grpo_wb.bundled import CODEGEN_SAMPLES  # noqa: E402
+from grpo_wb.scoring.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
+from grpo_wb.scoring.sandbox import SandboxLimits  # noqa: E402
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest  # noqa: E402
+from grpo_wb.tasks.importers import import_humaneval  # noqa: E402
+from grpo_wb.tasks.records import load_tasks  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.data, pytest.mark.slow]
 
@@ -183,7 +181,7 @@ def test_cli_score_on_the_cluster_equals_local(cluster, tmp_path, humaneval):
     src = tmp_path / "samples.jsonl"
     write_jsonl(src, read_jsonl(CODET, limit=150))
     tasks = tmp_path / "he.jsonl"
-    from grpo_wb.tasks import write_tasks
+    from grpo_wb.tasks.records import write_tasks
 
     write_tasks(tasks, humaneval.values())
     outs = {}
@@ -226,7 +224,7 @@ def test_a_bad_ray_address_is_a_one_line_error(tmp_path, address, words):
 
 
 def test_ray_address_without_the_ray_executor_is_an_error(tmp_path, capsys):
-    from grpo_wb.cli import main
+    from grpo_wb.cli.main import main
 
     write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
     assert main(["score", "--tasks", str(TOY), "--completions", str(tmp_path / "c.jsonl"), "--out",
@@ -235,7 +233,7 @@ def test_ray_address_without_the_ray_executor_is_an_error(tmp_path, capsys):
 
 
 def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_path):
-    from grpo_wb.smoke import SmokeConfig, SmokeRun
+    from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 
     runs = {}
     for ex in ("local", "ray"):
@@ -269,7 +267,7 @@ def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_pat
 def test_batch_reports_run_on_the_cluster_with_the_same_index(cluster, tmp_path, capsys):
     from nbfixtures import make_notebook
 
-    from grpo_wb.cli import main
+    from grpo_wb.cli.main import main
 
     make_notebook(tmp_path / "nbs" / "ok.ipynb", 'n: int = 1  # n\nout_dir: str = ""  # out\n',
                   ["import json, pathlib\npathlib.Path(out_dir, 'headline.json').write_text("

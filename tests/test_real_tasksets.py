@@ -1,21 +1,19 @@
 """MBPP and APPS importers on the real copies bundled in data/external, and stdin/stdout tests."""
 import json
-from pathlib import Path
 
 import pytest
-
-from grpo_wb.cli import main
-from grpo_wb.errors import UserError
-from grpo_wb.importers import import_apps, import_mbpp, mbpp_entry_point
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import Task, TestCase, load_tasks
-from grpo_wb.verdicts import apps_equal, stdio_matches
-
 from conftest import need, read_jsonl
+
 from grpo_wb.bundled import APPS_TRAIN as APPS
 from grpo_wb.bundled import MBPP
 from grpo_wb.bundled import MBPP_SANITIZED as MBPP_SAN
+from grpo_wb.cli.main import main
+from grpo_wb.errors import UserError
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.scoring.verdicts import apps_equal, stdio_matches
+from grpo_wb.tasks.importers import import_apps, import_mbpp, mbpp_entry_point
+from grpo_wb.tasks.records import Task, TestCase, load_tasks
 
 pytestmark = [pytest.mark.data]
 

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from grpo_wb.rewards import RewardConfig
-from grpo_wb.sandbox import SandboxLimits
-from grpo_wb.scoring import ScoreRequest, Scorer
-from grpo_wb.tasks import Task, TestCase
 from hostile import reachable_scan
+
+from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -503,11 +503,11 @@ def test_a_returned_value_cannot_make_the_scorer_allocate_or_hang(scorer, value)
 
 def test_a_forged_huge_value_is_refused_by_the_scorer():
     """A child that writes its own 3 MB value event (the encoder would refuse it): the scorer sizes it first."""
-    from grpo_wb.sandbox import RawOutcome
-    from grpo_wb.scoring import verdict_from_outcome
+    from grpo_wb.scoring.sandbox import RawOutcome
+    from grpo_wb.scoring.scorer import plan_task, verdict_from_outcome
 
     events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": ["x" * (3 << 20)]},
               {"event": "values", "index": 1, "values": [-6]}, {"event": "values", "index": 2, "values": [20]},
               {"event": "done"}]
-    v = verdict_from_outcome(DOUBLE, RawOutcome(events=events), "continuation")
+    v = verdict_from_outcome(DOUBLE, RawOutcome(events=events), "continuation", *plan_task(DOUBLE))
     assert v.status == "fail" and v.tests_passed == 2 and "more than the scorer evaluates" in v.error, v

@@ -8,9 +8,9 @@ import nbformat
 import pytest
 from nbfixtures import assert_shareable_html, html_body, make_notebook
 
-from grpo_wb import reports
-from grpo_wb.cli import main
+from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
+from grpo_wb.reports import notebooks as reports
 
 PARAMS = 'n_prompts: int = 2  # prompts\nrate: float = 0.5  # a rate\nname: str = "x"  # a name\n' \
          'flag: bool = False  # a flag\nks: list = [1, 2]  # pass@k values\nopts: dict = {}  # options\n' \
@@ -172,3 +172,34 @@ def test_dead_kernel_is_a_failure(tmp_path):
                        ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"])
     res = reports.run_report(nb, tmp_path / "rep", cell_timeout=30)
     assert res.status == "failed" and res.error_kind == "dead_kernel" and "kernel died" in res.error
+
+
+# ----------------------------------------------------------------------------- one declaration per parameter
+
+
+def test_config_backed_notebook_parameters_are_declared_by_their_dataclass():
+    from grpo_wb.reports.templates import (
+        CONFIG_PARAMETERS,
+        NOTEBOOKS,
+        parameter_problems,
+    )
+
+    for name in CONFIG_PARAMETERS:
+        assert parameter_problems(NOTEBOOKS / name) == [], name
+
+
+def test_a_drifted_parameter_line_is_reported_and_synced(tmp_path):
+    import shutil
+
+    from grpo_wb.reports.templates import NOTEBOOKS, parameter_problems, sync_parameters
+
+    nb_path = tmp_path / "smoke_experiment.ipynb"
+    shutil.copy(NOTEBOOKS / "smoke_experiment.ipynb", nb_path)
+    nb = nbformat.read(str(nb_path), as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = cell.source.replace("group_size: int = 4  #", "group_size: float = 4  # old help;")
+    nbformat.write(nb, str(nb_path))
+    (problem,) = parameter_problems(nb_path)
+    assert "group_size: float = 4" in problem and 'SmokeConfig declares "group_size: int = 4  # G,' in problem
+    assert sync_parameters(nb_path) and parameter_problems(nb_path) == []
+    assert "group_size: int = 4  # G, completions per prompt" in nbformat.read(str(nb_path), as_version=4).cells[1].source

@@ -9,14 +9,16 @@ import pytest
 from nbfixtures import shared_run
 
 import grpo_wb
-from grpo_wb import runs
 from grpo_wb.errors import UserError
+from grpo_wb.runs import load as runs
+from grpo_wb.scoring.scorer import STATUSES
 
 
 def _raw_groups(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "groups.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.sandbox
 def test_load_run_tables_match_artifacts():
     path = shared_run(4)
     run = grpo_wb.load_run(path)
@@ -31,6 +33,7 @@ def test_load_run_tables_match_artifacts():
     json.dumps(run.to_json())
 
 
+@pytest.mark.sandbox
 def test_task_table_recomputed_from_raw_json():
     path = shared_run(4)
     t = runs.task_table(runs.load_run(path).groups)
@@ -45,16 +48,18 @@ def test_task_table_recomputed_from_raw_json():
     assert list(t["reward_var"]) == sorted(t["reward_var"], reverse=True)
 
 
+@pytest.mark.sandbox
 def test_status_table_accounts_for_every_completion():
     run = runs.load_run(shared_run(4))
     st = runs.status_table(run.groups)
-    assert list(st.columns) == list(runs.STATUS_ORDER)
+    assert list(st.columns) == list(STATUSES)
     assert int(st.to_numpy().sum()) == run.summary["n_completions"]
     raw = _raw_groups(run.path)
     assert int(st["pass"].sum()) == sum(g["n_correct"] for g in raw)
     assert int(st["parse_failure"].sum()) == sum(g["n_parse_failure"] for g in raw)
 
 
+@pytest.mark.sandbox
 def test_extremes_distributions_and_headline():
     run = runs.load_run(shared_run(4))
     t = runs.task_table(run.groups)
@@ -118,7 +123,7 @@ def test_comparison_tables():
 def test_weight_files_reads_each_weight_file_once(tmp_path):
     # pure Python: runs without the [trl] extra too (test_trl_bridge.py needs it)
     from grpo_wb.jsonio import sha256_file
-    from grpo_wb.trl import weight_files
+    from grpo_wb.training.bridge import weight_files
 
     ck = tmp_path / "checkpoint-1"
     ck.mkdir()

@@ -1,7 +1,7 @@
 """Sandbox and scoring behaviour on small hand-made tasks.
 
 Every check here runs real child processes through ``grpo_wb.scoring.Scorer`` /
-``grpo_wb.sandbox.run_program``; nothing is mocked.
+``grpo_wb.scoring.sandbox.run_program``; nothing is mocked.
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from grpo_wb.rewards import RewardConfig, compute_reward
-from grpo_wb.sandbox import SandboxLimits, run_program
-from grpo_wb.scoring import STATUSES, ScoreRequest, Scorer
-from grpo_wb.tasks import Task, TestCase
 from hostile import reachable_scan
+
+from grpo_wb.scoring.rewards import RewardConfig, compute_reward
+from grpo_wb.scoring.sandbox import SandboxLimits, run_program
+from grpo_wb.scoring.scorer import STATUSES, Scorer, ScoreRequest
+from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
 

@@ -3,8 +3,8 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import ROOT
+
 from grpo_wb import bundled
 
 # built from pieces so that this file does not name what it looks for

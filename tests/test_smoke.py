@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from grpo_wb.cli import main
-from grpo_wb.diagnostics import TIMING_FIELDS
-from grpo_wb.jsonio import sha256_file
-
 from conftest import ROOT, TOY, read_jsonl, write_jsonl
+
+from grpo_wb.cli.main import main
+from grpo_wb.jsonio import sha256_file
+from grpo_wb.signal.diagnostics import TIMING_FIELDS
 
 FAST = ["--timeout", "2", "--no-progress"]
 
@@ -236,7 +235,7 @@ def test_partial_reward(tmp_path):
 
 
 def test_what_the_manifest_says_was_validated_comes_from_the_run():
-    from grpo_wb.smoke import checks_of_the_run
+    from grpo_wb.runs.smoke import checks_of_the_run
 
     step = {"n_completions": 8, "parse_failure_rate": 0.0, "cache_hits": 2, "clipped_ratio": 0.25,
             "informative_fraction": 0.5}

@@ -3,11 +3,10 @@ import json
 import socket
 
 import pytest
-
-from grpo_wb.cli import main
-
 from conftest import TOY, read_jsonl
 from test_openai_backend import _loopback_only, server  # noqa: F401 - fixtures shared with the backend tests
+
+from grpo_wb.cli.main import main
 
 FAST = ["--timeout", "2", "--no-progress", "--min-informative-fraction", "0"]
 
@@ -62,7 +61,8 @@ def test_smoke_with_the_transformers_backend(tmp_path, tmp_path_factory):
     import torch  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     import transformers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     from test_hf_backend import _model, _tokenizer
-    from grpo_wb.tasks import load_tasks
+
+    from grpo_wb.tasks.records import load_tasks
 
     tasks = load_tasks(TOY)
     tok = _tokenizer([t.prompt + (t.canonical_solution or "") for t in tasks] * 3)

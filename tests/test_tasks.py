@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from grpo_wb.cli import main
+from grpo_wb.cli.main import main
 from grpo_wb.errors import ValidationError
-from grpo_wb.tasks import Task, load_tasks, parse_task, task_from_json, write_tasks
+from grpo_wb.tasks.records import (
+    Task,
+    load_tasks,
+    parse_task,
+    task_from_json,
+    write_tasks,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 TOY = REPO / "data" / "toy_tasks.jsonl"

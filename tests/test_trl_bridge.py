@@ -6,21 +6,24 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
-import trl  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
 import peft  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
+import pytest
+import trl  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
+from conftest import ROOT, TOY, read_jsonl, write_jsonl  # noqa: E402
 
 from grpo_wb import cli, load_run  # noqa: E402
-from grpo_wb.advantages import AdvantageConfig, compute_advantages  # noqa: E402
-from grpo_wb.diagnostics import StepMetrics  # noqa: E402
 from grpo_wb.errors import UserError  # noqa: E402
-from grpo_wb.headroom import trl_record  # noqa: E402
 from grpo_wb.jsonio import sha256_file  # noqa: E402
-from grpo_wb.tasks import load_tasks  # noqa: E402
-from grpo_wb.trl import ExecutionReward, GrpoWbMetricsCallback, completion_text, execution_reward  # noqa: E402
-
-from conftest import ROOT, TOY, read_jsonl, write_jsonl  # noqa: E402
+from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages  # noqa: E402
+from grpo_wb.signal.diagnostics import StepMetrics  # noqa: E402
+from grpo_wb.signal.headroom import trl_record  # noqa: E402
+from grpo_wb.tasks.records import load_tasks  # noqa: E402
+from grpo_wb.training.bridge import (  # noqa: E402
+    ExecutionReward,
+    GrpoWbMetricsCallback,
+    completion_text,
+    execution_reward,
+)
 
 pytestmark = [pytest.mark.trl]
 
@@ -126,7 +129,14 @@ def _tiny_policy(out: Path) -> None:
     reward variance. The rest of the network stays random, so LoRA gradients are not zero.
     """
     import torch
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        trainers,
+    )
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     corpus = [t.prompt + (t.canonical_solution or "") for t in load_tasks(TOY)]
@@ -171,7 +181,8 @@ def test_train_two_steps_on_cpu(tmp_path):
     cmd = [sys.executable, "-m", "grpo_wb.cli", "train", "--trainer", "trl", "--model", str(model_dir),
            "--tasks", str(tasks), "--group-size", str(g), "--batch-size", str(b), "--max-steps", "2",
            "--max-completion-length", "8", "--learning-rate", "1e-3", "--lora-r", "4",
-           "--lora-target-modules", "q_proj,v_proj", "--seed", "0", "--workers", "2", "--out", str(run_dir)]
+           "--lora-target-modules", "q_proj,v_proj", "--seed", "0", "--workers", "2", "--out", str(run_dir),
+           "--site-packages"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "match" in proc.stdout
@@ -179,6 +190,7 @@ def test_train_two_steps_on_cpu(tmp_path):
     # real adapter weights, hashed in the manifest
     manifest = json.loads((run_dir / "checkpoint_manifest.json").read_text())
     assert manifest["trained_weights"] is True and manifest["final_checkpoint"] == "checkpoint-2"
+    assert manifest["sandbox"]["limits"]["site_packages"] is True  # the flag reached the reward's sandbox
     files = manifest["checkpoints"][-1]["files"]
     assert {"adapter_model.safetensors", "adapter_config.json"} <= set(files)
     for name, info in files.items():

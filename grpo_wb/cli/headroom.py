@@ -1,0 +1,77 @@
+"""``grpo-wb headroom``: per-task pass rates, informative-group probabilities, a recommended G, the frontier."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grpo_wb.cli.common import Command
+from grpo_wb.config import cli, from_args
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.signal.headroom import (
+    HeadroomConfig,
+    analyze,
+    export_frontier,
+    load_samples,
+)
+
+
+@dataclass(kw_only=True)
+class HeadroomArgs(HeadroomConfig):
+    """``grpo-wb headroom``."""
+
+    input: str = field(metadata=cli(positional=True, metavar="INPUT"))
+    """scored completions file (grpo-wb score output) or a run directory"""
+    tasks: str | None = None
+    """canonical task file, for --export-frontier (default for a run: its task file)"""
+    export_frontier: str | None = field(default=None, metadata=cli(metavar="PATH"))
+    """write the frontier tasks to PATH (canonical) and PATH's .trl.jsonl sibling (TRL dataset)"""
+    json: str | None = field(default=None, metadata=cli(metavar="PATH"))
+    """write the whole report as JSON"""
+
+
+def _run_tasks_file(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "checkpoint_manifest.json").read_text())["config"]["tasks"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def headroom(args: argparse.Namespace) -> int:
+    """Print the headroom report; export the frontier when asked."""
+    a = from_args(HeadroomArgs, args)
+    rep = analyze(load_samples(a.input), **asdict(from_args(HeadroomConfig, args)))
+    print(f"{rep.n_tasks} tasks, {rep.n_samples} samples (min {min(t.n for t in rep.tasks)} per task); "
+          f"mean pass rate {rep.mean_pass_rate:.3f}")
+    if rep.pass_at_k:
+        print("pass@k: " + ", ".join(f"pass@{k} {v:.3f}" for k, v in rep.pass_at_k.items()))
+    print(f"{'G':>3}  {'informative':>11}  {'model':>6}  {'variance':>8}  {'compl/informative group':>23}  {'extrapolated':>12}")
+    for p in rep.curve:
+        if p.g in (2, 4, 8, 16, 32) or p.g == rep.recommended_g:
+            cost = f"{p.completions_per_informative_group:.1f}" if p.completions_per_informative_group else "inf"
+            mark = "  <- recommended" if p.g == rep.recommended_g else ""
+            print(f"{p.g:>3}  {p.expected_informative:>11.3f}  {p.expected_informative_model:>6.3f}  "
+                  f"{p.expected_variance:>8.3f}  {cost:>23}  {p.n_tasks_extrapolated:>12}{mark}")
+    print(f"recommended: {rep.recommendation}" if rep.recommended_g else f"no recommendation: {rep.recommendation}")
+
+    def few(ids: list[str]) -> str:
+        return ", ".join(ids[:5]) + (f", ... (+{len(ids) - 5})" if len(ids) > 5 else "")
+
+    for name, ids in (("too easy", rep.too_easy), ("too hard", rep.too_hard), ("frontier", rep.frontier)):
+        print(f"{name}: {len(ids)}" + (f" ({few(ids)})" if ids else ""))
+    if a.json:
+        atomic_write_json(a.json, rep.to_json())
+        print(f"wrote {a.json}")
+    if a.export_frontier:
+        tasks_file = a.tasks or (_run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        if not tasks_file:
+            raise UserError("--export-frontier needs --tasks FILE (the task file the samples were scored against)")
+        out, trl, n = export_frontier(rep, tasks_file, a.export_frontier)
+        print(f"wrote {n} frontier tasks to {out} (canonical) and {trl} (TRL dataset)")
+    return 0
+
+
+COMMANDS = [Command(("headroom",), HeadroomArgs, headroom,
+                    "per-task pass rates, informative-group probabilities and a recommended G")]

