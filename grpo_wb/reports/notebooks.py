@@ -43,7 +43,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import pandas as pd
 import yaml
 
 from grpo_wb.errors import UserError, one_line
@@ -232,6 +231,8 @@ def resolve_path_values(values: Mapping[str, Any], base: str | Path) -> dict[str
 
 def write_headline(out_dir: str | Path, headline: Mapping[str, Any]):
     """Write ``headline.json`` (what the batch index shows) into ``out_dir``; return it as a table to display."""
+    import pandas as pd  # where used: every grpo-wb command imports this module
+
     atomic_write_json(Path(out_dir) / HEADLINE_FILE, dict(headline))
     return pd.DataFrame({"value": [v for v in headline.values()]}, index=pd.Index(list(headline), name="headline")) \
         .astype({"value": str})

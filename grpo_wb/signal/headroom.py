@@ -37,8 +37,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import pandas as pd
-
 from grpo_wb.config import cli, int_list, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
@@ -90,6 +88,14 @@ class TaskSamples:
     def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "n": self.n, "n_correct": self.n_correct, "rewards": list(self.rewards)}
 
+
+
+def _dataframe(*args, **kwargs):
+    """A pandas DataFrame; pandas (0.3 s, 50 MiB) is imported for the tables notebooks show, not by every
+    ``grpo-wb`` command that imports this module."""
+    import pandas
+
+    return pandas.DataFrame(*args, **kwargs)
 
 def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable[Any]) -> None:
     slot = acc.setdefault(task_id, [0, 0, []])
@@ -327,11 +333,11 @@ class HeadroomReport:
             for k, v in d.pop("pass_at_k").items():
                 d[f"pass@{k}"] = v
             rows.append(d)
-        return pd.DataFrame(rows)
+        return _dataframe(rows)
 
     def curve_frame(self):
         """The G curve as a DataFrame indexed by G."""
-        return pd.DataFrame([p.to_json() for p in self.curve]).set_index("g")
+        return _dataframe([p.to_json() for p in self.curve]).set_index("g")
 
     def summary_frame(self):
         """The whole-set numbers as a two-column table (for display)."""
@@ -339,7 +345,7 @@ class HeadroomReport:
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
                  (f"recommended G (budget {self.budget}/step)", self.recommended_g if self.recommended_g else "\u2014")]
-        return pd.DataFrame(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
+        return _dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
 
     def category_frame(self, n: int = 10):
         """Too easy / too hard / frontier: counts and the first ``n`` task ids of each."""
@@ -347,7 +353,7 @@ class HeadroomReport:
         for cat, ids in (("too_easy", self.too_easy), ("too_hard", self.too_hard), ("frontier", self.frontier)):
             shown = ", ".join(ids[:n]) + (f", ... (+{len(ids) - n})" if len(ids) > n else "")
             rows.append({"category": cat, "tasks": len(ids), "examples": shown})
-        return pd.DataFrame(rows).set_index("category")
+        return _dataframe(rows).set_index("category")
 
     def headline(self, source: str | None = None) -> dict[str, Any]:
         """The few numbers a batch index shows (``source``: where the completions came from)."""
