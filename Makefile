@@ -24,7 +24,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl,ray,datasets]'
 	@touch $(STAMP)
 
 install: $(STAMP) sandbox
@@ -52,7 +52,7 @@ test: $(STAMP) sandbox
 	$(BIN)/python -m pytest -q
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray (see tests/conftest.py)
-FAST := not (sandbox or data or notebooks or trl or hf or ray or slow)
+FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow)
 test-fast: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -m "$(FAST)"

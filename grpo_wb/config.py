@@ -4,7 +4,8 @@ A config is a dataclass whose every field carries a one-line docstring under it 
 style). From that one declaration come:
 
 * the command-line flags (:func:`add_flags`): name ``--field-name``, type and choices from the
-  annotation (``Literal[...]`` gives choices, ``list[str]`` a repeatable flag, ``bool`` a switch),
+  annotation (``Literal[...]`` gives choices, ``list[str]`` a repeatable flag, ``tuple[float, float]`` a flag of two
+  values, ``bool`` a switch),
   default from the field, help from its docstring, and an argparse type from ``cli(type=...)`` where
   the value needs checking at parse time (``positive_int``...);
 * the config itself from parsed flags (:func:`from_args`), so a flag cannot be accepted and ignored;
@@ -78,14 +79,11 @@ def int_list(s: str) -> list[int]:
 
 
 def cli(*, type: Callable[[str], Any] | None = None, flags: tuple[str, ...] = (), positional: bool = False,
-        metavar: str | tuple[str, ...] | None = None, help: str | None = None, negate: str | None = None,
-        nargs: int | None = None, skip: str | None = None) -> dict[str, Any]:
+        metavar: str | tuple[str, ...] | None = None, nargs: int | None = None) -> dict[str, Any]:
     """Field metadata for :func:`add_flags`: an argparse ``type``, other ``flags`` (``("-k", "--k")``), a
-    ``positional`` argument, a ``metavar``, a ``help`` other than the docstring, ``negate`` (a True-by-default
-    bool's ``--no-...`` flag), ``nargs`` (a repeatable flag of several values) or ``skip`` (why the field has no
-    flag)."""
+    ``positional`` argument, a ``metavar`` or ``nargs`` (a repeatable flag of several values)."""
     return {"cli": {k: v for k, v in dict(type=type, flags=flags, positional=positional, metavar=metavar,
-                                          help=help, negate=negate, nargs=nargs, skip=skip).items() if v}}
+                                          nargs=nargs).items() if v}}
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,31 +120,30 @@ def _default(f: dataclasses.Field) -> Any:
     return dataclasses.MISSING
 
 
-def flag_fields(cls: type) -> list[dataclasses.Field]:
-    """The fields of ``cls`` that are flags (not ``cli(skip=...)``)."""
-    return [f for f in dataclasses.fields(cls) if not f.metadata.get("cli", {}).get("skip")]
+def _shows_default(default: Any) -> bool:
+    """Whether help says ``(default: ...)``: not for a required field, a switch, None or an empty list (by
+    identity and type: ``0 == False`` and ``1.0 == True`` are defaults to show)."""
+    return not (default is dataclasses.MISSING or default is None or isinstance(default, bool)
+                or (isinstance(default, list) and not default))
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: tuple[str, ...] = ()) -> None:
+def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
     """Add one flag per field of ``cls`` (see the module docstring)."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     # the ones a command line must give first, then the rest as declared (the dataclasses a config extends first)
-    for f in sorted(flag_fields(cls), key=lambda f: _default(f) is not dataclasses.MISSING):
-        if f.name in exclude:
-            continue
+    for f in sorted(dataclasses.fields(cls), key=lambda f: _default(f) is not dataclasses.MISSING):
         meta = f.metadata.get("cli", {})
         tp, _ = _plain(hints[f.name])
         default = _default(f)
-        kw: dict[str, Any] = {"help": meta.get("help") or docs.get(f.name, "")}
-        if default not in (None, False, True, [], dataclasses.MISSING) and not meta.get("positional"):
+        kw: dict[str, Any] = {"help": docs.get(f.name, "")}
+        if _shows_default(default) and not meta.get("positional"):
             kw["help"] += f" (default: {','.join(map(str, default)) if isinstance(default, list) else default})"
         if meta.get("metavar"):
             kw["metavar"] = meta["metavar"]
         if tp is bool:
             if default is True:
-                parser.add_argument(meta.get("negate") or "--no-" + f.name.replace("_", "-"), dest=f.name,
-                                    action="store_false", **kw)
+                parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false", **kw)
             else:
                 parser.add_argument(*(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name,
                                     action="store_true", **kw)
@@ -155,6 +152,9 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: tuple[str,
             kw["choices"] = list(typing.get_args(tp))
         elif meta.get("nargs"):
             kw["action"], kw["nargs"] = "append", meta["nargs"]
+        elif typing.get_origin(tp) is tuple:  # a fixed number of values: --band LOW HIGH
+            items = typing.get_args(tp)
+            kw["nargs"], kw["type"] = len(items), meta.get("type") or items[0]
         elif typing.get_origin(tp) is list and not meta.get("type"):
             kw["action"] = "append"
             item = typing.get_args(tp)[0]
@@ -174,19 +174,53 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: tuple[str,
         parser.add_argument(*(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name, **kw)
 
 
-def from_args(cls: type[T], args: argparse.Namespace, **extra: Any) -> T:
-    """The config the parsed flags describe (every flag field read; ``extra`` for the rest)."""
-    kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-    kwargs.update(extra)
-    return build(cls, kwargs)
-
-
-def build(cls: type[T], kwargs: dict[str, Any]) -> T:
-    """``cls(**kwargs)`` with a mistake (a ValueError of ``__post_init__``) as one-line UserError."""
+def from_args(cls: type[T], args: argparse.Namespace) -> T:
+    """The config the parsed flags describe (every field read); a mistake that ``__post_init__`` finds is a
+    one-line UserError."""
     try:
-        return cls(**kwargs)
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)})
     except (TypeError, ValueError) as e:
         raise UserError(str(e)) from None
+
+
+# ----------------------------------------------------------------------------- checks every config shares
+
+
+@functools.lru_cache(maxsize=None)
+def _choices(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool], ...]:
+    """``(field, allowed values, optional)`` for each ``Literal`` field of ``cls``."""
+    out = []
+    for name, hint in typing.get_type_hints(cls).items():
+        tp, optional = _plain(hint)
+        if typing.get_origin(tp) is Literal:
+            out.append((name, typing.get_args(tp), optional))
+    return tuple(out)
+
+
+def check_choices(obj: Any) -> None:
+    """Every ``Literal`` field of the dataclass ``obj`` holds one of its values: the choices are declared once,
+    by the annotation, which argparse (``choices``) and :func:`from_dict` read too."""
+    for name, allowed, optional in _choices(type(obj)):
+        value = getattr(obj, name)
+        if value not in allowed and not (optional and value is None):
+            raise UserError(f"unknown {name.replace('_', '-')} {value!r} (choose {', '.join(map(str, allowed))})")
+
+
+def check_at_least_one(obj: Any, *names: str, flags: bool = True) -> None:
+    """Each of these int fields of ``obj`` is at least 1 (named as its ``--flag``, or as the field with
+    ``flags=False``, for configs built in code)."""
+    for name in names:
+        value = getattr(obj, name)
+        if value < 1:
+            raise UserError(f"{name.replace('_', '-') if flags else name} must be at least 1, got {value}")
+
+
+def post_init_next(obj: Any, cls: type) -> None:
+    """Run the ``__post_init__`` that follows ``cls``'s in ``obj``'s MRO: a config that combines several (a
+    SmokeConfig is a BackendConfig, a SandboxConfig and an ExecutorConfig) checks every one of them."""
+    nxt = getattr(super(cls, obj), "__post_init__", None)
+    if nxt is not None:
+        nxt()
 
 
 # ----------------------------------------------------------------------------- strict loading
@@ -248,10 +282,11 @@ def parameter_line(cls: type, name: str, default: Any = dataclasses.MISSING) -> 
     tp, _ = _plain(typing.get_type_hints(cls)[name])
     if typing.get_origin(tp) is Literal:
         tp = type(typing.get_args(tp)[0])
-    notebook_type = _NOTEBOOK_TYPES.get(tp, "list" if typing.get_origin(tp) is list else "str")
+    notebook_type = _NOTEBOOK_TYPES.get(tp, "list" if typing.get_origin(tp) in (list, tuple) else "str")
     if default is dataclasses.MISSING:
         default = _default(f)
     if default is None or default is dataclasses.MISSING:
         default = {"str": "", "list": []}.get(notebook_type, default)
-    shown = json.dumps(default) if isinstance(default, str) else repr(default)
+    shown = json.dumps(default) if isinstance(default, str) else repr(list(default) if isinstance(default, tuple)
+                                                                        else default)
     return f"{name}: {notebook_type} = {shown}  # {field_docs(cls)[name]}"

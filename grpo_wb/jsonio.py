@@ -13,8 +13,9 @@ import json
 import math
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from grpo_wb.errors import UserError
 
@@ -46,14 +47,15 @@ def dumps(obj: Any) -> str:
     return json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False, ensure_ascii=False)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file and ``os.replace``."""
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
+    """A file that appears at ``path`` whole (fsynced, then renamed) when the block ends, or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -65,15 +67,26 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file and ``os.replace``."""
+    with atomic_open(path) as f:
+        f.write(text)
+
+
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Pretty JSON, written atomically."""
     atomic_write_text(path, json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), indent=2,
                                        allow_nan=False, ensure_ascii=False) + "\n")
 
 
-def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
-    """A whole JSONL file, written atomically (for files replaced each step)."""
-    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> int:
+    """A whole JSONL file, written atomically (streamed: ``rows`` may be a generator); return how many rows."""
+    n = 0
+    with atomic_open(path) as f:
+        for r in rows:
+            f.write(dumps(r) + "\n")
+            n += 1
+    return n
 
 
 class JsonlAppender:

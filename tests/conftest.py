@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from grpo_wb.bundled import TOY_TASKS
+
 ROOT = Path(__file__).resolve().parents[1]
-TOY = ROOT / "data" / "toy_tasks.jsonl"
+TOY = TOY_TASKS
 
 
 @pytest.fixture

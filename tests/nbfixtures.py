@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+from conftest import TOY
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-TOY = ROOT / "data" / "toy_tasks.jsonl"
 _RUNS: dict[int, Path] = {}
 _TMP = Path(tempfile.mkdtemp(prefix="grpo_wb_nbtests_"))
 atexit.register(shutil.rmtree, _TMP, True)

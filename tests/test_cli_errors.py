@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TOY
 
 from grpo_wb.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
-TOY = REPO / "data" / "toy_tasks.jsonl"
 N_TOY = sum(1 for line in TOY.read_text().splitlines() if line.strip())
 PREFIX = "grpo-wb: error: "
 

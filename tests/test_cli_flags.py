@@ -19,7 +19,13 @@ from grpo_wb.config import from_args
 REQUIRED = {"tasks": str(TOY), "out": "out.jsonl", "completions": "samples.jsonl", "path": str(TOY),
             "model": "model-dir", "input": "scored.jsonl", "notebook": "nb.ipynb", "plan": "plan.yaml"}
 # a command whose base line needs more than its required fields
-BASE = {("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"]}
+BASE = {("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"],
+        ("filter",): ["scored.jsonl", "--recipe", "dapo"]}
+# a flag that goes with another kind of base line than its command's
+ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
+BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"), "limit"): ["verl", *ROWS],
+            (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
+            (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"]}
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
 COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),
               "backend": (["--completions", "samples.jsonl"], {"completions"}),
@@ -33,7 +39,9 @@ def _subparser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argpa
     return parser
 
 
-def _base_argv(cmd, parser) -> list[str]:
+def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
+    if (cmd.words, dest) in BASE_FOR:
+        return list(BASE_FOR[(cmd.words, dest)])
     if cmd.words in BASE:
         return list(BASE[cmd.words])
     argv: list[str] = []
@@ -57,6 +65,8 @@ def _changed(action: argparse.Action, default) -> list[str]:
         return [flag, *(["x"] * (action.nargs if isinstance(action.nargs, int) else 1))]
     if action.dest in ("k", "ks"):
         return [flag, "3,4"]
+    if isinstance(action.nargs, int) and action.nargs > 1:  # --band LOW HIGH
+        return [flag, *(str(0.2 + 0.1 * i) for i in range(action.nargs))]
     if action.type in (int, float) or getattr(action.type, "__name__", "") in ("positive_int", "positive_float", "fraction"):
         base = default if isinstance(default, (int, float)) else 1
         new = base + 1 if getattr(action.type, "__name__", "") in ("int", "positive_int") else min(1.0, base / 2 + 0.25)
@@ -75,7 +85,7 @@ CASES = [(c, a) for c in commands() if c.args is not None
 def test_each_flag_changes_exactly_its_field(cmd, action):
     parser = PARSER()
     sub = _subparser(parser, cmd.words)
-    base_argv = [*cmd.words, *_base_argv(cmd, sub)]
+    base_argv = [*cmd.words, *_base_argv(cmd, sub, action.dest)]
     fields = {f.name for f in dataclasses.fields(cmd.args)}
     assert action.dest in fields, f"{action.option_strings[-1]} is not a field of {cmd.args.__name__}"
     base = from_args(cmd.args, parser.parse_args(base_argv))

@@ -47,3 +47,47 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         informative_probability(3, 1, 4)
     assert informative_probability(5, 2, 1) == 0.0
+
+
+def _groups(rewards_per_group):
+    from grpo_wb.signal.diagnostics import group_stats
+
+    return [group_stats(f"t{i}", rs, ["pass" if r == 1.0 else "fail" for r in rs], [0.0] * len(rs))
+            for i, rs in enumerate(rewards_per_group)]
+
+
+@pytest.mark.parametrize("scale", ["group", "none", "batch"])
+def test_frac_reward_zero_std_by_hand(scale):
+    from grpo_wb.signal.diagnostics import trl_frac_reward_zero_std
+
+    groups = _groups([[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0], [0.5, None, None, None], [0.0, 0.0, 0.0, 0.0]])
+    # per group: zero, non-zero, NaN (one scored reward: not zero), zero -> 8 of 16 completions
+    assert trl_frac_reward_zero_std(groups, scale) == (0.0 if scale == "batch" else 0.5)
+    assert trl_frac_reward_zero_std(_groups([[1.0, 1.0], [1.0, 1.0]]), scale) == 1.0
+
+
+@pytest.mark.trl
+@pytest.mark.parametrize("scale", ["group", "none", "batch"])
+def test_frac_reward_zero_std_is_trls_own(scale):
+    """The same number TRL's GRPOTrainer computes (its nanstd and torch.isclose, as in
+    _generate_and_score_completions), on random groups with ties and unscored completions."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from grpo_wb.signal.diagnostics import trl_frac_reward_zero_std
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        g, n = int(rng.integers(2, 6)), int(rng.integers(1, 6))
+        vals = rng.choice([0.0, 1.0, 0.5, np.nan], size=(n, g), p=[0.45, 0.35, 0.1, 0.1])
+        if rng.random() < 0.3:
+            vals[0] = 1.0
+        rewards = torch.tensor(vals.reshape(-1), dtype=torch.float32)
+        if scale == "batch":
+            std = nanstd(rewards).expand_as(rewards)
+        else:
+            std = nanstd(rewards.view(-1, g), dim=1).repeat_interleave(g, dim=0)
+        trl = torch.isclose(std, torch.zeros_like(std)).float().mean().item()
+        ours = trl_frac_reward_zero_std(_groups([[None if math.isnan(x) else float(x) for x in row] for row in vals]),
+                                        scale)
+        assert ours == pytest.approx(trl), (vals, scale)

@@ -1,16 +1,13 @@
 """extract_program: the shapes completions come in, and what the scorer makes of them."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import TOY
 
 from grpo_wb.scoring.extraction import extract_program
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.records import load_tasks
-
-TOY = Path(__file__).resolve().parent.parent / "data" / "toy_tasks.jsonl"
 
 PROMPT = 'from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    """Return a + b."""\n'
 EP = "add"

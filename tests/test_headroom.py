@@ -16,6 +16,7 @@ from grpo_wb.runs.recipes import collect_samples
 from grpo_wb.signal import headroom as hr
 from grpo_wb.signal.diagnostics import informative_probability_model
 from grpo_wb.tasks.records import load_tasks
+from grpo_wb.tasks.rowexport import TRL_COLUMNS
 
 
 def _subsets_informative(outcomes: list[bool], g: int) -> float:
@@ -177,7 +178,7 @@ def test_export_frontier_writes_canonical_and_trl(tmp_path):
     assert n == 1 and trl.name == "frontier.trl.jsonl"
     assert [t.task_id for t in load_tasks(out)] == [ids[0]]
     row = json.loads(trl.read_text().splitlines()[0])
-    assert set(hr.TRL_COLUMNS) <= set(row) and row["task_id"] == ids[0] and row["prompt"].startswith("def ")
+    assert set(TRL_COLUMNS) <= set(row) and row["task_id"] == ids[0] and row["prompt"].startswith("def ")
     assert row["tests"] and {"name", "code"} <= set(row["tests"][0])
     bad = hr.analyze([hr.TaskSamples("nope/1", 4, 2, (1.0, 1.0, 0.0, 0.0))], budget=8)
     with pytest.raises(UserError, match="has no task 'nope/1'"):

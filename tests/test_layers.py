@@ -28,11 +28,17 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(n) for n in tree.body}
     out = []
+    here = _module(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grpo_wb"):
+        if isinstance(node, ast.ImportFrom) and node.level:  # relative: resolve it, so it is checked the same
+            base = ".".join(package[:len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+        else:
+            base = node.module if isinstance(node, ast.ImportFrom) else None
+        if isinstance(node, ast.ImportFrom) and base and base.startswith("grpo_wb"):
             for a in node.names:
-                sub = f"{node.module}.{a.name}"
-                out.append((sub if _is_module(sub) else node.module, id(node) in top))
+                sub = f"{base}.{a.name}"
+                out.append((sub if _is_module(sub) else base, id(node) in top))
         elif isinstance(node, ast.Import):
             out += [(a.name, id(node) in top) for a in node.names if a.name.startswith("grpo_wb")]
     return out

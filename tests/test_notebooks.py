@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_three_templates_exist():
-    assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb"}
+def test_the_four_templates_exist():
+    assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
+                                           "dataset_filter.ipynb"}
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -104,3 +105,47 @@ def test_compare_runs_with_given_run_dirs_and_a_glob(tmp_path):
     assert res.headline["n_runs"] == 2
     assert res.headline["informative_fraction"] == pytest.approx(table["informative_fraction"].max())
     assert "G2" in html and "G4" in html
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_dataset_filter_on_the_bundled_apps_rows(tmp_path):
+    """The bundled APPS rows and CodeRL's 83 programs: the notebook's kept set and export are what the CLI's
+    filter computes from the samples the notebook scored."""
+    from grpo_wb.signal.filters import FilterRule, run_rule
+
+    out = tmp_path / "df"
+    res, nb, html = _run("dataset_filter", out, {"band": [0.1, 0.9], "group_size": 8})
+    assert n_images(nb) == 2  # pass rates with the band, rules side by side
+    assert n_tables(nb) >= 4  # summary, rules, drops, headline
+    assert_shareable_html(html, min_images=2)
+    samples = hr.samples_from_scored_file(out / "scored.jsonl")
+    assert sum(s.n for s in samples) == 83
+    ours = run_rule(samples, FilterRule(band=(0.1, 0.9), group_size=8))
+    assert res.headline["n_kept"] == len(ours.kept) and res.headline["rule"] == ours.name
+    assert res.headline["informative_fraction"] == pytest.approx(ours.informative_after)
+    kept = [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
+    assert [r["problem_id"] for r in kept] == [int(t.split("/")[1]) for t in ours.kept]
+    assert all(set(r) >= {"question", "input_output", "grpo_wb_pass_rate", "grpo_wb_p_informative_8"} for r in kept)
+
+
+ROW_FIXTURES = Path(__file__).parent / "fixtures" / "rows"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode"])
+def test_dataset_filter_on_each_row_format(fmt, tmp_path):
+    """Each format through the notebook: import (bad fixture rows skipped and counted), mock samples, the rules,
+    the export of the rows as they came."""
+    out = tmp_path / fmt
+    res, nb, html = _run("dataset_filter", out, {"rows_file": str(ROW_FIXTURES / f"{fmt}.jsonl"), "row_format": fmt,
+                                                 "samples_file": "", "n_samples": 4, "timeout": 2.0,
+                                                 "band": [0.0, 1.0], "group_size": 4})
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "skipped 1: " in text  # each fixture has a row that cannot be a task
+    tasks = load_tasks(out / "tasks.jsonl")
+    assert res.headline["n_tasks"] == len(tasks) and res.headline["n_kept"] == len(tasks)  # [0, 1] keeps all
+    kept = [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
+    originals = [json.loads(x) for x in (ROW_FIXTURES / f"{fmt}.jsonl").read_text().splitlines()]
+    assert len(kept) == len(tasks)
+    assert all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)

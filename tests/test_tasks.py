@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import TOY
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import ValidationError
@@ -18,7 +19,6 @@ from grpo_wb.tasks.records import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-TOY = REPO / "data" / "toy_tasks.jsonl"
 
 GOOD = {
     "task_id": "t/add",

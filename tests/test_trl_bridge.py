@@ -16,8 +16,8 @@ from grpo_wb.errors import UserError  # noqa: E402
 from grpo_wb.jsonio import sha256_file  # noqa: E402
 from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages  # noqa: E402
 from grpo_wb.signal.diagnostics import StepMetrics  # noqa: E402
-from grpo_wb.signal.headroom import trl_record  # noqa: E402
 from grpo_wb.tasks.records import load_tasks  # noqa: E402
+from grpo_wb.tasks.rowexport import trl_record  # noqa: E402
 from grpo_wb.training.bridge import (  # noqa: E402
     ExecutionReward,
     GrpoWbMetricsCallback,

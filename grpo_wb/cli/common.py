@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from grpo_wb.config import add_flags
+from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
 
 
@@ -44,8 +45,7 @@ def print_step_table(run_dir: str | Path) -> None:
               f"{m['completions_per_second']:>7.1f}")
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number for a terminal line (None as a dash)."""
-    if value is None:
-        return "\u2014"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+def refuse_to_overwrite(path: str | Path | None, force: bool) -> None:
+    """An output that exists is replaced only with ``--force``."""
+    if path and Path(path).exists() and not force:
+        raise UserError(f"{path} exists; pass --force to replace it")

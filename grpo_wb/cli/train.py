@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grpo_wb.cli.common import Command, print_step_table
 from grpo_wb.config import from_args
-from grpo_wb.training.config import TrlTrainConfig, require_extra
+from grpo_wb.training.config import TrlTrainConfig
 
 
 @dataclass(kw_only=True)
@@ -21,9 +21,8 @@ class TrainArgs(TrlTrainConfig):
 def train(args: argparse.Namespace) -> int:
     """The ``train`` subcommand."""
     a = from_args(TrainArgs, args)
-    require_extra()
     from grpo_wb.training.train import (
-        run_training,  # imports TRL, torch and transformers: the [trl] extra
+        run_training,  # its bridge imports transformers when installed: seconds no other command should pay
     )
 
     cfg = from_args(TrlTrainConfig, args)

@@ -21,7 +21,7 @@ A plan is YAML or JSON::
 The whole plan is checked before anything runs: unknown keys, missing
 notebooks, unknown or mistyped parameters (strictly, as ``grpo-wb report``)
 and duplicate report names are errors. Each report runs in a child process
-(``python -m grpo_wb.reports JOB.json``) so a hung or crashed kernel cannot
+(``python -m grpo_wb.reports.job JOB.json``) so a hung or crashed kernel cannot
 take the batch down: a cell timeout, a dead kernel or the per-report
 ``timeout`` each make that report ``failed`` and the batch goes on. The index
 (``index.html`` + ``index.json``) shows every report with its headline numbers,
@@ -47,7 +47,7 @@ import jinja2
 import yaml
 from tqdm.auto import tqdm
 
-from grpo_wb.errors import UserError
+from grpo_wb.errors import UserError, one_line
 from grpo_wb.jsonio import atomic_write_json, atomic_write_text
 from grpo_wb.reports.notebooks import (
     RESULT_FILE,
@@ -113,7 +113,7 @@ def _load_plan_file(path: Path) -> dict[str, Any]:
         obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
-                        f"{str(e).splitlines()[0]}") from None
+                        f"{one_line(e, first_line=True)}") from None
     if not isinstance(obj, dict):
         raise UserError(f"{path}: a plan is a mapping with a 'reports' list")
     return obj

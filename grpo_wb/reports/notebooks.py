@@ -45,7 +45,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from grpo_wb.errors import UserError, one_line
+from grpo_wb.errors import UserError, exception_line, one_line
 from grpo_wb.jsonio import atomic_write_json, atomic_write_text
 
 KERNEL_NAME = "python3"
@@ -78,7 +78,8 @@ class NotebookParameter:
         return asdict(self)
 
 
-def _read_notebook(path: str | Path):
+def read_notebook(path: str | Path):
+    """The notebook at ``path`` (nbformat 4), or a one-line UserError naming the file."""
     import nbformat
 
     p = Path(path)
@@ -87,7 +88,12 @@ def _read_notebook(path: str | Path):
     try:
         return nbformat.read(str(p), as_version=4)
     except Exception as e:  # nbformat raises several kinds for a broken file
-        raise UserError(f"{p}: not a readable notebook ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+        raise UserError(f"{p}: not a readable notebook ({exception_line(e)})") from None
+
+
+def parameters_cells(nb) -> list:
+    """The cells tagged ``parameters`` (a template has exactly one)."""
+    return [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
 
 
 def template_problems(path: str | Path) -> list[str]:
@@ -100,9 +106,9 @@ def template_problems(path: str | Path) -> list[str]:
     """
     import papermill as pm
 
-    nb = _read_notebook(path)
+    nb = read_notebook(path)
     problems = []
-    tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    tagged = parameters_cells(nb)
     if len(tagged) != 1:
         return [f"{path}: needs exactly one cell tagged 'parameters', found {len(tagged)}"]
     ks = nb.metadata.get("kernelspec", {}).get("name")

@@ -121,14 +121,17 @@ def reward_advantage_hist(rewards: pd.Series, advantages: pd.Series) -> Figure:
     return fig
 
 
-def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95) -> Figure:
-    """Per-task pass rates, sorted, with their Jeffreys intervals as a band; and their histogram by category.
+def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
+                        band: Sequence[float] | None = None) -> Figure:
+    """Per-task pass rates, sorted, with their Jeffreys intervals as a band; and their histogram by category
+    (``band``: a filter's LOW and HIGH, drawn on both).
 
     Readable at any number of tasks: one line and one band, not one error bar per task (task ids
     label the axis only for a few tasks)."""
     fig = Figure(figsize=(11, 4.0), layout="constrained")
     ax, ax_h = fig.subplots(1, 2, width_ratios=[1.6, 1])
     if tasks.empty:
+        ax_h.set_axis_off()
         return _empty(fig, ax, "tasks")
     t = tasks.sort_values(["pass_rate", "ci_high"], kind="stable").reset_index(drop=True)
     x = np.arange(len(t))
@@ -156,6 +159,12 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95) -> Figure
         ax_h.bar(bins[:-1], counts, width=np.diff(bins), align="edge", bottom=bottom, color=color,
                  label=f"{cat.replace('_', ' ')}: {len(vals)}")
         bottom += counts
+    if band is not None:
+        for edge in band:
+            ax.axhline(edge, color="black", ls="--", lw=1)
+            ax_h.axvline(edge, color="black", ls="--", lw=1)
+        ax.plot([], [], color="black", ls="--", lw=1, label=f"band [{band[0]:g}, {band[1]:g}]")
+        ax.legend(fontsize=8, loc="upper left")
     ax_h.set_xlim(0, 1)
     ax_h.set_xlabel("pass rate")
     ax_h.set_ylabel("tasks")
@@ -239,4 +248,34 @@ def task_shift_bars(shifts: pd.DataFrame, n: int = 20) -> Figure:
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("shift (last run minus first)")
     ax.set_title("Per-task shifts")
+    return fig
+
+
+def filter_comparison(results: pd.DataFrame) -> Figure:
+    """Rules side by side (``filters.results_frame``): tasks each keeps, and the informative fraction at G it
+    buys against the unfiltered set's."""
+    fig = Figure(figsize=(11, 3.6), layout="constrained")
+    ax_k, ax_i = fig.subplots(1, 2)
+    if results.empty:
+        ax_i.set_axis_off()
+        return _empty(fig, ax_k, "rules")
+    names = list(results.index)
+    y = np.arange(len(names))
+    ax_k.barh(y, results["kept"], color="#2ca02c", label="kept")
+    ax_k.barh(y, results["dropped"], left=results["kept"], color="#d62728", alpha=0.6, label="dropped")
+    ax_k.set_yticks(y, names, fontsize=8)
+    ax_k.invert_yaxis()
+    ax_k.set_xlabel("tasks")
+    ax_k.legend(fontsize=8)
+    ax_k.set_title("Tasks each rule keeps")
+    kept_col = next(c for c in results.columns if c.endswith("(kept)"))
+    all_col = next(c for c in results.columns if c.endswith("(all)"))
+    ax_i.barh(y, results[kept_col].fillna(0.0), color="#1f77b4", label="kept set")
+    ax_i.axvline(float(results[all_col].iloc[0]), color="black", ls="--", lw=1, label="unfiltered")
+    ax_i.set_yticks(y, names, fontsize=8)
+    ax_i.invert_yaxis()
+    ax_i.set_xlim(0, 1)
+    ax_i.set_xlabel(kept_col.replace(" (kept)", ""))
+    ax_i.legend(fontsize=8)
+    ax_i.set_title("Expected informative fraction")
     return fig

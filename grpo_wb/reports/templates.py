@@ -14,7 +14,10 @@ import nbformat
 
 from grpo_wb.bundled import REPO
 from grpo_wb.config import parameter_line
+from grpo_wb.errors import UserError
+from grpo_wb.reports.notebooks import parameters_cells, read_notebook
 from grpo_wb.runs.smoke import SmokeConfig
+from grpo_wb.signal.filters import FilterRule
 from grpo_wb.signal.headroom import HeadroomConfig
 
 NOTEBOOKS = REPO / "notebooks"
@@ -22,13 +25,10 @@ CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
     "smoke_experiment.ipynb": (SmokeConfig, ("backend", "group_size", "batch_size", "steps", "seed", "reward",
                                              "timeout", "mock_skill", "min_informative_fraction")),
     "task_headroom.ipynb": (HeadroomConfig, ("budget", "ks", "confidence")),
+    "dataset_filter.ipynb": (FilterRule, ("band", "group_size", "min_samples", "conservative", "confidence")),
 }
 """notebook file name -> (the config dataclass, the parameters that are its fields)."""
 
-
-
-def _cell(nb) -> nbformat.NotebookNode:
-    return next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
 
 
 def _lines(source: str) -> dict[str, tuple[int, str]]:
@@ -40,10 +40,19 @@ def _lines(source: str) -> dict[str, tuple[int, str]]:
     return out
 
 
-def expected_lines(path: str | Path) -> dict[int, str]:
-    """line index -> the line the dataclass declares for it (keeping the notebook's default)."""
-    cls, names = CONFIG_PARAMETERS[Path(path).name]
-    source = _cell(nbformat.read(str(path), as_version=4)).source
+def _parameters_source(path: str | Path):
+    """The notebook and its one ``parameters`` cell."""
+    nb = read_notebook(path)
+    cells = parameters_cells(nb)
+    if len(cells) != 1:
+        raise UserError(f"{path}: needs exactly one cell tagged 'parameters', found {len(cells)}")
+    return nb, cells[0]
+
+
+def expected_lines(name: str, source: str) -> dict[int, str]:
+    """line index -> the line the dataclass declares for it (keeping the notebook's default), for notebook
+    ``name``'s parameters cell ``source``."""
+    cls, names = CONFIG_PARAMETERS[name]
     found = _lines(source)
     return {found[n][0]: parameter_line(cls, n, ast.literal_eval(found[n][1])) for n in names}
 
@@ -51,20 +60,20 @@ def expected_lines(path: str | Path) -> dict[int, str]:
 def parameter_problems(path: str | Path) -> list[str]:
     """Lines of the notebook's parameters cell that are not what its config dataclass declares."""
     cls, names = CONFIG_PARAMETERS[Path(path).name]
-    lines = _cell(nbformat.read(str(path), as_version=4)).source.splitlines()
-    missing = [n for n in names if n not in _lines("\n".join(lines))]
+    source = _parameters_source(path)[1].source
+    lines = source.splitlines()
+    missing = [n for n in names if n not in _lines(source)]
     if missing:
         return [f"{path}: no parameter {missing[0]!r} ({cls.__name__} declares it)"]
     return [f"{path}: line {i + 1} is {lines[i]!r}; {cls.__name__} declares {want!r}"
-            for i, want in expected_lines(path).items() if lines[i] != want]
+            for i, want in expected_lines(Path(path).name, source).items() if lines[i] != want]
 
 
 def sync_parameters(path: str | Path) -> bool:
     """Rewrite the config-backed lines of a notebook's parameters cell; True when something changed."""
-    nb = nbformat.read(str(path), as_version=4)
-    cell = _cell(nb)
+    nb, cell = _parameters_source(path)
     lines = cell.source.splitlines()
-    want = expected_lines(path)
+    want = expected_lines(Path(path).name, cell.source)
     if all(lines[i] == w for i, w in want.items()):
         return False
     for i, w in want.items():

@@ -4,7 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
-from grpo_wb.config import cli, fraction, positive_float, positive_int
+from grpo_wb.config import (
+    check_choices,
+    cli,
+    fraction,
+    positive_float,
+    positive_int,
+    post_init_next,
+)
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.hf_backend import TransformersBackend, TransformersConfig
 from grpo_wb.rollouts.mock import MockBackend
@@ -12,8 +19,6 @@ from grpo_wb.rollouts.openai_backend import OpenAIBackend, OpenAIConfig
 from grpo_wb.rollouts.replay import ReplayBackend
 from grpo_wb.rollouts.types import Backend
 from grpo_wb.tasks.records import Task
-
-BACKENDS = ("mock", "replay", "openai", "transformers")
 
 
 @dataclass(kw_only=True)
@@ -48,14 +53,14 @@ class BackendConfig:
     """mock: default probability of a correct completion (task metadata mock_skill wins)"""
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise UserError(f"unknown backend {self.backend!r} (choose {', '.join(BACKENDS)})")
+        check_choices(self)
         if self.backend == "replay" and not self.completions:
             raise UserError("--backend replay needs --completions FILE")
         if self.backend in ("openai", "transformers") and not self.model:
             raise UserError(f"--backend {self.backend} needs --model")
         if self.backend == "openai" and not self.base_url:
             raise UserError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        post_init_next(self, BackendConfig)
 
 
 def make_backend(cfg: BackendConfig, tasks: Sequence[Task], seed: int) -> Backend:

@@ -21,6 +21,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from grpo_wb.config import check_at_least_one
 from grpo_wb.errors import UserError, one_line, require
 from grpo_wb.rollouts.sampling import SamplingConfig, request_seed, rollout_stats
 from grpo_wb.rollouts.types import Completion, RolloutRequest
@@ -65,9 +66,7 @@ class OpenAIConfig(SamplingConfig):
             raise UserError(f"base_url must start with http:// or https://, got {self.base_url!r}")
         if not self.model:
             raise UserError("model must be set (the name the server serves)")
-        for name in ("max_concurrency", "max_attempts"):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        check_at_least_one(self, "max_concurrency", "max_attempts", flags=False)
         if not self.timeout_s > 0:
             raise UserError(f"timeout_s must be positive, got {self.timeout_s}")
         if self.backoff_s < 0 or self.max_backoff_s < 0:

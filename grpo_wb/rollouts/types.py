@@ -86,11 +86,3 @@ def describe_source(backend: dict[str, Any]) -> str:
     if kind == "transformers":
         return f"local model: {backend.get('model')}"
     return str(kind or "unknown")
-
-
-# ----------------------------------------------------------------------------- mock
-
-
-# ----------------------------------------------------------------------------- replay
-
-

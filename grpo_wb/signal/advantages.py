@@ -20,22 +20,25 @@ point noise in its mean must not pretend otherwise.
 """
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
-ADVANTAGE_MODES = ("grpo", "rloo")
-SCALE_MODES = ("group", "batch", "none")
+AdvantageMode = Literal["grpo", "rloo"]
+ScaleRewards = Literal["group", "batch", "none"]
+ADVANTAGE_MODES = typing.get_args(AdvantageMode)
+SCALE_MODES = typing.get_args(ScaleRewards)
 
 
 @dataclass(frozen=True)
 class AdvantageConfig:
     """How group-relative advantages are computed (defaults are TRL's)."""
 
-    mode: str = "grpo"
+    mode: AdvantageMode = "grpo"
     """``grpo`` (mean baseline) or ``rloo`` (leave-one-out baseline)."""
-    scale_rewards: str = "group"
+    scale_rewards: ScaleRewards = "group"
     """``group`` / ``batch`` std scaling, or ``none`` (Dr. GRPO)."""
     epsilon: float = 1e-4
     """Added to the std before dividing (TRL 1e-4, verl 1e-6, OpenRLHF 1e-9)."""

@@ -125,9 +125,32 @@ class StepMetrics:
     """Completions answered from the verdict cache."""
     clipped_ratio: float = 0.0
     """Completions cut at the token limit (finish_reason ``length``), TRL's ``completions/clipped_ratio``."""
+    reward: float | None = None
+    """TRL's ``reward``: the mean of every scored reward (the same number as ``mean_reward``)."""
+    frac_reward_zero_std: float = 0.0
+    """TRL's ``frac_reward_zero_std``, as TRL computes it for the run's ``scale_rewards``: the fraction of
+    completions whose group std (``group``, ``none``) or batch std (``batch``) is zero (NaN std, from fewer
+    than two scored rewards, is not zero)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def trl_frac_reward_zero_std(groups: Sequence[GroupStats], scale_rewards: str = "group") -> float:
+    """TRL's ``frac_reward_zero_std`` (``GRPOTrainer._generate_and_score_completions``): ``torch.isclose(std, 0)``
+    per completion, with std the group's ``nanstd`` for ``group``/``none`` and the whole batch's for ``batch``."""
+    def is_zero(std: float) -> bool:
+        return math.isfinite(std) and abs(std) <= 1e-8  # torch.isclose(x, 0): |x| <= atol + rtol * 0
+
+    n = sum(len(g.rewards) for g in groups)
+    if not n:
+        return 0.0
+    if scale_rewards == "batch":
+        everything = np.array([np.nan if r is None else r for g in groups for r in g.rewards], dtype=np.float64)
+        return 1.0 if is_zero(nanstd(everything)) else 0.0
+    zero = sum(len(g.rewards) for g in groups
+               if is_zero(nanstd(np.array([np.nan if r is None else r for r in g.rewards], dtype=np.float64))))
+    return zero / n
 
 
 TIMING_FIELDS = ("completions_per_second", "score_seconds", "cache_hits")
@@ -135,7 +158,7 @@ TIMING_FIELDS = ("completions_per_second", "score_seconds", "cache_hits")
 
 def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str], *,
                  score_seconds: float, cache_hits: int = 0,
-                 finish_reasons: Sequence[str] | None = None) -> StepMetrics:
+                 finish_reasons: Sequence[str] | None = None, scale_rewards: str = "group") -> StepMetrics:
     """Aggregate group statistics into a step's metrics."""
     statuses = list(statuses)
     n = len(statuses)
@@ -165,7 +188,9 @@ def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str
         completions_per_second=n / score_seconds if score_seconds > 0 else 0.0,
         score_seconds=score_seconds, cache_hits=cache_hits,
         clipped_ratio=frac(sum(1 for f in finish_reasons if f == "length"), len(finish_reasons))
-        if finish_reasons else 0.0)
+        if finish_reasons else 0.0,
+        reward=float(scored.mean()) if scored.size else None,
+        frac_reward_zero_std=trl_frac_reward_zero_std(groups, scale_rewards))
 
 
 def run_summary(history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -46,11 +46,11 @@ from grpo_wb.signal.diagnostics import (
     pass_at_k,
 )
 from grpo_wb.tasks.records import load_tasks, write_tasks
+from grpo_wb.tasks.rowexport import EXPORT_FORMATS, export_rows, trl_record
 
 G_MIN, G_MAX = 2, 32
 DEFAULT_BUDGET = 256
 DEFAULT_KS = (1, 5, 10)
-TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout")
 
 
 @dataclass(kw_only=True)
@@ -63,10 +63,7 @@ class HeadroomConfig:
     """pass@k values to estimate (each k at most n)"""
     confidence: float = 0.95
     """level of the Jeffreys pass-rate intervals"""
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.confidence < 1.0:
-            raise UserError(f"confidence must be in (0, 1), got {self.confidence}")
+    # (the values are checked by analyze(), which the CLI, the notebooks and library callers all reach)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -84,40 +81,54 @@ class TaskSamples:
     """Samples that passed."""
     rewards: tuple[float, ...] = ()
     """Rewards of the samples that have one (unscored samples are left out)."""
+    passes: tuple[bool, ...] = ()
+    """Pass or not of each sample in file order (scored files; empty for a run's pooled groups)."""
+    raw_rewards: tuple[float | None, ...] = ()
+    """Every sample's reward in file order, None where unscored (scored files; empty for runs)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "n": self.n, "n_correct": self.n_correct, "rewards": list(self.rewards)}
 
 
-
-def _dataframe(*args, **kwargs):
+def dataframe(*args, **kwargs):
     """A pandas DataFrame; pandas (0.3 s, 50 MiB) is imported for the tables notebooks show, not by every
     ``grpo-wb`` command that imports this module."""
     import pandas
 
     return pandas.DataFrame(*args, **kwargs)
 
-def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable[Any]) -> None:
-    slot = acc.setdefault(task_id, [0, 0, []])
+
+def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable[Any],
+           passed: bool | None = None) -> None:
+    slot = acc.setdefault(task_id, [0, 0, [], [], []])
     slot[0] += n
     slot[1] += c
+    rewards = list(rewards)
     slot[2].extend(float(r) for r in rewards if r is not None)
+    if passed is not None:  # one sample of a scored file, in order
+        slot[3].append(passed)
+        slot[4].extend(None if r is None else float(r) for r in rewards)
 
 
 def _finish(acc: dict[str, list]) -> list[TaskSamples]:
-    return [TaskSamples(t, n, c, tuple(r)) for t, (n, c, r) in acc.items()]
+    return [TaskSamples(t, n, c, tuple(r), tuple(p), tuple(raw)) for t, (n, c, r, p, raw) in acc.items()]
 
 
 def samples_from_scored_rows(rows: Iterable[dict[str, Any]]) -> list[TaskSamples]:
     """Group ScoredCompletion JSON rows (``task_id``, ``passed``, ``reward``) by task, in first-seen order."""
     acc: dict[str, list] = {}
     for row in rows:
-        _merge(acc, row["task_id"], 1, int(bool(row["passed"])), [row.get("reward")])
+        _merge(acc, row["task_id"], 1, int(bool(row["passed"])), [row.get("reward")], bool(row["passed"]))
     return _finish(acc)
 
 
 def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
     """Read a ``grpo-wb score`` results file; a line without task_id/passed is an error naming it."""
+    return samples_from_scored_rows(read_scored_file(path))
+
+
+def read_scored_file(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``grpo-wb score`` results file, each checked (task_id, passed, reward), in file order."""
     rows = []
     for lineno, obj in iter_jsonl(path):
         if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) \
@@ -130,7 +141,7 @@ def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
         rows.append(obj)
     if not rows:
         raise UserError("no scored completions in file", path=str(path))
-    return samples_from_scored_rows(rows)
+    return rows
 
 
 def samples_from_run(run_dir: str | Path) -> list[TaskSamples]:
@@ -315,8 +326,7 @@ class HeadroomReport:
     """The rest: the tasks that can produce informative groups."""
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        return d
+        return asdict(self)
 
     def point(self, g: int) -> CurvePoint:
         """The curve point for group size ``g``."""
@@ -333,11 +343,11 @@ class HeadroomReport:
             for k, v in d.pop("pass_at_k").items():
                 d[f"pass@{k}"] = v
             rows.append(d)
-        return _dataframe(rows)
+        return dataframe(rows)
 
     def curve_frame(self):
         """The G curve as a DataFrame indexed by G."""
-        return _dataframe([p.to_json() for p in self.curve]).set_index("g")
+        return dataframe([p.to_json() for p in self.curve]).set_index("g")
 
     def summary_frame(self):
         """The whole-set numbers as a two-column table (for display)."""
@@ -345,7 +355,7 @@ class HeadroomReport:
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
                  (f"recommended G (budget {self.budget}/step)", self.recommended_g if self.recommended_g else "\u2014")]
-        return _dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
+        return dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
 
     def category_frame(self, n: int = 10):
         """Too easy / too hard / frontier: counts and the first ``n`` task ids of each."""
@@ -353,7 +363,7 @@ class HeadroomReport:
         for cat, ids in (("too_easy", self.too_easy), ("too_hard", self.too_hard), ("frontier", self.frontier)):
             shown = ", ".join(ids[:n]) + (f", ... (+{len(ids) - n})" if len(ids) > n else "")
             rows.append({"category": cat, "tasks": len(ids), "examples": shown})
-        return _dataframe(rows).set_index("category")
+        return dataframe(rows).set_index("category")
 
     def headline(self, source: str | None = None) -> dict[str, Any]:
         """The few numbers a batch index shows (``source``: where the completions came from)."""
@@ -450,16 +460,50 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
         frontier=[t.task_id for t in tasks if t.category == "frontier"])
 
 
-# ----------------------------------------------------------------------------- mock samples
-
-
 # ----------------------------------------------------------------------------- export
 
 
-def trl_record(task) -> dict[str, Any]:
-    """A TRL-ready dataset row: ``prompt`` plus what a code reward function needs (extra columns reach it as kwargs)."""
-    d = task.to_json()
-    return {k: d[k] for k in TRL_COLUMNS}
+def export_columns(t: TaskHeadroom, group_size: int) -> dict[str, Any]:
+    """The ``grpo_wb_*`` columns an export adds to a task's row (G in the informative column's name)."""
+    return {"grpo_wb_pass_rate": t.pass_rate, "grpo_wb_pass_rate_low": t.ci_low, "grpo_wb_pass_rate_high": t.ci_high,
+            "grpo_wb_n_samples": t.n,
+            f"grpo_wb_p_informative_{group_size}": informative_estimate(t.n, t.n_correct, group_size)[0],
+            "grpo_wb_category": t.category}
+
+
+def _tasks_for(task_ids: Sequence[str], tasks_file: str | Path) -> list:
+    by_id = {t.task_id: t for t in load_tasks(tasks_file)}
+    missing = [t for t in task_ids if t not in by_id]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise UserError(f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
+                        "pass the task file the samples were scored against")
+    return [by_id[t] for t in task_ids]
+
+
+EXPORTS = ("canonical",) + EXPORT_FORMATS
+
+
+def export_tasks(report: HeadroomReport, task_ids: Sequence[str], tasks_file: str | Path, out: str | Path, *,
+                 fmt: str = "canonical", group_size: int | None = None) -> str:
+    """Write the chosen tasks and say what was written, in one line.
+
+    ``canonical``: the task records plus a TRL dataset beside them (``.trl.jsonl``). The other formats are
+    rows (see :mod:`grpo_wb.tasks.rowexport`) with the ``grpo_wb_*`` columns at G (default: the recommended
+    G, else G_MIN).
+    """
+    if fmt not in EXPORTS:
+        raise UserError(f"unknown export format {fmt!r} (choose {', '.join(EXPORTS)})")
+    chosen = _tasks_for(task_ids, tasks_file)
+    if fmt == "canonical":
+        trl = trl_path_for(out)
+        write_tasks(out, chosen)
+        atomic_write_jsonl(trl, [trl_record(t) for t in chosen])
+        return f"{len(chosen)} tasks to {out} (canonical) and {trl} (TRL dataset)"
+    g = group_size or report.recommended_g or G_MIN
+    by_id = {t.task_id: t for t in report.tasks}
+    kind = export_rows(chosen, fmt, out, {t.task_id: export_columns(by_id[t.task_id], g) for t in chosen})
+    return f"{len(chosen)} {fmt} rows to {out} ({kind}; grpo_wb_* columns at G={g})"
 
 
 def trl_path_for(path: str | Path) -> Path:
@@ -469,30 +513,15 @@ def trl_path_for(path: str | Path) -> Path:
     return p.with_name(stem + ".trl.jsonl")
 
 
-def export_frontier(report: HeadroomReport, tasks_file: str | Path, out: str | Path,
-                    trl_out: str | Path | None = None, *, allow_empty: bool = False) -> tuple[Path, Path, int]:
+def export_frontier(report: HeadroomReport, tasks_file: str | Path, out: str | Path, *,
+                    allow_empty: bool = False) -> tuple[Path, Path, int]:
     """Write the frontier tasks in the canonical format and as a TRL dataset; return both paths and the count.
 
     No frontier task is an error unless ``allow_empty`` (then nothing is written and the count is 0).
     """
-    by_id = {t.task_id: t for t in load_tasks(tasks_file)}
-    missing = [t for t in report.frontier if t not in by_id]
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise UserError(f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
-                        "pass the task file the samples were scored against")
-    chosen = [by_id[t] for t in report.frontier]
     out = Path(out)
-    trl = Path(trl_out) if trl_out else trl_path_for(out)
-    if not chosen and allow_empty:
-        return out, trl, 0
-    if not chosen:
+    if not report.frontier and not allow_empty:
         raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
-    write_tasks(out, chosen)
-    atomic_write_jsonl(trl, [trl_record(t) for t in chosen])
-    return out, trl, len(chosen)
-
-
-# ----------------------------------------------------------------------------- CLI
-
-
+    if report.frontier:
+        export_tasks(report, report.frontier, tasks_file, out)
+    return out, trl_path_for(out), len(report.frontier)

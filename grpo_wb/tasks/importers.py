@@ -238,6 +238,30 @@ def _as_text(v: Any) -> str:
     return str(v)
 
 
+def apps_io_tests(io: Any, compare: str = "apps_equal") -> tuple[list[TestCase], str]:
+    """Tests and entry point from APPS/TACO ``input_output`` (``inputs``, ``outputs``, optional ``fn_name``).
+
+    Call-based (``fn_name``): each input is the argument list and the result must satisfy ``compare``
+    (``apps_equal``: APPS's rule, ``[x]`` also accepts ``x``). Otherwise stdin/stdout tests, where an input or
+    output given as a list of lines is joined with newlines. Raises ValueError when the shape is wrong.
+    """
+    if not isinstance(io, dict) or not isinstance(io.get("inputs"), list) or not isinstance(io.get("outputs"), list):
+        raise ValueError("input_output needs lists 'inputs' and 'outputs'")
+    if len(io["inputs"]) != len(io["outputs"]) or not io["inputs"]:
+        raise ValueError(f"{len(io['inputs'])} inputs but {len(io['outputs'])} outputs")
+    fn = io.get("fn_name")
+    if fn:
+        if not isinstance(fn, str) or not fn.isidentifier():
+            raise ValueError(f"fn_name {fn!r} is not a Python identifier")
+        tests = []
+        for i, (args, exp) in enumerate(zip(io["inputs"], io["outputs"])):
+            args = args if isinstance(args, list) else [args]
+            tests.append(TestCase(name=f"call_{i}", code=f"assert {compare}(candidate(*{args!r}), {exp!r})"))
+        return tests, fn
+    return [TestCase(name=f"io_{i}", type="stdio", input=_as_text(inp), output=_as_text(out))
+            for i, (inp, out) in enumerate(zip(io["inputs"], io["outputs"]))], ""
+
+
 def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
     """One APPS problem folder (``question.txt``, ``input_output.json``, optional starter and metadata)."""
     where = str(folder)
@@ -247,14 +271,11 @@ def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
         raise UserError("missing question.txt", path=where)
     if not io_path.exists():
         raise UserError("missing input_output.json (no tests)", path=where)
+    io = read_json(io_path)
     try:
-        io = json.loads(io_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise UserError(f"invalid JSON: {e.msg} (line {e.lineno})", path=str(io_path)) from None
-    if not isinstance(io, dict) or not isinstance(io.get("inputs"), list) or not isinstance(io.get("outputs"), list):
-        raise UserError("input_output.json needs lists 'inputs' and 'outputs'", path=str(io_path))
-    if len(io["inputs"]) != len(io["outputs"]) or not io["inputs"]:
-        raise UserError(f"{len(io['inputs'])} inputs but {len(io['outputs'])} outputs", path=str(io_path))
+        tests, entry = apps_io_tests(io)
+    except ValueError as e:
+        raise UserError(str(e), path=str(io_path)) from None
     starter = (folder / "starter_code.py").read_text(encoding="utf-8") if (folder / "starter_code.py").exists() else ""
     meta: dict[str, Any] = {"source": "apps", "folder": folder.name}
     if (folder / "metadata.json").exists():
@@ -262,17 +283,6 @@ def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
             meta.update(json.loads((folder / "metadata.json").read_text(encoding="utf-8")))
         except json.JSONDecodeError:
             pass
-    fn = io.get("fn_name")
-    if fn:
-        tests = []
-        for i, (args, exp) in enumerate(zip(io["inputs"], io["outputs"])):
-            args = args if isinstance(args, list) else [args]
-            tests.append(TestCase(name=f"call_{i}", code=f"assert apps_equal(candidate(*{args!r}), {exp!r})"))
-        entry = fn
-    else:
-        tests = [TestCase(name=f"io_{i}", type="stdio", input=_as_text(inp), output=_as_text(out))
-                 for i, (inp, out) in enumerate(zip(io["inputs"], io["outputs"]))]
-        entry = ""
     solution = None
     if (folder / "solutions.json").exists():
         try:
@@ -281,7 +291,7 @@ def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
         except (json.JSONDecodeError, IndexError):
             solution = None
     return Task(task_id=task_id or f"apps/{folder.name}", prompt=apps_prompt(q.read_text(encoding="utf-8"),
-                                                                            starter, bool(fn)),
+                                                                            starter, bool(entry)),
                 entry_point=entry, tests=tuple(tests), canonical_solution=solution, prelude=APPS_PRELUDE,
                 metadata=meta)
 
@@ -370,16 +380,17 @@ def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImpo
     root = Path(src)
     if dataset is not None and dataset not in MAPCODER_SETS:
         raise UserError(f"unknown MapCoder set {dataset!r} (choose {', '.join(MAPCODER_SETS)})")
-    files = sorted(root.glob("*.jsonl*")) if root.is_dir() else [root]
-    files = [f for f in files if dataset is None or mapcoder_file_parts(f)[1] == dataset]
+    parts = {f: mapcoder_file_parts(f) for f in (sorted(root.glob("*.jsonl*")) if root.is_dir() else [root])}
+    files = [f for f, (_, ds, _) in parts.items() if dataset is None or ds == dataset]
     if not files:
         raise UserError("no MapCoder result files" + (f" of set {dataset}" if dataset else ""), path=str(root))
     tasks: dict[str, Task] = {}
     samples: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
     notes: list[str] = []
+    noted: set[str] = set()
     for f in files:
-        model, ds, run = mapcoder_file_parts(f)
+        model, ds, run = parts[f]
         for lineno, row in iter_jsonl(f):
             if not isinstance(row, dict) or not isinstance(row.get("responses"), list) or not row["responses"]:
                 raise UserError("expected a MapCoder row with a 'responses' list", path=str(f), line=lineno)
@@ -391,7 +402,8 @@ def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImpo
                 skipped[task] = skipped.get(task, 0) + 1
                 continue
             old = tasks.setdefault(task.task_id, task)
-            if old is not task and old.tests != task.tests and not any(task.task_id in n for n in notes):
+            if old is not task and old.tests != task.tests and task.task_id not in noted:
+                noted.add(task.task_id)
                 notes.append(f"{task.task_id}: tests differ in {f.name}; kept those of {old.metadata['source']}")
             samples.append({"task_id": task.task_id, "completion": str(row["responses"][0]), "model": model,
                             "method": _mapcoder_method(run), "file": f.name, "line": lineno,

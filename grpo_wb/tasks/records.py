@@ -12,7 +12,15 @@ One task per line. The JSON form (``schema_version`` 1)::
      "check": null,                             # optional: source defining check(candidate)
      "canonical_solution": "    return a + b\\n",  # optional: completes the prompt
      "timeout": null,                           # optional: seconds, overrides the run's default
+     "prelude": "",                             # optional: code run before the completion (omitted when empty)
+     "output_match": "lines",                   # optional: how stdio output is compared (omitted when "lines")
      "metadata": {}}                            # optional: free-form
+
+``output_match`` (stdio tests): ``lines`` compares line by line after dropping
+trailing whitespace and trailing blank lines (line count included); ``tokens``
+is CodeContests' rule (whitespace-separated tokens, case-insensitive, numbers
+within 1e-5); ``numeric-lines`` is LiveCodeBench's (lines stripped, a line also
+matches when its tokens are equal as decimal numbers).
 
 ``tests`` are counted one by one (partial credit). When ``check`` is present
 (imported HumanEval tasks keep the original ``check`` function there) it is the
@@ -26,19 +34,21 @@ and tests that do not compile are errors reported as ``PATH:LINE: problem``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import keyword
 import math
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from grpo_wb.errors import UserError, ValidationError, format_location
-from grpo_wb.jsonio import atomic_write_text, dumps, iter_jsonl
+from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 
 SCHEMA_VERSION = 1
 TEST_TYPES = ("assert", "stdio")
+OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines")
 
 
 @dataclass(frozen=True)
@@ -86,17 +96,24 @@ class Task:
     """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
     prelude: str = ""
     """Code run before the completion in the same module (e.g. the standard imports APPS assumes)."""
+    output_match: str = "lines"
+    """How stdio output is compared: ``lines``, ``tokens`` (CodeContests) or ``numeric-lines`` (LiveCodeBench)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form extra information (source, difficulty, mock skill, ...)."""
     schema_version: int = SCHEMA_VERSION
     """Format version of this record."""
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tests"] = [t.to_json() for t in self.tests]
-        order = ["schema_version", "task_id", "prompt", "entry_point", "tests", "test_setup",
-                 "check", "canonical_solution", "timeout", "prelude", "metadata"]
-        return {k: d[k] for k in order if k != "prelude" or d[k]}
+        d: dict[str, Any] = {"schema_version": self.schema_version, "task_id": self.task_id, "prompt": self.prompt,
+                             "entry_point": self.entry_point, "tests": [t.to_json() for t in self.tests],
+                             "test_setup": self.test_setup, "check": self.check,
+                             "canonical_solution": self.canonical_solution, "timeout": self.timeout}
+        if self.prelude:
+            d["prelude"] = self.prelude
+        if self.output_match != "lines":
+            d["output_match"] = self.output_match
+        d["metadata"] = self.metadata
+        return d
 
     @property
     def is_script(self) -> bool:
@@ -107,7 +124,7 @@ class Task:
 _REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
 _OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
              "canonical_solution": (str, type(None)), "timeout": (int, float, type(None)),
-             "prelude": str, "metadata": dict}
+             "prelude": str, "output_match": str, "metadata": dict}
 _TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
 _TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
 
@@ -119,6 +136,7 @@ def _type_name(t: Any) -> str:
             type(None): "null"}.get(t, t.__name__)
 
 
+@functools.lru_cache(maxsize=4096)  # row imports check the same prelude and setup on every row
 def _compile_error(src: str, what: str) -> str | None:
     try:
         with warnings.catch_warnings():
@@ -205,6 +223,10 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
     for key in ("test_setup", "check", "prelude"):
         if obj.get(key) and (err := _compile_error(obj[key], key)):
             problems.append(err)
+    if obj.get("output_match", "lines") not in OUTPUT_MATCHES:
+        problems.append(f"unknown output_match {obj['output_match']!r} (known: {', '.join(OUTPUT_MATCHES)})")
+    elif obj.get("output_match", "lines") != "lines" and not all_stdio:
+        problems.append("output_match applies to stdio tests; this task has assert tests")
     if obj.get("check") and "def check" not in obj["check"]:
         problems.append("check must define a function check(candidate)")
     if problems:
@@ -213,7 +235,8 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                 tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
                 canonical_solution=obj.get("canonical_solution"),
                 timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
-                prelude=obj.get("prelude", ""), metadata=obj.get("metadata", {}))
+                prelude=obj.get("prelude", ""), output_match=obj.get("output_match", "lines"),
+                metadata=obj.get("metadata", {}))
     return task, []
 
 
@@ -251,10 +274,8 @@ def load_tasks(path: str | Path) -> list[Task]:
 
 
 def write_tasks(path: str | Path, tasks: Iterable[Task]) -> int:
-    """Write tasks as canonical JSONL (atomically); return how many."""
-    rows = [dumps(t.to_json()) for t in tasks]
-    atomic_write_text(path, "".join(r + "\n" for r in rows))
-    return len(rows)
+    """Write tasks as canonical JSONL (atomically, streamed: ``tasks`` may be a generator); return how many."""
+    return atomic_write_jsonl(path, (t.to_json() for t in tasks))
 
 
 def task_from_json(obj: dict[str, Any]) -> Task:

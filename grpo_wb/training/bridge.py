@@ -42,8 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import pandas as pd
-
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl, sha256_file
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
@@ -120,24 +118,31 @@ class ExecutionReward:
     """A TRL reward function that runs each completion against its task's tests in grpo_wb's sandbox.
 
     ``tasks``: a canonical task file (or the frontier export's ``.trl.jsonl``), an iterable of
-    :class:`~grpo_wb.tasks.Task`, or None to build each task from the dataset's own columns
+    :class:`~grpo_wb.tasks.records.Task`, or None to build each task from the dataset's own columns
     (``prompt``, ``task_id``, ``entry_point``, ``tests``, ... as the frontier export writes them).
     Rows are matched to tasks by the ``task_id`` column. ``reward``/``parse_failure_reward``
-    are :class:`~grpo_wb.scoring.rewards.RewardConfig`'s; ``timeout``/``memory_mb`` the sandbox limits.
-    ``limits``, when given, replaces both (and carries ``site_packages`` and ``isolation``).
+    are :class:`~grpo_wb.scoring.rewards.RewardConfig`'s; ``timeout``/``memory_mb`` the sandbox limits
+    (default 3 s, 2048 MiB), or ``limits`` for all of them (with ``site_packages`` and ``isolation``): one or
+    the other, never both.
     A completion the sandbox failed on (``sandbox_error``) gets None: it is not the model's fault.
     """
 
     def __init__(self, tasks: str | Path | Iterable[Task] | None = None, *, reward: str = "binary",
-                 parse_failure_reward: float | None = 0.0, timeout: float = 3.0, memory_mb: int = 2048,
+                 parse_failure_reward: float | None = 0.0, timeout: float | None = None,
+                 memory_mb: int | None = None,
                  workers: int | None = None, name: str = "execution_reward", log_metrics: bool = True,
                  tasks_path: str | None = None, limits: SandboxLimits | None = None):
         try:
             self.reward_config = RewardConfig(kind=reward, parse_failure_reward=parse_failure_reward)
         except ValueError as e:
             raise UserError(str(e)) from None
-        if not timeout > 0:
-            raise UserError("timeout must be positive")
+        if limits is not None and (timeout is not None or memory_mb is not None):
+            raise UserError("ExecutionReward: pass limits, or timeout and memory_mb, not both")
+        if limits is None:
+            timeout, memory_mb = 3.0 if timeout is None else timeout, 2048 if memory_mb is None else memory_mb
+            if not timeout > 0:
+                raise UserError("timeout must be positive")
+            limits = SandboxLimits(timeout=float(timeout), memory_bytes=int(memory_mb) << 20)
         self.__name__ = name  # TRL logs rewards/{__name__}/mean
         # where the tasks came from, for messages (given when ``tasks`` are Task objects already loaded)
         self.tasks_path = str(tasks) if isinstance(tasks, (str, Path)) else tasks_path
@@ -147,8 +152,7 @@ class ExecutionReward:
             loaded = load_tasks(tasks) if isinstance(tasks, (str, Path)) else list(tasks)
             self._tasks = {t.task_id: t for t in loaded}
         self._from_columns = tasks is None
-        # ``limits`` (e.g. grpo-wb train's --site-packages, --isolation) wins over timeout/memory_mb
-        self.limits = limits or SandboxLimits(timeout=float(timeout), memory_bytes=int(memory_mb) << 20)
+        self.limits = limits
         self.workers = workers
         self.log_metrics = log_metrics
         self.num_generations: int | None = None
@@ -347,6 +351,8 @@ def compare_logged_advantages(output_dir: str | Path, run_dir: str | Path, rewar
     gpath = Path(run_dir) / "groups.jsonl"
     if not files or not gpath.exists():
         return None
+    import pandas as pd  # where used: the reward, which every training process imports, never needs it
+
     by_step: dict[int, list[dict[str, Any]]] = {}
     for _, g in iter_jsonl(gpath):
         by_step.setdefault(int(g["step"]), []).append(g)
@@ -535,7 +541,7 @@ class GrpoWbMetricsCallback(_CallbackBase):
             "tasks_file": self.tasks_file,
             "tasks_sha256": self.tasks_sha256,
             "versions": _versions(),
-        }, ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "trl_log.jsonl", "summary.json"))
+        })
 
 
 def _merge_batches(parts: Sequence[ScoredBatch]) -> ScoredBatch:

@@ -7,9 +7,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from grpo_wb.config import cli, positive_int
-from grpo_wb.errors import UserError
+from grpo_wb.config import check_at_least_one, check_choices, cli, positive_int
+from grpo_wb.errors import UserError, exception_line
 from grpo_wb.scoring.executors import SandboxConfig
+from grpo_wb.scoring.rewards import RewardKind
+from grpo_wb.signal.advantages import ScaleRewards
 
 EXTRA_HINT = "pip install 'grpo_wb[trl]'"
 
@@ -48,9 +50,9 @@ class TrlTrainConfig(SandboxConfig):
     """comma-separated module names (e.g. q_proj,v_proj) or all-linear"""
     seed: int = 0
     """seed of TRL's sampler, the LoRA init and the sampling"""
-    reward: Literal["binary", "partial"] = "binary"
+    reward: RewardKind = "binary"
     """binary or partial (fraction of tests passed)"""
-    scale_rewards: Literal["group", "batch", "none"] = "group"
+    scale_rewards: ScaleRewards = "group"
     """TRL's scale_rewards"""
     beta: float = 0.0
     """KL coefficient (TRL default 0: no reference model)"""
@@ -61,20 +63,16 @@ class TrlTrainConfig(SandboxConfig):
     template)"""
 
     def __post_init__(self) -> None:
-        SandboxConfig.__post_init__(self)
-        for name in ("group_size", "max_steps", "batch_size", "max_completion_length", "lora_r", "lora_alpha"):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        super().__post_init__()
+        check_choices(self)
+        check_at_least_one(self, "group_size", "max_steps", "batch_size", "max_completion_length", "lora_r",
+                           "lora_alpha")
         if self.group_size < 2:
             raise UserError("group-size must be at least 2: GRPO learns from differences within a group")
-        if self.save_steps is not None and self.save_steps < 1:
-            raise UserError("save-steps must be at least 1")
-        if self.scale_rewards not in ("group", "batch", "none"):
-            raise UserError(f"unknown scale-rewards {self.scale_rewards!r}")
+        if self.save_steps is not None:
+            check_at_least_one(self, "save_steps")
         if not self.learning_rate > 0:
             raise UserError("learning-rate must be positive")
-        if self.mode not in ("auto", "completions", "chat"):
-            raise UserError(f"unknown mode {self.mode!r} (choose auto, completions, chat)")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise UserError("lora-dropout must be in [0, 1)")
 
@@ -89,4 +87,4 @@ def require_extra() -> None:
             __import__(name)
         except ImportError as e:
             raise UserError(f"grpo-wb train --trainer trl needs {name}, which is not installed "
-                            f"({e.__class__.__name__}: {e}); install the extra: {EXTRA_HINT}") from None
+                            f"({exception_line(e)}); install the extra: {EXTRA_HINT}") from None

@@ -10,13 +10,13 @@ and the notebooks read it like a smoke run. It runs on the CPU when no GPU is th
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from grpo_wb.errors import UserError
+from grpo_wb.errors import UserError, exception_line, one_line
+from grpo_wb.jsonio import read_json
 from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.training.bridge import (
@@ -80,7 +80,7 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         tokenizer = AutoTokenizer.from_pretrained(cfg.model)
         model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.bfloat16 if bf16 else torch.float32)
     except (OSError, ValueError) as e:
-        raise UserError(f"{cfg.model}: cannot load the model or tokenizer ({str(e).splitlines()[0]})") from None
+        raise UserError(f"{cfg.model}: cannot load the model or tokenizer ({exception_line(e)})") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     has_template = bool(getattr(tokenizer, "chat_template", None))
@@ -102,7 +102,7 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         log_completions=True, num_completions_to_print=0, report_to="none",
         gradient_checkpointing=cuda, dataloader_num_workers=0)
     reward = ExecutionReward(tasks, tasks_path=cfg.tasks, reward=cfg.reward, limits=cfg.limits(), workers=cfg.workers)
-    callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "trainer": "trl", "device":
+    callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "device":
                                      "cuda" if cuda else "cpu", "prompt_mode": mode})
     try:
         try:
@@ -110,8 +110,8 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
                                   train_dataset=build_dataset(tasks, mode),
                                   processing_class=tokenizer, peft_config=peft_config, callbacks=[callback])
         except ValueError as e:  # e.g. LoRA target modules that the model does not have
-            raise UserError(f"cannot set up GRPOTrainer: {str(e).splitlines()[0]}") from None
+            raise UserError(f"cannot set up GRPOTrainer: {one_line(e, first_line=True)}") from None
         trainer.train()
     finally:
         reward.close()
-    return json.loads((out / "summary.json").read_text())
+    return read_json(out / "summary.json")

@@ -1,0 +1,81 @@
+"""``grpo-wb filter``: the pass-rate filter teams write by hand, with an interval, a sample floor and the
+informative fraction it buys at G; the published recipes side by side."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from grpo_wb.cli.common import Command, refuse_to_overwrite
+from grpo_wb.cli.headroom import Export, run_tasks_file
+from grpo_wb.config import cli, from_args
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.signal.filters import RECIPES, FilterResult, FilterRule, compare_rules
+from grpo_wb.signal.headroom import analyze, export_tasks, load_samples
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilterArgs(FilterRule):
+    """``grpo-wb filter``."""
+
+    input: str = field(metadata=cli(positional=True, metavar="INPUT"))
+    """scored completions file (grpo-wb score output) or a run directory"""
+    recipe: list[Literal[tuple(RECIPES)]] = field(default_factory=list)
+    """a published rule instead (open-r1, skywork, prime, dapo); repeat to compare them side by side"""
+    tasks: str | None = None
+    """canonical task file the samples were scored against, for --out (default for a run: its task file)"""
+    out: str | None = field(default=None, metadata=cli(metavar="PATH"))
+    """write the kept tasks to PATH, as --format says (one rule or one recipe)"""
+    format: Export = "canonical"
+    """what --out holds (see grpo-wb headroom --help)"""
+    json: str | None = field(default=None, metadata=cli(metavar="PATH"))
+    """write every rule's result (kept ids, drops by reason) as JSON"""
+    force: bool = False
+    """replace --out and --json if they exist"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.has_rule and not self.recipe:
+            raise UserError("nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N "
+                            "or --recipe NAME")
+        if self.out and (len(self.recipe) + self.has_rule) > 1:
+            raise UserError("--out writes the tasks one rule keeps: give one rule or one --recipe")
+
+
+def _print(res: FilterResult) -> None:
+    after = "-" if res.informative_after is None else f"{res.informative_after:.3f}"
+    print(f"{res.name}: kept {len(res.kept)} of {res.n_tasks} tasks; expected informative fraction at "
+          f"G={res.group_size}: {after} (unfiltered {res.informative_before:.3f})")
+    for s in res.steps:
+        why = ", ".join(f"{n} {r}" for r, n in sorted(s.reasons.items(), key=lambda x: -x[1]))
+        print(f"  {s.rule:<40} drops {s.dropped:>6}  keeps {s.kept:>6}" + (f"  ({why})" if why else ""))
+
+
+def filter_cmd(args: argparse.Namespace) -> int:
+    a = from_args(FilterArgs, args)
+    refuse_to_overwrite(a.out, a.force)
+    refuse_to_overwrite(a.json, a.force)
+    samples = load_samples(a.input)
+    results = compare_rules(samples, from_args(FilterRule, args), a.recipe)
+    print(f"{len(samples)} tasks, {sum(s.n for s in samples)} samples (min {min(s.n for s in samples)} per task)")
+    for res in results:
+        _print(res)
+    if a.json:
+        atomic_write_json(a.json, {"input": a.input, "results": [r.to_json() for r in results]})
+        print(f"wrote {a.json}")
+    if a.out:
+        (res,) = results
+        if not res.kept:
+            raise UserError(f"{res.name} keeps no task; nothing written to {a.out}")
+        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        if not tasks_file:
+            raise UserError("--out needs --tasks FILE (the task file the samples were scored against)")
+        report = analyze(samples, confidence=a.confidence)
+        print("wrote " + export_tasks(report, res.kept, tasks_file, a.out, fmt=a.format, group_size=a.group_size))
+    return 0
+
+
+COMMANDS = [Command(("filter",), FilterArgs, filter_cmd,
+                    "keep the tasks a pass-rate rule or a published recipe keeps, and say what that buys at G")]

@@ -1,0 +1,237 @@
+"""Row files as RL datasets store them: JSONL, JSON, Parquet and ``datasets.save_to_disk`` folders.
+
+Rows stream one at a time (Parquet and Arrow in record batches), so reading a
+dataset costs the memory of one batch, not of the file. Every row is numbered
+by its 0-based position in the dataset (``dataset[ROW]`` in Hugging Face
+datasets, ``df.iloc[ROW]`` in pandas), and messages about a row read
+``PATH:ROW: problem``.
+
+A ``save_to_disk`` folder is read with pyarrow alone, as ``datasets`` lays it
+out: ``state.json`` lists the Arrow IPC *stream* shards in order; a
+``DatasetDict`` folder (``dataset_dict.json``) holds one such folder per split.
+Parquet and Arrow need the ``[datasets]`` extra (pyarrow); JSON and JSONL need
+nothing.
+
+:func:`row_hash` fingerprints a row so an export can check that the source file
+still holds the row a task was imported from.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from grpo_wb.errors import UserError, require
+from grpo_wb.jsonio import atomic_open, atomic_write_jsonl, iter_jsonl, read_json
+
+PYARROW_HINT = "reading Parquet or Arrow needs pyarrow: pip install 'grpo_wb[datasets]'"
+BATCH_ROWS = 1024
+
+
+def _pyarrow():
+    return require("pyarrow", PYARROW_HINT)
+
+
+def _parquet():
+    return require("pyarrow.parquet", PYARROW_HINT)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"__bytes__": value.hex()}
+    return str(value)
+
+
+def row_hash(row: dict[str, Any]) -> str:
+    """sha256 of the row as canonical JSON (sorted keys; bytes and dates made text)."""
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=_canonical, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """Where rows come from: a file, or one split of a ``save_to_disk`` folder."""
+
+    path: str
+    """The file or folder as given."""
+    split: str | None = None
+    """The split of a ``DatasetDict`` folder (None for files and single datasets)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}[{self.split}]" if self.split else self.path
+
+
+def _container(path: Path) -> str:
+    if path.is_dir():
+        return "save_to_disk"
+    name = path.name.lower()
+    for ext, kind in ((".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".json", "json"),
+                      (".json.gz", "json"), (".parquet", "parquet"), (".arrow", "arrow")):
+        if name.endswith(ext):
+            return kind
+    raise UserError("unknown row file type (expected .jsonl[.gz], .json[.gz], .parquet, .arrow or a "
+                    "save_to_disk folder)", path=str(path))
+
+
+def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
+    """The dataset folder to read: ``root`` itself, or one split of a DatasetDict folder."""
+    if (root / "dataset_dict.json").exists():
+        splits = read_json(root / "dataset_dict.json").get("splits") or []
+        if split is None:
+            if "train" in splits or len(splits) == 1:
+                split = "train" if "train" in splits else splits[0]
+            else:
+                raise UserError(f"a DatasetDict with splits {', '.join(splits)}: choose one with --split",
+                                path=str(root))
+        if split not in splits:
+            raise UserError(f"no split {split!r} (splits: {', '.join(splits)})", path=str(root))
+        return root / split, split
+    if split is not None:
+        raise UserError(f"--split {split} given, but this is a single dataset (no dataset_dict.json)", path=str(root))
+    if not (root / "state.json").exists():
+        raise UserError("not a save_to_disk folder (no state.json or dataset_dict.json)", path=str(root))
+    return root, None
+
+
+def _shards(folder: Path) -> list[Path]:
+    state = read_json(folder / "state.json")
+    names = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
+    if not names:
+        raise UserError("state.json lists no data files", path=str(folder))
+    missing = [n for n in names if not (folder / n).exists()]
+    if missing:
+        raise UserError(f"data file {missing[0]} listed in state.json is missing", path=str(folder))
+    return [folder / n for n in names]
+
+
+def count_rows(src: RowSource) -> int | None:
+    """The number of rows, when the container says so without reading them (Parquet, Arrow), else None."""
+    path = Path(src.path)
+    kind = _container(path)
+    if kind == "parquet":
+        return _parquet().ParquetFile(str(path)).metadata.num_rows
+    return None
+
+
+def _arrow_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+    pa = _pyarrow()
+    for f in files:
+        try:
+            reader = pa.ipc.open_stream(pa.memory_map(str(f)))
+        except pa.ArrowInvalid:  # a file-format .arrow (not what save_to_disk writes) reads too
+            reader = pa.ipc.open_file(pa.memory_map(str(f)))
+            for i in range(reader.num_record_batches):
+                yield from reader.get_batch(i).to_pylist()
+            continue
+        for batch in reader:
+            yield from batch.to_pylist()
+
+
+def _json_rows(path: Path) -> Iterator[dict[str, Any]]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":  # Dataset.to_json writes JSON lines under a .json name
+            for _, obj in iter_jsonl(path):
+                yield obj
+            return
+        raise UserError(f"not JSON: {e.msg} (line {e.lineno})", path=str(path)) from None
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise UserError("expected a JSON list of rows (or an object with a 'data' list)", path=str(path))
+    yield from data
+
+
+def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """``(row, value)`` for each row, streamed; ``value`` is a dict for well-formed rows (callers check)."""
+    path = Path(src.path)
+    if not path.exists():
+        raise UserError("no such file or folder", path=src.path)
+    kind = _container(path)
+    if kind != "save_to_disk" and src.split is not None:
+        raise UserError("--split goes with a save_to_disk DatasetDict folder", path=src.path)
+    if kind == "jsonl":
+        rows: Iterator[Any] = (obj for _, obj in iter_jsonl(path))
+    elif kind == "json":
+        rows = _json_rows(path)
+    elif kind == "parquet":
+        pq = _parquet()
+        try:
+            pf = pq.ParquetFile(str(path))
+        except Exception as e:  # pyarrow raises several types for a file that is not Parquet
+            raise UserError(f"not a Parquet file ({type(e).__name__}: {e})", path=src.path) from None
+        rows = (r for batch in pf.iter_batches(batch_size=BATCH_ROWS) for r in batch.to_pylist())
+    elif kind == "arrow":
+        rows = _arrow_rows([path])
+    else:
+        folder, _ = _split_folder(path, src.split)
+        rows = _arrow_rows(_shards(folder))
+    for i, row in enumerate(rows):
+        if limit is not None and i >= limit:
+            return
+        yield i, row
+
+
+def resolve_source(path: str, split: str | None) -> RowSource:
+    """A row source with a DatasetDict's split chosen (``train`` by default, or the only one)."""
+    p = Path(path)
+    if p.is_dir() and p.exists():
+        _, split = _split_folder(p, split)
+    return RowSource(path, split)
+
+
+def rows_at(src: RowSource, wanted: set[int]) -> dict[int, Any]:
+    """The rows at the given positions, in one streaming pass (memory: only the wanted rows)."""
+    found: dict[int, Any] = {}
+    last = max(wanted) if wanted else -1
+    for i, row in iter_rows(src):
+        if i in wanted:
+            found[i] = row
+        if i >= last:
+            break
+    return found
+
+
+def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: RowSource | None = None) -> str:
+    """Write rows as Parquet (``.parquet``) or JSON lines (anything else), atomically; return the container.
+
+    With ``schema_from`` a Parquet or Arrow source, its column types are kept for the columns it has, so
+    structs, lists and nulls come back as they went in; new columns get inferred types.
+    """
+    path = Path(path)
+    if not path.name.lower().endswith(".parquet"):
+        atomic_write_jsonl(path, rows)
+        return "jsonl"
+    pa = _pyarrow()
+    pq = _parquet()
+    schema = None
+    if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
+        schema = _source_schema(schema_from)
+    table = pa.Table.from_pylist(rows)
+    if schema is not None:
+        fields = [schema.field(n) if n in schema.names else table.schema.field(n) for n in table.column_names]
+        table = pa.Table.from_pylist(rows, schema=pa.schema(fields))
+    with atomic_open(path, "wb") as f:
+        pq.write_table(table, f)
+    return "parquet"
+
+
+def _source_schema(src: RowSource):
+    pa = _pyarrow()
+    path = Path(src.path)
+    kind = _container(path)
+    if kind == "parquet":
+        return _parquet().ParquetFile(str(path)).schema_arrow
+    files = [path] if kind == "arrow" else _shards(_split_folder(path, src.split)[0])
+    try:
+        return pa.ipc.open_stream(pa.memory_map(str(files[0]))).schema
+    except pa.ArrowInvalid:
+        return pa.ipc.open_file(pa.memory_map(str(files[0]))).schema
