@@ -64,6 +64,17 @@ def fraction(s: str) -> float:
     return _number(s, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]", "must be in [0, 1]")
 
 
+def checked_band(band: Any, name: str = "band") -> tuple[float, float]:
+    """A pass-rate band ``(LOW, HIGH)`` with ``0 <= LOW <= HIGH <= 1`` (a UserError otherwise)."""
+    try:
+        lo, hi = (float(x) for x in band)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} needs two numbers LOW HIGH, got {band!r}") from None
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise UserError(f"{name} needs 0 <= LOW <= HIGH <= 1, got {lo:g} {hi:g}")
+    return lo, hi
+
+
 def int_list(s: str) -> list[int]:
     """``1,10,100``: positive integers, comma-separated."""
     try:

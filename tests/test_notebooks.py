@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_four_templates_exist():
+def test_the_five_templates_exist():
     assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
-                                           "dataset_filter.ipynb"}
+                                           "dataset_filter.ipynb", "data_strategy.ipynb"}
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -149,3 +149,21 @@ def test_dataset_filter_on_each_row_format(fmt, tmp_path):
     originals = [json.loads(x) for x in (ROW_FIXTURES / f"{fmt}.jsonl").read_text().splitlines()]
     assert len(kept) == len(tasks)
     assert all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)
+
+
+@pytest.mark.slow
+def test_data_strategy_from_mock_samples(tmp_path):
+    """The notebook's table and headline are the simulator's on the samples it scored (recomputed here)."""
+    from grpo_wb.signal.plan import PlanConfig, simulate
+
+    out = tmp_path / "ds"
+    res, nb, html = _run("data_strategy", out, {"n_samples": 8, "group_size": 4, "batch_size": 4, "epochs": 2,
+                                                "timeout": 0.5})
+    assert n_images(nb) == 1 and n_tables(nb) >= 3  # curves; strategies, closed forms, headline
+    assert_shareable_html(html, min_images=1)
+    assert "no weights are updated" in html
+    samples = hr.samples_from_scored_file(out / "mock_scored.jsonl")
+    again = simulate(samples, PlanConfig(group_size=4, batch_size=4, epochs=2)).to_json()
+    assert json.loads((out / "plan.json").read_text()) == json.loads(json.dumps(again))
+    best = min(again["strategies"].values(), key=lambda r: r["rollouts_per_informative_group"] or float("inf"))
+    assert res.headline["cheapest_strategy"] == best["strategy"]

@@ -14,6 +14,7 @@ from grpo_wb.jsonio import atomic_write_json
 from grpo_wb.signal.headroom import (
     EXPORTS,
     HeadroomConfig,
+    HeadroomReport,
     analyze,
     export_tasks,
     load_samples,
@@ -49,10 +50,8 @@ def run_tasks_file(run_dir: Path) -> str | None:
         return None
 
 
-def headroom(args: argparse.Namespace) -> int:
-    """Print the headroom report; export the frontier when asked."""
-    a = from_args(HeadroomArgs, args)
-    rep = analyze(load_samples(a.input), **asdict(from_args(HeadroomConfig, args)))
+def print_report(rep: HeadroomReport) -> None:
+    """The headroom report as ``grpo-wb headroom`` prints it."""
     print(f"{rep.n_tasks} tasks, {rep.n_samples} samples (min {min(t.n for t in rep.tasks)} per task); "
           f"mean pass rate {rep.mean_pass_rate:.3f}")
     if rep.pass_at_k:
@@ -71,6 +70,13 @@ def headroom(args: argparse.Namespace) -> int:
 
     for name, ids in (("too easy", rep.too_easy), ("too hard", rep.too_hard), ("frontier", rep.frontier)):
         print(f"{name}: {len(ids)}" + (f" ({few(ids)})" if ids else ""))
+
+
+def headroom(args: argparse.Namespace) -> int:
+    """Print the headroom report; export the frontier when asked."""
+    a = from_args(HeadroomArgs, args)
+    rep = analyze(load_samples(a.input), **asdict(from_args(HeadroomConfig, args)))
+    print_report(rep)
     if a.json:
         atomic_write_json(a.json, rep.to_json())
         print(f"wrote {a.json}")

@@ -279,3 +279,20 @@ def filter_comparison(results: pd.DataFrame) -> Figure:
     ax_i.legend(fontsize=8)
     ax_i.set_title("Expected informative fraction")
     return fig
+
+
+def strategy_curves(curves: pd.DataFrame) -> Figure:
+    """Rollouts spent against informative groups gathered, one line per strategy (``Plan.curves_frame``): the
+    steeper the line, the less a strategy pays for each group that teaches something."""
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.subplots()
+    if curves.empty:
+        return _empty(fig, ax, "steps")
+    for name, c in curves.groupby("strategy", sort=False):
+        ax.plot(c["rollouts"], c["informative_groups"], marker=".", ms=3, label=str(name))
+    ax.set_xlabel("rollouts generated")
+    ax.set_ylabel("informative groups trained on")
+    ax.set_title("Data strategies on recorded samples (policy fixed: no weights updated)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig

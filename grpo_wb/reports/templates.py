@@ -19,6 +19,7 @@ from grpo_wb.reports.notebooks import parameters_cells, read_notebook
 from grpo_wb.runs.smoke import SmokeConfig
 from grpo_wb.signal.filters import FilterRule
 from grpo_wb.signal.headroom import HeadroomConfig
+from grpo_wb.signal.plan import PlanConfig
 
 NOTEBOOKS = REPO / "notebooks"
 CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
@@ -26,6 +27,8 @@ CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
                                              "timeout", "mock_skill", "min_informative_fraction")),
     "task_headroom.ipynb": (HeadroomConfig, ("budget", "ks", "confidence")),
     "dataset_filter.ipynb": (FilterRule, ("band", "group_size", "min_samples", "conservative", "confidence")),
+    "data_strategy.ipynb": (PlanConfig, ("group_size", "batch_size", "epochs", "strategies", "band",
+                                         "max_num_gen_batches", "seed")),
 }
 """notebook file name -> (the config dataclass, the parameters that are its fields)."""
 

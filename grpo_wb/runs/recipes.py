@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
-from grpo_wb.jsonio import atomic_write_jsonl, read_json
+from grpo_wb.jsonio import atomic_write_json, atomic_write_jsonl, read_json
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.types import RolloutRequest, describe_source
 from grpo_wb.runs.load import Run, find_runs, load_run
@@ -27,6 +27,7 @@ from grpo_wb.signal.headroom import (
     read_scored_file,
     samples_from_scored_rows,
 )
+from grpo_wb.signal.plan import Plan, PlanConfig
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowformats import import_rows
 
@@ -148,3 +149,15 @@ def import_dataset(rows_file: str, row_format: str, out_dir: str | Path, *, colu
 def filter_rule(**parameters: Any) -> FilterRule:
     """A :class:`~grpo_wb.signal.filters.FilterRule` from notebook parameters, checked as the CLI checks the flags."""
     return from_dict(FilterRule, parameters, source="parameters")
+
+
+def plan_config(**parameters: Any) -> PlanConfig:
+    """A :class:`~grpo_wb.signal.plan.PlanConfig` from notebook parameters, checked as the CLI checks the flags."""
+    return from_dict(PlanConfig, parameters, source="parameters")
+
+
+def write_plan(plan: Plan, out_dir: str | Path) -> Path:
+    """``out_dir/plan.json``: what ``grpo-wb plan --json`` writes."""
+    path = Path(out_dir) / "plan.json"
+    atomic_write_json(path, plan.to_json())
+    return path

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from grpo_wb.config import cli, fraction, positive_int
+from grpo_wb.config import checked_band, cli, fraction, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.signal.diagnostics import informative_probability_model
 from grpo_wb.signal.headroom import (
@@ -91,12 +91,7 @@ class FilterRule:
 
     def __post_init__(self) -> None:
         if self.band is not None:
-            if len(self.band) != 2:
-                raise UserError(f"band needs two numbers LOW HIGH, got {list(self.band)}")
-            lo, hi = float(self.band[0]), float(self.band[1])
-            if not 0.0 <= lo <= hi <= 1.0:
-                raise UserError(f"--band needs 0 <= LOW <= HIGH <= 1, got {lo:g} {hi:g}")
-            object.__setattr__(self, "band", (lo, hi))
+            object.__setattr__(self, "band", checked_band(self.band, "--band"))
         if self.min_p_informative is not None and not 0.0 <= self.min_p_informative <= 1.0:
             raise UserError(f"--min-p-informative must be in [0, 1], got {self.min_p_informative}")
         if self.group_size < 2:

@@ -1,0 +1,441 @@
+"""Which data strategy wastes the fewest rollouts on this policy: a replay simulator over recorded samples.
+
+Each simulated step draws B prompts from a seeded permutation of the tasks (a new one each epoch, as the smoke
+loop does) and, for each, a group of G of that task's recorded samples, without replacement within an epoch
+(with replacement once a task's samples run out in an epoch; the report counts such draws). The policy does
+not change: no weights are updated, so the figures are the rollout cost of each strategy under today's policy,
+not a forecast of training. A group is informative when it holds a pass and a non-pass.
+
+Strategies, as their sources define them (``docs/data-strategies.md`` in the project's notes):
+
+* ``none``: every group trains, informative or not.
+* ``static``: a pass-rate band applied once before training (open-r1's ``compute_pass_rate.py``, Skywork-OR1,
+  PRIME): each task's pass rate from its first k samples (k = G by default; those k rollouts are counted),
+  tasks outside ``[LOW, HIGH]`` dropped, then ``none`` on the rest. The report says how many tasks it dropped
+  whose pass rate over all samples lies inside the band.
+* ``dapo``: DAPO dynamic sampling (verl-recipe ``dapo/dapo_ray_trainer.py``, ``filter_groups`` on ``acc``):
+  generation batches of B prompts until B informative groups are kept or ``max_num_gen_batches`` batches were
+  drawn (verl then raises; here the step trains on what it has, counted as a cap hit); kept groups past B are
+  discarded, as verl keeps the first ``train_batch_size x n``.
+* ``greso``: GRESO's pre-rollout selector (Infini-AI-Lab/GRESO ``presampling_selector.py``, strategy
+  ``all_probabilistic``) in front of DAPO's filling: a prompt whose last z records were all-pass is skipped
+  with probability ``1 - max(p_easy^z, 0.01)``; if not, and its last record was all-fail, with
+  ``1 - max(p_hard^z, 0.01)`` (z: its trailing all-fail records); never-seen prompts are never skipped.
+  After each step from the second epoch on, ``p_easy`` moves by 0.01 toward skipping more when the step's
+  all-pass share reached ``target/3`` (else less), ``p_hard`` likewise with ``2 target/3``, both clipped to
+  [0.05, 0.95], starting at 0.5. GRESO reads easy and hard off its math reward's group mean (>= 0.98, <= 0.11);
+  with pass/fail outcomes that is all-pass and all-fail, which is what is used here.
+
+Each strategy runs until it has trained on E x (frontier tasks) informative groups (E epochs of informative
+signal over the tasks that can give any) or hits the step cap.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from scipy.stats import binom
+
+from grpo_wb.config import checked_band, cli, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.signal.headroom import TaskSamples, dataframe, informative_estimate
+
+Strategy = Literal["none", "static", "dapo", "greso"]
+STRATEGIES: tuple[str, ...] = ("none", "static", "dapo", "greso")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanConfig:
+    """What the simulator runs: the batch shape, how much signal to gather, the strategies and their settings."""
+
+    group_size: int = field(default=8, metadata=cli(type=positive_int, metavar="G"))
+    """G: completions per prompt"""
+    batch_size: int = field(default=32, metadata=cli(type=positive_int, metavar="B"))
+    """B: prompts per training step"""
+    epochs: int = field(default=5, metadata=cli(type=positive_int, metavar="E"))
+    """run each strategy until it has trained on E x (frontier tasks) informative groups"""
+    strategies: list[Strategy] = field(default_factory=lambda: list(STRATEGIES))
+    """strategies to simulate (repeatable; default: none, static, dapo, greso)"""
+    band: tuple[float, float] = field(default=(0.1, 0.9), metadata=cli(metavar=("LOW", "HIGH")))
+    """static: keep tasks whose estimated pass rate lies in [LOW, HIGH]"""
+    static_samples: int | None = field(default=None, metadata=cli(type=positive_int, metavar="K"))
+    """static: samples per task behind the estimate (default: G)"""
+    max_num_gen_batches: int = 10
+    """dapo, greso: generation batches per step at most (verl's reference script: 10; 0: no limit)"""
+    greso_target: float = 0.25
+    """greso: target_zero_variance (its default)"""
+    seed: int = 0
+    """seed of the prompt permutations, the sample draws and GRESO's coin flips"""
+    max_steps: int | None = field(default=None, metadata=cli(type=positive_int, metavar="N"))
+    """steps per strategy at most (default: 50 epochs' worth)"""
+
+    def __post_init__(self) -> None:
+        if self.group_size < 2:
+            raise UserError(f"group size must be at least 2, got {self.group_size}")
+        object.__setattr__(self, "band", checked_band(self.band))
+        if not self.strategies:
+            raise UserError("no strategy to simulate")
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown:
+            raise UserError(f"unknown strategy {unknown[0]!r} (choose {', '.join(STRATEGIES)})")
+        if self.max_num_gen_batches < 0:
+            raise UserError(f"max_num_gen_batches must be >= 0, got {self.max_num_gen_batches}")
+        if not 0.0 < self.greso_target < 1.0:
+            raise UserError(f"greso_target must be in (0, 1), got {self.greso_target}")
+
+
+@dataclass
+class StrategyResult:
+    """One strategy's figures; one entry of the plan's ``strategies`` (its JSON form)."""
+
+    strategy: str
+    steps: int = 0
+    """Training steps simulated."""
+    rollouts: int = 0
+    """Completions generated, the static filter's estimate included."""
+    filter_rollouts: int = 0
+    """static: completions spent estimating pass rates before training."""
+    trained_groups: int = 0
+    """Groups trained on."""
+    informative_groups: int = 0
+    """Informative groups trained on."""
+    wasted_rollouts: int = 0
+    """Completions in zero-variance groups (trained on to no effect, or thrown away)."""
+    surplus_rollouts: int = 0
+    """dapo, greso: completions of informative groups discarded past B."""
+    generation_batches: int = 0
+    """dapo, greso: generation batches drawn."""
+    cap_hits: int = 0
+    """dapo, greso: steps that reached max_num_gen_batches short of B informative groups (verl would raise)."""
+    skipped_prompts: int = 0
+    """greso: prompts skipped before rollout."""
+    replacement_draws: int = 0
+    """Groups drawn with replacement because the task's samples ran out in that epoch."""
+    tasks_covered: int = 0
+    """Tasks trained on at least once."""
+    frontier_never_reached: int = 0
+    """Frontier tasks (a pass and a non-pass in the samples) never trained on."""
+    tasks_kept: int | None = None
+    """static: tasks the band kept."""
+    wrongly_dropped: int | None = None
+    """static: dropped tasks whose pass rate over all samples lies inside the band."""
+    steps_to_target: int | None = None
+    """Steps to E epochs of informative signal (None: not reached within the step cap)."""
+    curve: list[tuple[int, int]] = field(default_factory=list)
+    """(rollouts so far, informative groups so far) after each step."""
+    batch_counts: list[int] = field(default_factory=list)
+    """dapo, greso: generation batches of each step."""
+
+    @property
+    def rollouts_per_informative_group(self) -> float | None:
+        return self.rollouts / self.informative_groups if self.informative_groups else None
+
+    @property
+    def informative_fraction(self) -> float | None:
+        """Informative share of the groups trained on."""
+        return self.informative_groups / self.trained_groups if self.trained_groups else None
+
+    @property
+    def informative_groups_per_step(self) -> float | None:
+        return self.informative_groups / self.steps if self.steps else None
+
+    @property
+    def generation_batches_per_step(self) -> float | None:
+        return self.generation_batches / self.steps if self.steps and self.generation_batches else None
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in vars(self).items() if k not in ("curve", "batch_counts")}
+        d.update(rollouts_per_informative_group=self.rollouts_per_informative_group,
+                 informative_fraction=self.informative_fraction,
+                 informative_groups_per_step=self.informative_groups_per_step,
+                 generation_batches_per_step=self.generation_batches_per_step, curve=[list(p) for p in self.curve])
+        return d
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The simulation: what was simulated on, the closed forms it can be checked against, each strategy."""
+
+    config: PlanConfig
+    n_tasks: int
+    n_frontier: int
+    target_informative_groups: int
+    q: float
+    """Expected informative fraction at G with prompts drawn uniformly (headroom's unbiased q(G))."""
+    strategies: dict[str, StrategyResult]
+
+    def to_json(self) -> dict[str, Any]:
+        cfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self.config).items()}
+        return {"note": "replay of recorded samples under today's policy: no weights are updated",
+                "config": cfg, "n_tasks": self.n_tasks, "n_frontier": self.n_frontier,
+                "target_informative_groups": self.target_informative_groups, "q": self.q,
+                "none_rollouts_per_informative_group_closed_form": self.config.group_size / self.q if self.q else None,
+                "dapo_generation_batches_per_step_closed_form": expected_dapo_batches(self.q, self.config.batch_size),
+                "strategies": {k: v.to_json() for k, v in self.strategies.items()}}
+
+    def frame(self):
+        """The table the CLI prints and the notebook shows: one row per strategy."""
+        rows = []
+        for name, r in self.strategies.items():
+            rows.append({"strategy": name, "rollouts/informative group": r.rollouts_per_informative_group,
+                         "informative groups/step": r.informative_groups_per_step,
+                         "informative fraction": r.informative_fraction, "tasks covered": r.tasks_covered,
+                         "frontier never reached": r.frontier_never_reached, "wasted rollouts": r.wasted_rollouts,
+                         "rollouts": r.rollouts, "steps to target": r.steps_to_target,
+                         "gen batches/step": r.generation_batches_per_step})
+        return dataframe(rows).set_index("strategy")
+
+
+    def curves_frame(self):
+        """Rollouts spent against informative groups gathered, step by step, one block per strategy (long form)."""
+        return dataframe([{"strategy": name, "step": i + 1, "rollouts": r, "informative_groups": inf}
+                          for name, res in self.strategies.items() for i, (r, inf) in enumerate(res.curve)])
+
+
+def expected_dapo_batches(q: float, batch_size: int, max_batches: int = 10_000) -> float | None:
+    """E[generation batches per step] when each drawn prompt is informative with probability q, independently:
+    ``sum_k P(Binomial(k B, q) < B)`` (the step ends at the first k whose kB prompts held B informative groups)."""
+    if q <= 0:
+        return None
+    total, k = 0.0, 0
+    while k < max_batches:
+        p = 1.0 if k == 0 else float(binom.cdf(batch_size - 1, k * batch_size, q))
+        total += p
+        if p < 1e-12:
+            break
+        k += 1
+    return total
+
+
+# ----------------------------------------------------------------------------- the simulator
+
+
+class _Replay:
+    """Prompt permutations per epoch and each task's samples, drawn without replacement within an epoch."""
+
+    def __init__(self, pools: dict[str, list[bool]], tasks: Sequence[str], rng: random.Random, g: int):
+        self.pools, self.tasks, self.rng, self.g = pools, list(tasks), rng, g
+        self.epoch = -1
+        self.perm: list[str] = []
+        self.pos = 0
+        self.order: dict[str, list[int]] = {}
+        self.replacement_draws = 0
+
+    def next_prompt(self) -> str:
+        if self.pos >= len(self.perm):
+            self.epoch += 1
+            self.perm = self.tasks[:]
+            self.rng.shuffle(self.perm)
+            self.pos = 0
+            self.order = {}
+        t = self.perm[self.pos]
+        self.pos += 1
+        return t
+
+    def group(self, task: str) -> list[bool]:
+        pool = self.pools[task]
+        order = self.order.get(task)
+        if order is None:
+            order = list(range(len(pool)))
+            self.rng.shuffle(order)
+            self.order[task] = order
+        if len(order) >= self.g:
+            idx = [order.pop() for _ in range(self.g)]
+        else:  # this task's samples ran out in this epoch
+            self.replacement_draws += 1
+            idx = [self.rng.randrange(len(pool)) for _ in range(self.g)]
+        return [pool[i] for i in idx]
+
+
+def _informative(group: Sequence[bool]) -> bool:
+    return any(group) and not all(group)
+
+
+def _pools(samples: Sequence[TaskSamples], rng: random.Random) -> dict[str, list[bool]]:
+    """Each task's outcomes in file order, or (pooled run groups) its passes and fails in a seeded order."""
+    out = {}
+    for s in samples:
+        if len(s.passes) == s.n:
+            out[s.task_id] = list(s.passes)
+        else:
+            pool = [True] * s.n_correct + [False] * (s.n - s.n_correct)
+            rng.shuffle(pool)
+            out[s.task_id] = pool
+    return out
+
+
+def simulate(samples: Sequence[TaskSamples], cfg: PlanConfig) -> Plan:
+    """Simulate every strategy of ``cfg`` on the recorded samples (deterministic for ``cfg.seed``)."""
+    if not samples:
+        raise UserError("no tasks to plan over")
+    g, b = cfg.group_size, cfg.batch_size
+    frontier = {s.task_id for s in samples if 0 < s.n_correct < s.n}
+    if not frontier:
+        raise UserError("no task has both a pass and a non-pass in its samples: no strategy can find signal")
+    target = cfg.epochs * len(frontier)
+    q = sum(informative_estimate(s.n, s.n_correct, g)[0] for s in samples) / len(samples)
+    max_steps = cfg.max_steps or 50 * cfg.epochs * math.ceil(len(samples) / b)
+    results = {}
+    for name in cfg.strategies:
+        rng = random.Random(cfg.seed)
+        pools = _pools(samples, rng)
+        results[name] = _run(name, samples, pools, cfg, frontier, target, max_steps, rng)
+    return Plan(cfg, len(samples), len(frontier), target, q, results)
+
+
+def _run(name: str, samples: Sequence[TaskSamples], pools: dict[str, list[bool]], cfg: PlanConfig,
+         frontier: set[str], target: int, max_steps: int, rng: random.Random) -> StrategyResult:
+    g, b = cfg.group_size, cfg.batch_size
+    res = StrategyResult(name)
+    tasks = [s.task_id for s in samples]
+    if name == "static":
+        k = cfg.static_samples or g
+        lo, hi = cfg.band
+        kept = []
+        for s in samples:
+            first = pools[s.task_id][:k]
+            res.filter_rollouts += len(first)
+            p_hat = sum(first) / len(first)
+            if lo <= p_hat <= hi:
+                kept.append(s.task_id)
+            elif lo <= s.n_correct / s.n <= hi:
+                res.wrongly_dropped = (res.wrongly_dropped or 0) + 1
+        res.tasks_kept, res.wrongly_dropped = len(kept), res.wrongly_dropped or 0
+        res.rollouts = res.filter_rollouts
+        tasks = kept
+        if not tasks:
+            return res
+    replay = _Replay(pools, tasks, rng, g)
+    covered: set[str] = set()
+    greso = _Greso(rng, cfg.greso_target) if name == "greso" else None
+    while res.steps < max_steps and res.informative_groups < target:
+        if name in ("none", "static"):
+            trained = []
+            for _ in range(b):
+                t = replay.next_prompt()
+                trained.append((t, replay.group(t)))
+            res.rollouts += b * g
+            res.wasted_rollouts += sum(g for _, grp in trained if not _informative(grp))
+        else:
+            trained, step_groups = [], []
+            batches = 0
+            while len(trained) < b and (cfg.max_num_gen_batches <= 0 or batches < cfg.max_num_gen_batches):
+                batches += 1
+                for t in (greso.draw(replay, b) if greso else [replay.next_prompt() for _ in range(b)]):
+                    grp = replay.group(t)
+                    step_groups.append(grp)
+                    res.rollouts += g
+                    if greso:
+                        greso.record(t, grp)
+                    if _informative(grp):
+                        if len(trained) < b:
+                            trained.append((t, grp))
+                        else:
+                            res.surplus_rollouts += g
+                    else:
+                        res.wasted_rollouts += g
+            res.generation_batches += batches
+            res.batch_counts.append(batches)
+            if len(trained) < b:
+                res.cap_hits += 1
+            if greso:
+                greso.adapt(step_groups, replay.epoch)
+        res.steps += 1
+        res.trained_groups += len(trained)
+        res.informative_groups += sum(_informative(grp) for _, grp in trained)
+        covered.update(t for t, _ in trained)
+        res.curve.append((res.rollouts, res.informative_groups))
+        if res.steps_to_target is None and res.informative_groups >= target:
+            res.steps_to_target = res.steps
+    res.replacement_draws = replay.replacement_draws
+    res.skipped_prompts = greso.skipped if greso else 0
+    res.tasks_covered = len(covered)
+    res.frontier_never_reached = len(frontier - covered)
+    return res
+
+
+class _Greso:
+    """GRESO's ``all_probabilistic`` selector: skip probabilities from each prompt's zero-variance streaks."""
+
+    P_MIN, P_MAX, STEP, FLOOR = 0.05, 0.95, 0.01, 0.01
+
+    def __init__(self, rng: random.Random, target: float):
+        self.rng = rng
+        self.p_easy = self.p_hard = 0.5
+        self.target_easy, self.target_hard = target / 3, 2 * target / 3
+        self.history: dict[str, list[str]] = {}  # per prompt: "easy", "hard" or "mixed", one per rollout
+        self.skipped = 0
+
+    def _streak(self, records: list[str], kind: str) -> int:
+        z = 0
+        for r in reversed(records):
+            if r != kind:
+                break
+            z += 1
+        return z
+
+    def keep(self, task: str) -> bool:
+        records = self.history.get(task)
+        if not records:
+            return True
+        z_e = self._streak(records, "easy")
+        if z_e and self.rng.random() < 1 - max(self.p_easy ** z_e, self.FLOOR):
+            return False
+        if records[-1] == "hard":
+            z_h = self._streak(records, "hard")
+            if self.rng.random() < 1 - max(self.p_hard ** z_h, self.FLOOR):
+                return False
+        return True
+
+    def draw(self, replay: _Replay, n: int) -> list[str]:
+        """The next ``n`` prompts the selector lets through (skipped ones are used up from the permutation)."""
+        out = []
+        while len(out) < n:
+            t = replay.next_prompt()
+            if self.keep(t):
+                out.append(t)
+            else:
+                self.skipped += 1
+        return out
+
+    def record(self, task: str, group: Sequence[bool]) -> None:
+        kind = "easy" if all(group) else "hard" if not any(group) else "mixed"
+        self.history.setdefault(task, []).append(kind)
+
+    def adapt(self, groups: Sequence[Sequence[bool]], epoch: int) -> None:
+        if epoch <= 0 or not groups:
+            return
+        easy = sum(all(x) for x in groups) / len(groups)
+        hard = sum(not any(x) for x in groups) / len(groups)
+        self.p_easy = min(self.P_MAX, max(self.P_MIN, self.p_easy + (-self.STEP if easy >= self.target_easy
+                                                                     else self.STEP)))
+        self.p_hard = min(self.P_MAX, max(self.P_MIN, self.p_hard + (-self.STEP if hard >= self.target_hard
+                                                                     else self.STEP)))
+
+
+def closed_form_frame(plan: Plan):
+    """Simulated figures next to their closed forms (``none`` and ``dapo`` when simulated)."""
+    g, rows = plan.config.group_size, []
+    if "none" in plan.strategies:
+        r = plan.strategies["none"]
+        rows += [{"figure": "none: informative fraction", "simulated": r.informative_fraction, "closed form": plan.q},
+                 {"figure": "none: rollouts per informative group", "simulated": r.rollouts_per_informative_group,
+                  "closed form": g / plan.q}]
+    if "dapo" in plan.strategies:
+        r = plan.strategies["dapo"]
+        rows.append({"figure": "dapo: generation batches per step", "simulated": r.generation_batches_per_step,
+                     "closed form": expected_dapo_batches(plan.q, plan.config.batch_size)})
+    return dataframe(rows).set_index("figure")
+
+
+def headline(plan: Plan, source: str | None = None) -> dict[str, Any]:
+    """What a batch index shows: the cheapest strategy per informative group and its figures."""
+    ranked = sorted((r for r in plan.strategies.values() if r.rollouts_per_informative_group is not None),
+                    key=lambda r: r.rollouts_per_informative_group)
+    best = ranked[0] if ranked else None
+    return {"informative_fraction": plan.q, "group_size": plan.config.group_size,
+            "cheapest_strategy": best.strategy if best else None,
+            "rollouts_per_informative_group": best.rollouts_per_informative_group if best else None,
+            "n_tasks": plan.n_tasks, "n_frontier": plan.n_frontier, "source": source}
