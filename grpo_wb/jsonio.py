@@ -7,6 +7,8 @@ sees either the old file or the new one, never half of one.
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import gzip
 import hashlib
 import json
@@ -21,7 +23,13 @@ from grpo_wb.errors import UserError
 
 
 def _default(obj: Any) -> Any:
-    # numpy scalars and arrays sneak in from diagnostics; keep the JSON plain.
+    # numpy scalars and arrays sneak in from diagnostics, dates and decimals from Parquet rows; keep the JSON plain.
+    if isinstance(obj, (datetime.date, datetime.time)):
+        return obj.isoformat()
+    if isinstance(obj, decimal.Decimal):
+        return str(obj)
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).decode("utf-8", "backslashreplace")
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "shape", None) == ():
         return obj.item()
     if hasattr(obj, "tolist"):
@@ -47,6 +55,10 @@ def dumps(obj: Any) -> str:
     return json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False, ensure_ascii=False)
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     """A file that appears at ``path`` whole (fsynced, then renamed) when the block ends, or not at all."""
@@ -54,6 +66,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # what open() would give, not mkstemp's 0600
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f
             f.flush()

@@ -25,7 +25,9 @@ BASE = {("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", 
 ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
 BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"), "limit"): ["verl", *ROWS],
             (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
-            (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"]}
+            (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
+            (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
+            (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"]}
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
 COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),
               "backend": (["--completions", "samples.jsonl"], {"completions"}),

@@ -167,3 +167,26 @@ def test_data_strategy_from_mock_samples(tmp_path):
     assert json.loads((out / "plan.json").read_text()) == json.loads(json.dumps(again))
     best = min(again["strategies"].values(), key=lambda r: r["rollouts_per_informative_group"] or float("inf"))
     assert res.headline["cheapest_strategy"] == best["strategy"]
+
+
+@pytest.mark.slow
+def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path, monkeypatch):
+    """backend=openai: the notebook asks a (loopback) server for n samples per task, scores them as they arrive
+    (grpo-wb sample --score's path), and reports on exactly what it wrote."""
+    from grpo_wb.rollouts.loopback import ReplayServer
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    tasks = load_tasks(NOTEBOOKS.parent / "data" / "toy_tasks.jsonl")
+    samples = {t.task_id: [t.canonical_solution, "    return None\n"] for t in tasks}
+    out = tmp_path / "head"
+    with ReplayServer(tasks, samples) as srv:
+        res, nb, html = _run("task_headroom", out, {"backend": "openai", "base_url": srv.base_url, "model": "replay",
+                                                    "n_samples": 4, "budget": 16, "ks": [1], "timeout": 1.0})
+        assert len(srv.requests) == len(tasks) and all(r["n"] == 4 for r in srv.requests)
+    assert "model server: replay" in html
+    rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * len(tasks)
+    rep = hr.analyze(hr.samples_from_scored_file(out / "scored.jsonl"), budget=16, ks=[1])
+    assert res.headline["n_frontier"] == len(rep.frontier) and res.headline["recommended_g"] == rep.recommended_g

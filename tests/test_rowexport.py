@@ -59,7 +59,8 @@ def test_tasks_with_assert_tests_do_not_pretend_to_be_stdin_rows(tmp_path):
     # verl's sandbox_fusion reads assert_case; the canonical record is the jsonl row of a task with no source
     export_rows(tasks, "verl", tmp_path / "v.jsonl")
     gt = json.loads(read_jsonl(tmp_path / "v.jsonl")[0]["reward_model"]["ground_truth"])
-    assert gt["assert_case"] == [t.code for t in tasks[0].tests]
+    # sandbox_fusion runs each assert after the code, where grpo_wb's `candidate` is the entry point
+    assert gt["assert_case"] == [f"candidate = {tasks[0].entry_point}\n{t.code}" for t in tasks[0].tests]
     export_rows(tasks, "jsonl", tmp_path / "c.jsonl")
     assert read_jsonl(tmp_path / "c.jsonl")[0] == tasks[0].to_json()
 
@@ -207,13 +208,16 @@ def test_recipes_and_bands_side_by_side(tmp_path, capsys):
 
 
 def test_filter_mistakes_are_one_line(tmp_path, capsys):
-    scored = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "a", "passed": True, "reward": 1.0}])
+    scored = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "a", "passed": True, "reward": 1.0}] * 2)
     for argv, msg in ((["--band", "0.9", "0.1"], "--band needs 0 <= LOW <= HIGH <= 1"),
                       ([], "nothing to filter on"),
                       (["--band", "0", "1", "--recipe", "dapo", "--out", "x.jsonl"], "one rule or one --recipe"),
-                      (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl")], "keeps no task")):
+                      (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--tasks", str(TOY)], "keeps no task"),
+                      (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--json", str(tmp_path / "j.json")],
+                       "--out needs --tasks")):
         assert main(["filter", str(scored), *argv]) == 1
         assert msg in capsys.readouterr().err
+    assert not (tmp_path / "j.json").exists()  # a mistake is found before anything is written
 
 
 @pytest.mark.data
@@ -231,3 +235,48 @@ def test_bundled_apps_rows_are_what_build_py_makes():
         with gzip.open(DATA / "apps_rows" / name, "rt", encoding="utf-8") as f:
             assert f.read() == build.text(objs), name
     assert len(rows) == 5 and len(samples) == 83
+
+
+@pytest.mark.datasets
+def test_parquet_export_keeps_every_rows_columns_and_refuses_rows_that_cannot_share_a_table(tmp_path):
+    import pyarrow.parquet as pq
+
+    tasks = _import("kodcode", FIX / "kodcode.jsonl")  # the second row keeps its tests in test_code, not test
+    export_rows(tasks, "jsonl", tmp_path / "k.parquet")
+    back = pq.read_table(tmp_path / "k.parquet").to_pylist()
+    assert back[1]["test_code"] and back[1]["test"] is None and back[0]["test"]
+    mixed = _import("verl", FIX / "verl.jsonl") + _import("taco", FIX / "taco.jsonl")
+    with pytest.raises(UserError, match="do not make one Parquet table.*write JSON lines"):
+        export_rows(mixed, "trl", tmp_path / "m.parquet")  # chat-message prompts next to text ones
+
+
+def test_rows_imported_through_a_map_export_to_every_format(tmp_path):
+    from grpo_wb.tasks.rowformats import parse_mapping
+
+    tasks = list(iter_row_tasks("rows", RowSource(str(FIX / "mapped.jsonl")), RowImportSummary(),
+                                mapping=parse_mapping("prompt=problem,tests=cases,task_id=id")))
+    for fmt in ("jsonl", "verl", "open-r1", "taco", "trl"):
+        export_rows(tasks, fmt, tmp_path / f"{fmt}.jsonl")
+        assert len(read_jsonl(tmp_path / f"{fmt}.jsonl")) == 2, fmt
+    trl = read_jsonl(tmp_path / "trl.jsonl")[0]
+    assert trl["prelude"] and trl["output_match"] == "lines"  # what the TRL reward needs to judge like here
+
+
+def test_exported_files_get_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        export_rows(_import("taco", FIX / "taco.jsonl"), "jsonl", tmp_path / "t.jsonl")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "t.jsonl").stat().st_mode) == 0o644
+
+
+def test_dapo_keeps_a_task_with_one_sample(tmp_path):
+    from grpo_wb.signal.filters import run_recipe
+    from grpo_wb.signal.headroom import TaskSamples
+
+    res = run_recipe([TaskSamples("one", 1, 1, (1.0,)), TaskSamples("all", 4, 4, (1.0,) * 4)], "dapo", 8)
+    assert res.kept == ["one"]  # verl's filter_groups keeps a group of one member

@@ -320,3 +320,38 @@ def test_import_benchmark_runs_and_reports_both_containers():
                                                             ("parquet", 80)]
     assert all(r["import_rows_per_s"] > 0 and r["peak_mib"] > 0 for r in recs)
     assert lines[-1].startswith("parquet: peak traced memory") and "bytes per row" in lines[-1]
+
+
+@pytest.mark.datasets
+def test_broken_containers_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "x.parquet").write_bytes(b"PAR1 not really")
+    (tmp_path / "x.arrow").write_bytes(b"\x00" * 64)
+    (tmp_path / "x.json").write_bytes(b"\xff\xfe not utf-8")
+    (tmp_path / "dd").mkdir()
+    (tmp_path / "dd" / "dataset_dict.json").write_text("[1, 2]")
+    for name, msg in (("x.parquet", "not a Parquet file"), ("x.arrow", "not an Arrow file"),
+                      ("x.json", "cannot read"), ("dd", "no list of split names")):
+        assert main(["tasks", "import", "taco", "--src", str(tmp_path / name), "--out", str(tmp_path / "o.jsonl")]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("grpo-wb: error: ") and msg in err and "Traceback" not in err, err
+
+
+def test_tokens_mode_is_codecontests_not_python():
+    assert not stdio_matches("1_000", "1000", "tokens")  # Python's float() reads 1_000; SimpleAtod does not
+    assert not stdio_matches("a\xa0b", "a b", "tokens")  # only ASCII whitespace separates tokens
+    assert stdio_matches("A\tb\r\n", "a b", "tokens")
+
+
+def test_pytest_shapes_grpo_wb_cannot_run_are_skipped_rows_not_broken_tasks(tmp_path):
+    base = {"question": "q", "solution": "def f(x):\n    return x", "test_info": [{"function_name": "f"}]}
+    rows = [{**base, "question_id": "stacked", "test": "import pytest\nfrom solution import f\n"
+             "@pytest.mark.parametrize('a', [1, 2])\n@pytest.mark.parametrize('b', [3])\n"
+             "def test_f(a, b):\n    assert f(a) == a\n"},
+            {**base, "question_id": "param", "test": "import pytest\nfrom solution import f\n"
+             "@pytest.mark.parametrize('a', [pytest.param(1)])\ndef test_f(a):\n    assert f(a) == a\n"},
+            {**base, "question_id": "default", "test": "from solution import f\n"
+             "def test_f(a=2):\n    assert f(a) == 2\n"}]
+    tasks, s = _import("kodcode", write_jsonl(tmp_path / "k.jsonl", rows), skip_bad=True)
+    assert [t.task_id for t in tasks] == ["kodcode/default"]
+    assert sorted(s.skipped) == ["test_f: pytest.param cases (not supported)",
+                                 "test_f: stacked parametrize decorators (not supported)"]

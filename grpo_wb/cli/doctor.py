@@ -11,6 +11,7 @@ from typing import Literal
 
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_float, positive_int
+from grpo_wb.runs.pipeline_bench import bench_pipeline
 from grpo_wb.scoring.bench import main_bench
 from grpo_wb.scoring.executors import ExecutorConfig
 from grpo_wb.scoring.sandbox import (
@@ -79,10 +80,16 @@ class BenchArgs(ExecutorConfig):
     """HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)"""
     isolation: Isolation = field(default_factory=default_isolation)
     """best or strict (see grpo-wb score --help)"""
+    pipeline: bool = False
+    """time generation, scoring, the sequential path and the streamed one against a loopback model server
+    (generation-bound and scoring-bound), instead of the scorer benchmark"""
 
 
 def bench(args: argparse.Namespace) -> int:
     a = from_args(BenchArgs, args)
+    if a.pipeline:
+        bench_pipeline(workers=a.workers, timeout=a.timeout)
+        return 0
     sets = a.sets or ["canonical", "codegen"]
     if "import" in sets:
         bench_import()

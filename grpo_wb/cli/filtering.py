@@ -57,6 +57,11 @@ def filter_cmd(args: argparse.Namespace) -> int:
     a = from_args(FilterArgs, args)
     refuse_to_overwrite(a.out, a.force)
     refuse_to_overwrite(a.json, a.force)
+    tasks_file = None
+    if a.out:
+        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        if not tasks_file:
+            raise UserError("--out needs --tasks FILE (the task file the samples were scored against)")
     samples = load_samples(a.input)
     results = compare_rules(samples, from_args(FilterRule, args), a.recipe)
     print(f"{len(samples)} tasks, {sum(s.n for s in samples)} samples (min {min(s.n for s in samples)} per task)")
@@ -69,9 +74,6 @@ def filter_cmd(args: argparse.Namespace) -> int:
         (res,) = results
         if not res.kept:
             raise UserError(f"{res.name} keeps no task; nothing written to {a.out}")
-        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
-        if not tasks_file:
-            raise UserError("--out needs --tasks FILE (the task file the samples were scored against)")
         report = analyze(samples, confidence=a.confidence)
         print("wrote " + export_tasks(report, res.kept, tasks_file, a.out, fmt=a.format, group_size=a.group_size))
     return 0

@@ -13,9 +13,11 @@ from typing import Any, Iterable, Sequence
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json, atomic_write_jsonl, read_json
+from grpo_wb.rollouts.factory import make_backend
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.types import RolloutRequest, describe_source
 from grpo_wb.runs.load import Run, find_runs, load_run
+from grpo_wb.runs.sample import SampleConfig, run_sample
 from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
@@ -80,12 +82,27 @@ def _models(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
-                    reward: str = "binary", timeout: float = 1.0,
-                    out_dir: str | Path | None = None) -> tuple[list[TaskSamples], str]:
+                    reward: str = "binary", timeout: float = 1.0, out_dir: str | Path | None = None,
+                    backend: str = "mock", base_url: str = "", model: str = "") -> tuple[list[TaskSamples], str]:
     """task_headroom.ipynb's input and where it came from: a scored file or run (``input_path``), a samples
-    file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), else n mock samples per task."""
+    file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), n samples per task from a model
+    (``backend`` openai or transformers: ``grpo-wb sample --score``'s streamed path, resumable, into
+    out_dir/samples.jsonl and out_dir/scored.jsonl), else n mock samples per task."""
     if input_path and samples_file:
         raise UserError("give input_path (already scored) or samples_file (to score here), not both")
+    if backend not in ("mock", "openai", "transformers"):
+        raise UserError(f"backend must be mock, openai or transformers, got {backend!r}")
+    if backend != "mock" and not (input_path or samples_file):
+        if out_dir is None:
+            raise UserError("sampling from a model needs out_dir (the samples and scores are written there)")
+        cfg = from_dict(SampleConfig, {"tasks": tasks_file, "out": str(Path(out_dir) / "samples.jsonl"),
+                                       "scored": str(Path(out_dir) / "scored.jsonl"), "n": n_samples, "seed": seed,
+                                       "backend": backend, "base_url": base_url or None, "model": model or None,
+                                       "score": True, "reward": reward, "timeout": timeout}, source="parameters")
+        backend_obj = make_backend(cfg, load_tasks(tasks_file), seed)
+        run_sample(cfg, progress=False, backend=backend_obj, log=lambda m: None)
+        rows = read_scored_file(cfg.scored_path())
+        return samples_from_scored_rows(rows), describe_source(backend_obj.describe())
     if input_path and Path(input_path).is_dir():  # a run: its manifest says where (as runs.load.source does)
         manifest_path = Path(input_path) / "checkpoint_manifest.json"
         manifest = read_json(manifest_path) if manifest_path.exists() else {}

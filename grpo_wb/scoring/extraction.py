@@ -26,7 +26,6 @@ to report as ``error``.
 """
 from __future__ import annotations
 
-import ast
 import functools
 import io
 import keyword
@@ -35,6 +34,8 @@ import textwrap
 import tokenize
 import warnings
 from dataclasses import dataclass
+
+from grpo_wb.scoring import astlock
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)"
                     r"(?:^[ \t]*(```)[ \t]*$|(?=^[ \t]*```[ \t]*[A-Za-z0-9_+.-]+[ \t]*$)|\Z)",
@@ -110,7 +111,7 @@ def _compiles(src: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ast.parse(src)
+            astlock.parse(src)
         return True
     except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         # CPython 3.11 may report very deep nesting as SystemError ("AST constructor recursion

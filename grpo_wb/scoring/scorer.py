@@ -37,6 +37,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.scoring import astlock
 from grpo_wb.scoring.extraction import Extraction, extract_program
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import (
@@ -332,7 +333,7 @@ def _imported_modules(task: Task) -> list[str]:
         if "import" not in src:  # most tests import nothing: skip the parse
             continue
         try:
-            tree = ast.parse(src)
+            tree = astlock.parse(src)
         except (SyntaxError, ValueError, RecursionError):
             continue
         for node in ast.walk(tree):

@@ -40,9 +40,12 @@ import decimal
 import functools
 import math
 import operator
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from grpo_wb.scoring import astlock
 
 _SAFE_FUNCS: dict[str, Any] = {
     "abs": abs, "len": len, "sorted": sorted, "round": round, "min": min, "max": max, "sum": sum,
@@ -101,9 +104,17 @@ def normalise_output(text: str) -> list[str]:
     return [line.rstrip() for line in text.replace("\r\n", "\n").rstrip().split("\n")]
 
 
+_CC_SPACE = re.compile("[ \n\t\r\v]+")
+_CC_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _tokens_match(output: str, expected: str) -> bool:
-    """CodeContests' ``OutputsMatch``: whitespace tokens, lower-cased; numbers within 1e-5, else exact."""
-    a, b = output.lower().split(), expected.lower().split()
+    """CodeContests' ``OutputsMatch``: tokens split on ASCII whitespace, ASCII lower-cased; two tokens that
+    both read as decimal numbers match within 1e-5, others exactly."""
+    def tokens(text: str) -> list[str]:
+        return [t.translate(_ASCII_LOWER) for t in _CC_SPACE.split(text) if t]
+
+    a, b = tokens(output), tokens(expected)
     if a == b:
         return True
     if len(a) != len(b):
@@ -111,13 +122,15 @@ def _tokens_match(output: str, expected: str) -> bool:
     for x, y in zip(a, b):
         if x == y:
             continue
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
+        if not (_CC_NUMBER.fullmatch(x) and _CC_NUMBER.fullmatch(y)):
             return False
+        fx, fy = float(x), float(y)
         if not (math.isfinite(fx) and math.isfinite(fy)) or abs(fx - fy) >= 1e-5:
             return False
     return True
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _numeric_lines_match(output: str, expected: str) -> bool:
@@ -241,7 +254,7 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
     try:
         with warnings.catch_warnings():  # e.g. "invalid escape sequence" in a dataset's test
             warnings.simplefilter("ignore")
-            mod = ast.parse(src)
+            mod = astlock.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         return PlannedTest(kind="exec", code=code)
     if len(mod.body) != 1 or not isinstance(mod.body[0], ast.Assert):
@@ -301,13 +314,13 @@ class _Rest(NamedTuple):
 
 @functools.lru_cache(maxsize=65536)
 def _compiled_rest(rest: str, n_values: int) -> _Rest:
-    tree = ast.parse(rest, mode="eval")
+    tree = astlock.parse(rest, mode="eval")
     if not _rest_is_safe(tree, n_values):
         raise ValueError(f"unsafe test expression: {rest}")
     grows = any(isinstance(n, ast.BinOp) and isinstance(n.op, _GROWING)
                 or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ITERATING
                 for n in ast.walk(tree))
-    return _Rest(compile(tree, "<rest>", "eval"), tree if grows else None)
+    return _Rest(astlock.compile_ast(tree, "<rest>", "eval"), tree if grows else None)
 
 
 def evaluate_rest(rest: str, values: list[Any]) -> bool:

@@ -64,7 +64,9 @@ def _prime(s: TaskSamples) -> str | None:
 
 
 def _dapo(s: TaskSamples) -> str | None:
-    return None if 0 < s.n_correct < s.n else ("all samples pass" if s.n_correct else "no sample passes")
+    if s.n == 1 or 0 < s.n_correct < s.n:  # verl keeps a group of one member too
+        return None
+    return "all samples pass" if s.n_correct else "no sample passes"
 
 
 RECIPES: dict[str, Callable[[TaskSamples], str | None]] = {

@@ -152,9 +152,13 @@ def samples_from_run(run_dir: str | Path) -> list[TaskSamples]:
     acc: dict[str, list] = {}
     for lineno, g in iter_jsonl(path):
         try:
-            _merge(acc, g["task_id"], int(g["n_total"]), int(g["n_correct"]), g["rewards"])
+            n, c = g["n_total"], g["n_correct"]
+            if type(n) is not int or type(c) is not int or not 0 <= c <= n or n < 1 \
+                    or not isinstance(g["task_id"], str):
+                raise ValueError
+            _merge(acc, g["task_id"], n, c, g["rewards"])
         except (KeyError, TypeError, ValueError):
-            raise UserError("not a group record (needs task_id, n_total, n_correct, rewards)",
+            raise UserError("not a group record (needs task_id, n_total >= 1, 0 <= n_correct <= n_total, rewards)",
                             path=str(path), line=lineno) from None
     if not acc:
         raise UserError(f"{path}: the run logged no groups")

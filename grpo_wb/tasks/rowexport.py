@@ -25,7 +25,10 @@ from grpo_wb.tasks.rowformats import FORMATS, Cases, ParsedRow, RowError, parse_
 from grpo_wb.tasks.rows import RowSource, row_hash, rows_at, write_rows
 
 EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl")
-TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout")
+TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match")
+"""The task columns of a TRL dataset: what grpo_wb's TRL reward rebuilds a task from."""
+#: our format names as verl's default_compute_score routes them to a code scorer
+VERL_DATA_SOURCES = {"code-contests": "codecontests", "apps-rows": "apps", "taco": "taco"}
 #: which source schemas each export format writes back unchanged
 SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "apps-rows")}
 
@@ -33,14 +36,15 @@ SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "app
 def trl_record(task: Task, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A TRL-ready dataset row: ``prompt`` plus what a code reward function needs (extra columns reach it as kwargs)."""
     d = task.to_json()
-    row = {k: d[k] for k in TRL_COLUMNS}
+    row = {k: d.get(k, {"prelude": "", "output_match": "lines"}.get(k)) for k in TRL_COLUMNS}
     if messages:
         row["prompt"] = messages
     return row
 
 
-def _call_case(code: str) -> tuple[list[Any], Any] | None:
-    """``(args, expected)`` of a test written as ``assert apps_equal(candidate(*ARGS), EXPECTED)``, else None."""
+def _call_case(code: str) -> tuple[list[Any], Any, str] | None:
+    """``(args, expected, comparison)`` of a test written as ``assert apps_equal(candidate(*ARGS), EXPECTED)``
+    (or ``values_equal``), else None."""
     try:
         node = ast.parse(code).body[0]
     except (SyntaxError, IndexError):
@@ -54,7 +58,7 @@ def _call_case(code: str) -> tuple[list[Any], Any] | None:
             and isinstance(call.args[0], ast.Starred)):
         return None
     try:
-        return ast.literal_eval(call.args[0].value), ast.literal_eval(node.test.args[1])
+        return ast.literal_eval(call.args[0].value), ast.literal_eval(node.test.args[1]), node.test.func.id
     except ValueError:
         return None
 
@@ -66,10 +70,10 @@ def parsed_from_task(task: Task) -> ParsedRow:
                                                          [t.output for t in task.tests]),
                          output_match=task.output_match, prelude=task.prelude, solution=task.canonical_solution)
     calls = [_call_case(t.code) for t in task.tests]
-    if calls and all(c is not None for c in calls):
+    if calls and all(c is not None for c in calls) and len({c[2] for c in calls}) == 1:
         return ParsedRow(prompt=task.prompt, cases=Cases("call", [c[0] for c in calls], [c[1] for c in calls],
                                                          task.entry_point),
-                         prelude=task.prelude, solution=task.canonical_solution)
+                         prelude=task.prelude, solution=task.canonical_solution, call_compare=calls[0][2])
     return ParsedRow(prompt=task.prompt, cases=Cases("assert", code=[t.code for t in task.tests],
                                                      fn_name=task.entry_point), solution=task.canonical_solution)
 
@@ -98,7 +102,10 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
                        f"which {fmt} rows cannot hold (use --format trl or jsonl)")
     messages = p.messages or [{"role": "user", "content": p.prompt}]
     if fmt == "verl":
-        gt = {"assert_case": list(c.code)} if c.kind == "assert" else _io(c, "json-lines")
+        # sandbox_fusion runs each assert after the code: grpo_wb's tests call the entry point as `candidate`
+        alias = f"candidate = {c.fn_name}\n" if c.fn_name else ""
+        gt = {"assert_case": [alias + code if "candidate" in code else code for code in c.code]} \
+            if c.kind == "assert" else _io(c, "json-lines")
         return {"data_source": data_source, "prompt": messages, "ability": "code",
                 "reward_model": {"style": "rule", "ground_truth": json.dumps(gt)},
                 "extra_info": {"split": "train", "task_id": task.task_id}}
@@ -107,8 +114,9 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
             cases = [{"input": i, "output": o, "type": "stdin_stdout", "fn_name": None}
                      for i, o in zip(c.inputs, c.outputs)]
         else:  # PrimeIntellect's function_call: the input is pasted as the argument list, str(result) compared
-            cases = [{"input": ", ".join(repr(a) for a in args), "output": str(_unwrapped(o)), "type": "function_call",
-                      "fn_name": c.fn_name} for args, o in zip(c.inputs, c.outputs)]
+            unwrap = p.call_compare == "apps_equal"  # APPS also accepts x for [x]; exact comparisons do not
+            cases = [{"input": ", ".join(repr(a) for a in args), "output": str(_unwrapped(o) if unwrap else o),
+                      "type": "function_call", "fn_name": c.fn_name} for args, o in zip(c.inputs, c.outputs)]
         return {"problem_id": task.task_id, "source": data_source, "task_type": "verifiable_code",
                 "prompt": p.prompt, "gold_standard_solution": p.solution,
                 "verification_info": {"language": "python", "test_cases": cases}}
@@ -164,8 +172,10 @@ def export_rows(tasks: Iterable[Task], fmt: str, out: str | Path,
             row = t.to_json()
         else:
             try:
-                parsed = parse_row(src[0], orig) if orig is not None else parsed_from_task(t)
-                row = build_row(fmt, parsed, t, data_source or (src[0] if src else t.metadata.get("source", "grpo_wb")))
+                # rows imported through a column map are read back from the task (the map is not kept)
+                parsed = parse_row(src[0], orig) if orig is not None and src[0] != "rows" else parsed_from_task(t)
+                name = data_source or (src[0] if src else str(t.metadata.get("source", "grpo_wb")))
+                row = build_row(fmt, parsed, t, VERL_DATA_SOURCES.get(name, name))
             except RowError as e:
                 raise UserError(f"task {t.task_id!r}: {e}") from None
         clash = [k for k in (columns or {}).get(t.task_id, {}) if k in row]

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
-from grpo_wb.errors import UserError
+from grpo_wb.errors import UserError, one_line
 from grpo_wb.tasks.importers import (
     APPS_PRELUDE,
     apps_io_tests,
@@ -434,16 +434,21 @@ def parse_mapping(spec: str) -> dict[str, str]:
     """``prompt=COL,tests=COL,...`` into a dict (a ValueError names what is wrong)."""
     out: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
-        key, sep, col = part.partition("=")
-        if not sep or not col:
+        key, sep, col = (x.strip() for x in part.partition("="))
+        if not sep or not col or not key:
             raise ValueError(f"--map: {part!r} is not FIELD=COLUMN")
         if key not in MAP_FIELDS:
             raise ValueError(f"--map: unknown field {key!r} (known: {', '.join(MAP_FIELDS)})")
+        if key in out:
+            raise ValueError(f"--map: {key} given twice")
         out[key] = col
     if "prompt" not in out:
         raise ValueError("--map needs prompt=COLUMN")
-    if not ({"tests", "inputs", "asserts", "test_code"} & set(out)):
+    given = [k for k in ("tests", "inputs", "asserts", "test_code") if k in out]
+    if not given:
         raise ValueError("--map needs the tests: tests=COL, inputs=COL,outputs=COL, asserts=COL or test_code=COL")
+    if len(given) > 1:
+        raise ValueError(f"--map: the tests come from one place; got {' and '.join(given)}")
     if ("inputs" in out) != ("outputs" in out):
         raise ValueError("--map: inputs and outputs go together")
     return out
@@ -496,16 +501,14 @@ def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None) -> Pars
     """Read one row of ``fmt`` (``rows`` needs ``mapping``); a RowError says why it cannot be a task."""
     if not isinstance(row, dict):
         raise RowError(f"a row must be an object, got {type(row).__name__}")
-    if fmt == "rows":
-        if mapping is None:
-            raise ValueError("the rows format needs a column mapping")
-        return parse_mapped(row, mapping)
+    if fmt == "rows" and mapping is None:
+        raise ValueError("the rows format needs a column mapping")
     try:
-        return PARSERS[fmt](row)
+        return parse_mapped(row, mapping) if fmt == "rows" else PARSERS[fmt](row)
     except RowError:
         raise
-    except (AttributeError, KeyError, TypeError, ValueError) as e:  # a field of the wrong shape
-        raise RowError(f"malformed {fmt} row ({type(e).__name__}: {e})") from None
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as e:  # a field of the wrong shape
+        raise RowError(f"malformed {fmt} row ({type(e).__name__}: {one_line(e, 120)})") from None
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -539,7 +542,13 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
 
 def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[TestCase]:
     params = [a.arg for a in fn.args.args]
+    n_defaults = len(fn.args.defaults)
+    if n_defaults:  # arguments with defaults are not fixtures
+        params = params[:-n_defaults]
     cases: list[str] = []
+    stacked = [d for d in fn.decorator_list if ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("parametrize")]
+    if len(stacked) > 1:
+        raise RowError(f"{fn.name}: stacked parametrize decorators (not supported)")
     for dec in fn.decorator_list:
         call = dec if isinstance(dec, ast.Call) else None
         target = ast.unparse(call.func if call else dec)
@@ -549,7 +558,11 @@ def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[T
                 or not isinstance(call.args[1], (ast.List, ast.Tuple)):
             raise RowError(f"{fn.name}: parametrize over something other than a literal list")
         names = [n.strip() for n in str(call.args[0].value).split(",") if n.strip()]
+        if not names:
+            raise RowError(f"{fn.name}: parametrize without argument names")
         for i, elt in enumerate(call.args[1].elts):
+            if isinstance(elt, ast.Call) and ast.unparse(elt.func).endswith("param"):
+                raise RowError(f"{fn.name}: pytest.param cases (not supported)")
             values = ast.get_source_segment(src, elt) or ast.unparse(elt)
             if len(names) > 1:
                 cases.append(f"{fn.name}(**dict(zip({names!r}, {values})))")
@@ -646,7 +659,13 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
                 task_id = base if base not in seen else f"{base}#row{row}"
                 if task_id != base:
                     summary.note("duplicate ids, made unique with the row number")
-                task = task_from_parsed(parsed, task_id, source_metadata(fmt, resolved, src.split, row, row_hash(obj)))
+                try:
+                    task = task_from_parsed(parsed, task_id, source_metadata(fmt, resolved, src.split, row,
+                                                                             row_hash(obj)))
+                except RowError:
+                    raise
+                except (IndexError, KeyError, TypeError, ValueError, AttributeError) as e:
+                    raise RowError(f"cannot build the tests ({type(e).__name__}: {one_line(e, 120)})") from None
             except RowError as e:
                 if not skip_bad:
                     raise UserError(f"{where}: {e} (--skip-bad leaves such rows out, counted)") from None
@@ -671,7 +690,7 @@ def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None
     """Import a row file into the canonical task file ``out`` (written whole, or not at all); return the source
     read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``."""
     try:
-        mapping = parse_mapping(column_map) if column_map else None
+        mapping = parse_mapping(column_map) if column_map is not None else None
     except ValueError as e:
         raise UserError(str(e)) from None
     source = resolve_source(str(src), split)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from grpo_wb.errors import UserError, require
+from grpo_wb.errors import UserError, one_line, require
 from grpo_wb.jsonio import atomic_open, atomic_write_jsonl, iter_jsonl, read_json
 
 PYARROW_HINT = "reading Parquet or Arrow needs pyarrow: pip install 'grpo_wb[datasets]'"
@@ -80,7 +80,10 @@ def _container(path: Path) -> str:
 def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
     """The dataset folder to read: ``root`` itself, or one split of a DatasetDict folder."""
     if (root / "dataset_dict.json").exists():
-        splits = read_json(root / "dataset_dict.json").get("splits") or []
+        info = read_json(root / "dataset_dict.json")
+        splits = info.get("splits") if isinstance(info, dict) else None
+        if not isinstance(splits, list) or not all(isinstance(x, str) for x in splits) or not splits:
+            raise UserError("dataset_dict.json has no list of split names", path=str(root))
         if split is None:
             if "train" in splits or len(splits) == 1:
                 split = "train" if "train" in splits else splits[0]
@@ -99,8 +102,9 @@ def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
 
 def _shards(folder: Path) -> list[Path]:
     state = read_json(folder / "state.json")
-    names = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
-    if not names:
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    names = [f.get("filename") for f in files or [] if isinstance(f, dict)] if isinstance(files, list) else []
+    if not names or not all(isinstance(n, str) and n for n in names):
         raise UserError("state.json lists no data files", path=str(folder))
     missing = [n for n in names if not (folder / n).exists()]
     if missing:
@@ -113,8 +117,25 @@ def count_rows(src: RowSource) -> int | None:
     path = Path(src.path)
     kind = _container(path)
     if kind == "parquet":
-        return _parquet().ParquetFile(str(path)).metadata.num_rows
+        return _open_parquet(path).metadata.num_rows
     return None
+
+
+def _open_parquet(path: Path):
+    try:
+        return _parquet().ParquetFile(str(path))
+    except Exception as e:  # pyarrow raises several types for a file that is not Parquet
+        raise UserError(f"not a Parquet file ({type(e).__name__}: {one_line(e, 120)})", path=str(path)) from None
+
+
+def _guarded(rows: Iterator[Any], path: str) -> Iterator[Any]:
+    """Rows, with a container that breaks while it is read (truncated, corrupt) as a one-line error."""
+    try:
+        yield from rows
+    except UserError:
+        raise
+    except (OSError, EOFError, ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read rows ({type(e).__name__}: {one_line(e, 160)})", path=path) from None
 
 
 def _arrow_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
@@ -123,7 +144,10 @@ def _arrow_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
         try:
             reader = pa.ipc.open_stream(pa.memory_map(str(f)))
         except pa.ArrowInvalid:  # a file-format .arrow (not what save_to_disk writes) reads too
-            reader = pa.ipc.open_file(pa.memory_map(str(f)))
+            try:
+                reader = pa.ipc.open_file(pa.memory_map(str(f)))
+            except pa.ArrowInvalid as e:
+                raise UserError(f"not an Arrow file ({one_line(e, 120)})", path=str(f)) from None
             for i in range(reader.num_record_batches):
                 yield from reader.get_batch(i).to_pylist()
             continue
@@ -133,8 +157,11 @@ def _arrow_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
 
 def _json_rows(path: Path) -> Iterator[dict[str, Any]]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read ({type(e).__name__}: {one_line(e, 120)})", path=str(path)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -163,18 +190,14 @@ def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int
     elif kind == "json":
         rows = _json_rows(path)
     elif kind == "parquet":
-        pq = _parquet()
-        try:
-            pf = pq.ParquetFile(str(path))
-        except Exception as e:  # pyarrow raises several types for a file that is not Parquet
-            raise UserError(f"not a Parquet file ({type(e).__name__}: {e})", path=src.path) from None
+        pf = _open_parquet(path)
         rows = (r for batch in pf.iter_batches(batch_size=BATCH_ROWS) for r in batch.to_pylist())
     elif kind == "arrow":
         rows = _arrow_rows([path])
     else:
         folder, _ = _split_folder(path, src.split)
         rows = _arrow_rows(_shards(folder))
-    for i, row in enumerate(rows):
+    for i, row in enumerate(_guarded(rows, src.label)):
         if limit is not None and i >= limit:
             return
         yield i, row
@@ -212,13 +235,22 @@ def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: Row
         return "jsonl"
     pa = _pyarrow()
     pq = _parquet()
-    schema = None
-    if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
-        schema = _source_schema(schema_from)
-    table = pa.Table.from_pylist(rows)
-    if schema is not None:
-        fields = [schema.field(n) if n in schema.names else table.schema.field(n) for n in table.column_names]
-        table = pa.Table.from_pylist(rows, schema=pa.schema(fields))
+    columns: dict[str, None] = {}
+    for r in rows:  # every row's columns, in order of first appearance (Arrow would take the first row's)
+        columns.update(dict.fromkeys(r))
+    rows = [{k: r.get(k) for k in columns} for r in rows]
+    try:
+        table = pa.Table.from_pylist(rows)
+        if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
+            source = _source_schema(schema_from)
+            fields = [source.field(n) if n in source.names else table.schema.field(n) for n in table.column_names]
+            try:  # the source's column types, where every row fits them
+                table = pa.Table.from_pylist(rows, schema=pa.schema(fields))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+                pass
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+        raise UserError(f"these rows do not make one Parquet table ({one_line(e, 160)}); write JSON lines "
+                        "(a .jsonl path) instead", path=str(path)) from None
     with atomic_open(path, "wb") as f:
         pq.write_table(table, f)
     return "parquet"

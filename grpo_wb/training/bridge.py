@@ -50,6 +50,7 @@ from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import ScoredCompletion, Scorer, ScoreRequest
 from grpo_wb.signal.advantages import AdvantageConfig
 from grpo_wb.tasks.records import Task, load_tasks, parse_task
+from grpo_wb.tasks.rowexport import TRL_COLUMNS
 
 try:  # the reward works without transformers; the callback is a real TrainerCallback when it is there
     from transformers import TrainerCallback as _CallbackBase
@@ -59,7 +60,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 TRL_EPSILON = 1e-4
 """The std epsilon TRL's GRPOTrainer adds (hard-coded there)."""
 RUN_ARTIFACTS = (*ARTIFACTS, "trl_log.jsonl")
-_TASK_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude")
 
 
 def completion_text(completion: Any) -> str:
@@ -197,7 +197,7 @@ class ExecutionReward:
             raise UserError(f"task_id {task_id!r} of the training data has no task{where}; "
                             "pass the task file the dataset was exported from")
         obj: dict[str, Any] = {}
-        for key in _TASK_COLUMNS:
+        for key in TRL_COLUMNS:
             v = (columns or {}).get(key)
             if v is not None:
                 obj[key] = v

