@@ -86,7 +86,7 @@ class SampleSummary:
     """Verdicts of this call's scoring, by status."""
 
 
-def _read_done(path: Path, tasks: dict[str, Task], n: int) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
+def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
     done: dict[str, set[int]] = {}
     rows = []
     if not path.exists():
@@ -127,7 +127,7 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     task_list = load_tasks(cfg.tasks)
     tasks = {t.task_id: t for t in task_list}
     out = Path(cfg.out)
-    done, old_rows = _read_done(out, tasks, cfg.n)
+    done, old_rows = _read_done(out, tasks)
     summary = SampleSummary(resumed=len(old_rows))
     todo = [(t, [i for i in range(cfg.n) if i not in done.get(t.task_id, set())]) for t in task_list]
     todo = [(t, m) for t, m in todo if m]
@@ -154,12 +154,17 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
         with JsonlAppender(out) as f, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpo-wb-sample") as pool:
             pending: set[Future] = set()
             it = iter(todo)
-            for t, missing in it:
-                pending.add(pool.submit(_request, backend, t, missing, cfg.n))
-                if len(pending) >= workers * 2:
-                    break
+
+            def top_up() -> None:  # keep two requests per worker queued, not the whole task list
+                for t, missing in it:
+                    pending.add(pool.submit(_request, backend, t, missing, cfg.n))
+                    if len(pending) >= workers * 2:
+                        return
+
+            top_up()
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                pending -= finished
                 for fut in finished:
                     rows, tokens = fut.result()
                     summary.requests += 1
@@ -173,10 +178,7 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
                     elapsed = time.monotonic() - t0
                     if summary.completion_tokens:
                         bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
-                for t, missing in it:
-                    pending.add(pool.submit(_request, backend, t, missing, cfg.n))
-                    if len(pending) >= workers * 2:
-                        break
+                top_up()
         summary.generation_s = time.monotonic() - t0
     finally:
         bar.close()

@@ -2,8 +2,8 @@
 
 CPython 3.11 before 3.11.8 can fail with ``SystemError: AST constructor recursion depth mismatch`` when two
 threads turn source into AST objects (or AST objects into code) at once (CPython gh-106905). The scorer's worker
-threads extract code and plan tests concurrently, so every such call in the scoring process goes through here;
-parsing is microseconds next to a sandbox run, so the lock costs nothing that shows.
+threads extract code and plan tests concurrently, so every such call in the scoring process goes through here.
+The GIL already runs these calls one at a time; the lock only keeps one from being interleaved with another.
 """
 from __future__ import annotations
 
