@@ -80,18 +80,28 @@ class FakeServer:
                     server.requests.append((self.path, body, {k.lower(): v for k, v in self.headers.items()}))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                done = False
+
+                def leave():  # before the answer goes out: the client may send its next request at once
+                    nonlocal done
+                    with server.lock:
+                        if not done:
+                            server.in_flight -= 1
+                            done = True
+
                 try:
                     if server.delay:
                         server.release.wait(server.delay)
                     if server.html:
+                        leave()
                         return self._send(200, b"<html>hello</html>", "text/html")
                     status, payload = server._answer(self.path, body)
+                    leave()
                     self._send(status, json.dumps(payload).encode(), "application/json")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    leave()
 
             def _send(self, status, data, ctype):
                 self.send_response(status)

