@@ -32,6 +32,8 @@ APPS_ROWS = DATA / "apps_rows" / "apps_train5.jsonl.gz"
 """The same 5 APPS problems as rows of the codeparrot/apps schema (built by data/apps_rows/build.py)."""
 APPS_ROWS_SAMPLES = DATA / "apps_rows" / "coderl_samples.jsonl.gz"
 """CodeRL's 83 programs for them, as a samples file (task ids of ``tasks import apps-rows``)."""
+REWARD_HARNESSES = EXTERNAL / "reward_harnesses"
+"""evalplus 0.3.1's evaluation path and verl 0.9.1's prime_code, unchanged: what ``grpo-wb audit`` measures."""
 TOY_TASKS = DATA / "toy_tasks.jsonl"
 """The project's own small task set."""
 

@@ -20,7 +20,8 @@ REQUIRED = {"tasks": str(TOY), "out": "out.jsonl", "completions": "samples.jsonl
             "model": "model-dir", "input": "scored.jsonl", "notebook": "nb.ipynb", "plan": "plan.yaml"}
 # a command whose base line needs more than its required fields
 BASE = {("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"],
-        ("filter",): ["scored.jsonl", "--recipe", "dapo"]}
+        ("filter",): ["scored.jsonl", "--recipe", "dapo"],
+        ("audit",): ["--reward", "rewards:fn", "--style", "verl", "--out", "audit"]}
 # a flag that goes with another kind of base line than its command's
 ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
 BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"), "limit"): ["verl", *ROWS],
@@ -55,8 +56,14 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
     return argv
 
 
-def _changed(action: argparse.Action, default) -> list[str]:
+# a value the flag's field checks (any other would be refused, not ignored)
+VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn"}
+
+
+def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> list[str]:
     flag = action.option_strings[-1]
+    if (words, action.dest) in VALID:
+        return [flag, VALID[(words, action.dest)]]
     if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         return [flag]
     if action.choices is not None:
@@ -96,7 +103,7 @@ def test_each_flag_changes_exactly_its_field(cmd, action):
             parser.parse_args(base_argv + [action.option_strings[-1], "not-a-choice"])
         return
     extra, also = COMPANIONS.get(action.dest, ([], set()))
-    changed = from_args(cmd.args, parser.parse_args(base_argv + _changed(action, getattr(base, action.dest)) + extra))
+    changed = from_args(cmd.args, parser.parse_args(base_argv + _changed(action, getattr(base, action.dest), cmd.words) + extra))
     diff = {f for f in fields if getattr(base, f) != getattr(changed, f)}
     assert action.dest in diff, f"{action.option_strings[-1]}: {cmd.args.__name__}.{action.dest} did not change"
     assert diff <= {action.dest} | also, diff

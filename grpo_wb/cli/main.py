@@ -1,4 +1,5 @@
-"""``grpo-wb``: tasks (validate, calibrate, import), sample, score, smoke, headroom, filter, plan, report, batch, train, doctor, bench.
+"""``grpo-wb``: tasks (validate, calibrate, import), sample, score, smoke, headroom, filter, plan, audit, report, batch, train,
+doctor, bench.
 
 Each command is a :class:`~grpo_wb.cli.common.Command` of one of the modules below, whose flags are derived
 from its arguments dataclass (:func:`grpo_wb.config.add_flags`). User mistakes (bad files, bad flags,
@@ -12,6 +13,7 @@ import sys
 from typing import Sequence
 
 from grpo_wb.cli import (
+    audit,
     doctor,
     filtering,
     headroom,
@@ -27,7 +29,7 @@ from grpo_wb.cli.common import Command
 from grpo_wb.errors import UserError, ValidationError
 from grpo_wb.version import __version__
 
-MODULES = (tasks, sample, score, smoke, headroom, filtering, plan, reports, train, doctor)
+MODULES = (tasks, sample, score, smoke, headroom, filtering, plan, audit, reports, train, doctor)
 
 
 def commands() -> list[Command]:

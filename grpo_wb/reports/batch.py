@@ -371,17 +371,18 @@ tr.failed td { background: #fff0f0; } .status-ok { color: #1a7f37; } .status-fai
 <h1>{{ title }}</h1>
 <p>{{ n_ok }} of {{ results|length }} reports succeeded{% if n_failed %}, <span class="status-failed">{{ n_failed }} failed</span>{% endif %}.
 Headline numbers come from each report's <code>headline.json</code>; informative fraction and pass rate are means over steps
-(smoke and compare reports) or expected values at the recommended G (headroom reports). <b>Completions from</b> says what
+(smoke and compare reports) or expected values at the recommended G (headroom reports); <b>finding</b> is a reward
+audit's verdict. <b>Completions from</b> says what
 produced the completions: <i>mock</i> rows are generated from the tasks' canonical solutions and say nothing about any model.</p>
 <table>
 <thead><tr><th>report</th><th>notebook</th><th>completions from</th><th>status</th><th>informative fraction</th>
-<th>pass rate</th><th>G</th><th>seconds</th><th>error</th></tr></thead>
+<th>pass rate</th><th>G</th><th>finding</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {% for r in rows %}<tr class="{{ r.status }}">
 <td>{% if r.href %}<a href="{{ r.href }}">{{ r.name }}</a>{% else %}{{ r.name }}{% endif %}</td>
 <td>{{ r.notebook }}</td><td class="source">{{ r.source }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>
 <td class="num">{{ r.informative }}</td><td class="num">{{ r.pass_rate }}</td><td class="num">{{ r.g }}</td>
-<td class="num">{{ r.seconds }}</td><td class="error">{{ r.error }}</td></tr>
+<td class="source">{{ r.finding }}</td><td class="num">{{ r.seconds }}</td><td class="error">{{ r.error }}</td></tr>
 {% endfor %}</tbody></table>
 </body></html>
 """
@@ -407,7 +408,8 @@ def index_rows(root: Path, results: Sequence[ReportResult]) -> list[dict[str, st
         rows.append({"name": r.name, "href": href, "notebook": Path(r.notebook).name, "status": r.status,
                      "source": h.get("source") or "\u2014",
                      "informative": _fmt(h.get("informative_fraction")), "pass_rate": _fmt(h.get("pass_rate")),
-                     "g": _fmt(g), "seconds": f"{r.seconds:.1f}", "error": r.error or ""})
+                     "g": _fmt(g), "finding": h.get("verdict") or "", "seconds": f"{r.seconds:.1f}",
+                     "error": r.error or ""})
     return rows
 
 

@@ -296,3 +296,25 @@ def strategy_curves(curves: pd.DataFrame) -> Figure:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
+
+
+OUTCOME_COLORS = {"won": "#d62728", "harmed": "#ff7f0e", "crashed": "#9467bd", "held": "#2ca02c"}
+
+
+def audit_outcomes(exploits: pd.DataFrame) -> Figure:
+    """Each exploit's reward next to the plainly-wrong control's (the dashed line), coloured by outcome."""
+    fig = Figure(figsize=(9, _height(len(exploits))), layout="constrained")
+    ax = fig.subplots()
+    if exploits.empty:
+        return _empty(fig, ax, "exploits")
+    t = exploits.iloc[::-1]
+    y = np.arange(len(t))
+    ax.barh(y, t["reward"].fillna(0), color=[OUTCOME_COLORS.get(o, FLAT_COLOR) for o in t["outcome"]])
+    wrong = t["wrong_reward"].dropna()
+    if not wrong.empty:
+        ax.axvline(float(wrong.max()), color="#333333", linestyle="--", linewidth=1)
+    ax.set_yticks(y, list(t["exploit"]), fontsize=8)
+    ax.set_xlabel("reward the function gave the exploit (dashed: the plainly-wrong control's)")
+    ax.set_xlim(0, max(1.0, float(t["reward"].fillna(0).max())))
+    ax.legend(handles=[Patch(color=c, label=o) for o, c in OUTCOME_COLORS.items()], loc="lower right", fontsize=8)
+    return fig

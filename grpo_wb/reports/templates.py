@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from grpo_wb.audit.run import AuditConfig
 from grpo_wb.bundled import REPO
 from grpo_wb.config import parameter_line
 from grpo_wb.errors import UserError
@@ -29,6 +30,7 @@ CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
     "dataset_filter.ipynb": (FilterRule, ("band", "group_size", "min_samples", "conservative", "confidence")),
     "data_strategy.ipynb": (PlanConfig, ("group_size", "batch_size", "epochs", "strategies", "band",
                                          "max_num_gen_batches", "seed")),
+    "reward_audit.ipynb": (AuditConfig, ("reward", "style", "tasks", "kinds", "exploits", "function_timeout")),
 }
 """notebook file name -> (the config dataclass, the parameters that are its fields)."""
 

@@ -98,6 +98,12 @@ class SandboxLimits:
     """Size of the worker's private tmpfs ``/tmp`` (bubblewrap mode)."""
     site_packages: bool = False
     """Let completions import the caller's installed packages (numpy, ...); off: standard library only."""
+    shm_bytes: int = 0
+    """Size of a private ``/dev/shm`` (bubblewrap mode; 0: none) for code that uses multiprocessing's shared
+    memory (``grpo-wb audit``: evalplus's harness)."""
+    ro_binds: tuple[str, ...] = ()
+    """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb audit``: the audited
+    function's files); nothing else of the caller's files is."""
     isolation: Isolation = field(default_factory=default_isolation)
     """``best``: the strongest isolation this machine gives, a weaker one said out loud; ``strict``: refuse
     to run unless every worker proved a PID namespace, no network, a uid not the caller's, a private
@@ -187,7 +193,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
     binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
-             *(_site_dirs() if limits.site_packages else [])]
+             *(_site_dirs() if limits.site_packages else []), *limits.ro_binds]
     made: set[str] = set()
     for b in binds:
         if b.startswith("/usr/") or not os.path.exists(b):
@@ -198,6 +204,8 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
                 made.add(anc)
         cmd += ["--ro-bind", b, b]
     cmd += ["--dev", "/dev", "--proc", "/proc", "--chdir", "/tmp"]
+    if limits.shm_bytes:
+        cmd += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     if os.getuid() == 0:
         cmd += ["--cap-drop", "ALL"] + [x for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
                                                     "CAP_FOWNER", "CAP_DAC_OVERRIDE")

