@@ -119,7 +119,7 @@ class JsonlAppender:
         self.write_many((row,))
 
     def write_many(self, rows: Iterable[Any]) -> None:
-        """Several lines, flushed and fsynced once."""
+        """Several lines, flushed together and fsynced once (with ``sync_every``: when that much time has passed)."""
         self._f.write("".join(dumps(r) + "\n" for r in rows))
         self._f.flush()
         now = time.monotonic()

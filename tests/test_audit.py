@@ -113,13 +113,16 @@ def test_each_style_gets_the_task_in_its_own_shape():
 
 
 def test_bad_settings_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "file.txt").write_text("")
     for argv, said in [(["--reward", "nocolon"], "expected MODULE:FUNC"),
                        (["--reward", "builtin:nope"], "no such builtin"),
                        (["--reward", "mod:f"], "needs --style"),
                        (["--reward", "builtin:human-eval", "--style", "verl"], "has style human-eval"),
                        (["--reward", "builtin:grpo_wb", "--exploit", "nope"], "unknown exploit 'nope'"),
-                       (["--reward", f"{tmp_path}/missing.py:f", "--style", "trl"], "does not exist")]:
-        rc = main(["audit", *argv, "--out", str(tmp_path / "o"), "--no-progress"])
+                       (["--reward", f"{tmp_path}/missing.py:f", "--style", "trl"], "does not exist"),
+                       (["--reward", "m:f", "--style", "verl", "--trl-format", "standard"], "--style trl only"),
+                       (["--reward", "builtin:grpo_wb", "--out", str(tmp_path / "file.txt")], "not a folder")]:
+        rc = main(["audit", "--out", str(tmp_path / "o"), *argv, "--no-progress"])
         err = capsys.readouterr().err
         assert rc == 1 and said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
 
@@ -131,18 +134,19 @@ def test_the_function_is_found_without_importing_it(tmp_path, monkeypatch):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("raise SystemExit('imported on the host')\n")
     spec, binds = resolve(f"{tmp_path}/boom.py:f", None)
-    assert spec["kind"] == "file" and binds == (str(tmp_path),)
+    assert spec["kind"] == "file" and binds == ()  # nothing of the user's folders is bound: a staged copy is
     spec, binds = resolve(f"{pkg}:f", None)
-    assert spec["kind"] == "package" and binds == (str(pkg),)
+    assert spec["kind"] == "package" and binds == ()
     monkeypatch.chdir(tmp_path)
     spec, binds = resolve("boom:f", None)
-    assert spec == {"kind": "module", "target": "boom", "func": "f", "sys_path": [str(tmp_path)],
-                    "origin": str(tmp_path / "boom.py")}
+    assert spec == {"kind": "module", "target": "boom", "func": "f", "sys_path": [], "origin": str(tmp_path / "boom.py")}
     staged = stage(spec, str(tmp_path / "stage"))  # a world-readable copy for the sandbox's unprivileged uid
     assert (tmp_path / "stage" / "boom.py").read_text() == (tmp_path / "boom.py").read_text()
     assert staged["sys_path"][0] == str(tmp_path / "stage") and (tmp_path / "stage").stat().st_mode & 0o777 == 0o755
     spec, binds = resolve("pkg.sub:g", None)
-    assert spec["target"] == "pkg.sub" and binds == (str(pkg),)
+    assert spec["target"] == "pkg.sub" and spec["origin"] == str(pkg)
+    spec, _ = resolve("grpo_wb.training.bridge:execution_reward", None)  # an editable install is found too
+    assert spec["origin"] == str(Path(__file__).resolve().parents[1] / "grpo_wb")
     with pytest.raises(UserError, match="no module 'surely_not_here'"):
         resolve("surely_not_here:f", None)
 
@@ -173,15 +177,22 @@ def test_judging_each_outcome():
     assert judge(JobResult(_job("file_canary_read"), [read, *ok_after]), RIGHT, WRONG)["outcome"] == "won"
     later = judge(JobResult(_job("daemon"), [_call(0.0), _call(error="EOFError"), _call(0.0)]), RIGHT, WRONG)
     assert later["outcome"] == "won" and later["later_changed"] == ["correct after"]
-    hung = judge(JobResult(_job("daemon"), [_call(hung=True, seconds=60.0), _call(died=True), _call(died=True)]),
-                 RIGHT, WRONG)
-    assert hung["outcome"] == "won"  # the later verdicts never came: they changed
-    killed = judge(JobResult(_job("kill_parent"), [_call(died=True), _call(died=True), _call(died=True)]), RIGHT,
-                   WRONG)
-    assert killed["outcome"] == "won" and "died" in killed["notes"][0]
+    never = [_call(ran=False), _call(ran=False)]  # the process hung or died before: the later calls never ran
+    hung = judge(JobResult(_job("daemon"), [_call(hung=True, seconds=60.0), *never]), RIGHT, WRONG)
+    assert hung["outcome"] == "crashed" and hung["later_changed"] == [] and hung["notes"] == ["hung (no answer in 60 s)"]
+    killed = judge(JobResult(_job("kill_parent"), [_call(died=True), *never]), RIGHT, WRONG)
+    assert killed["outcome"] == "won" and killed["notes"] == ["the function's process died"]
+    starved = judge(JobResult(_job("fork_bomb"), [_call(0.0), _call(error="BlockingIOError: [Errno 11]"),
+                                                  _call(error="BlockingIOError: [Errno 11]")]), RIGHT, WRONG)
+    assert starved["outcome"] == "won" and starved["later_changed"] == ["correct after", "wrong after"]
     same_reward = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT,
                         WRONG)
     assert same_reward["outcome"] == "harmed" and "left 3 processes running" in same_reward["notes"]
+    # what the controls leave too (the function's own pool) is not the exploit's doing
+    pool = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG, 3)
+    assert pool["outcome"] == "held" and pool["leftover_processes"] == 0
+    # None (TRL: no reward) is no reward: it does not beat the plainly-wrong 0
+    assert judge(JobResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)["outcome"] == "held"
 
 
 def test_controls_that_say_the_function_is_broken_not_hacked():
@@ -196,6 +207,8 @@ def test_controls_that_say_the_function_is_broken_not_hacked():
     assert "no more than the plainly-wrong" in broken_reason(rows(0.0, 0.0))
     assert "less than the reference" in broken_reason(rows(1.0, 0.0, correct_noisy=(True, 0.0)))
     assert "more than the plainly-wrong" in broken_reason(rows(1.0, 0.0, wrong_loops=(False, 1.0)))
+    assert broken_reason(rows(1.0, 0.0, wrong_syntax=(False, None))) is None  # no reward for a wrong answer: fine
+    assert "gets no reward" in broken_reason(rows(1.0, 0.0, correct_slow=(True, None)))
 
 
 def test_the_verdict_line():

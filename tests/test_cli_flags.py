@@ -28,6 +28,7 @@ BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"
             (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
             (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
             (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
+            (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
             (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"]}
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
 COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),

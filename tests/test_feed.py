@@ -56,3 +56,19 @@ def test_a_paused_stream_does_not_block_a_non_blocking_take():
     gate.set()
     assert feed.take(10, block=True) == ["second"]
     feed.close()
+
+
+def test_rest_names_what_is_left_without_waiting_for_a_stream_that_never_ends():
+    gate = threading.Event()
+
+    def items():
+        yield 1
+        yield 2
+        gate.wait(30)  # a producer that waits on the caller (the overlapped smoke loop's next step)
+        yield 3
+
+    feed = Feed(items(), maxsize=8)
+    t0 = time.monotonic()
+    assert list(feed.rest(idle=0.2)) == [1, 2] and time.monotonic() - t0 < 5
+    gate.set()
+    feed.close()

@@ -333,6 +333,20 @@ def test_single_request_fallback_respects_the_bound_too(server, tasks):
     assert len(server.requests) == 3 + 12 and server.max_in_flight <= 2
 
 
+def test_the_bound_holds_across_generate_calls_made_at_once(server, tasks):
+    """A streaming caller (grpo-wb sample, the overlapped smoke loop) makes one generate call per group, several at
+    once; with single requests each call fans out to G of them: the backend as a whole keeps to max_concurrency."""
+    server.delay = 0.05
+    server.n_mode = "reject"
+    b = make(server.url, max_concurrency=2)
+    threads = [threading.Thread(target=b.generate, args=([RolloutRequest(t, 4, 0, 0)],)) for t in tasks[:3]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert server.max_in_flight <= 2 and len(server.requests) >= 12
+
+
 @pytest.mark.parametrize("bad, fragment", [
     ({"mode": "edit"}, "unknown mode 'edit'"),
     ({"temperature": -1.0}, "temperature must be >= 0"),

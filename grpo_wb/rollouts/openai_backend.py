@@ -10,12 +10,14 @@ A group of G is asked for in one request (``n = G``). A server that rejects
 ``n > 1`` (HTTP 400) or returns fewer choices gets the missing samples as
 single requests, each with its own seed (:func:`grpo_wb.rollouts.sampling.request_seed`),
 and is sent only single requests for the rest of the backend's life. Requests
-of different groups run in parallel, at most ``max_concurrency`` in flight.
+of different groups run in parallel, at most ``max_concurrency`` in flight for the
+backend as a whole, however many ``generate`` calls run at once.
 """
 from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -122,6 +124,9 @@ class OpenAIBackend:
                                            timeout=config.timeout_s, max_retries=0)
         self._n_supported: bool | None = None if config.n_per_request else False
         self._jitter = random.Random()
+        # one bound for the backend, however many generate() calls run at once (a streaming caller makes one
+        # call per group, each with its own pool): max_concurrency is requests in flight, not per call
+        self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self.last_stats: dict[str, Any] = {}
         """Summary of the latest generate() call (``completions/clipped_ratio``, tokens, retries, ...)."""
 
@@ -201,7 +206,8 @@ class OpenAIBackend:
             create = self._client.completions.create
             kwargs["prompt"] = req.task.prompt
         try:
-            resp, attempts, latency = self._with_retries(create, kwargs)
+            with self._slots:
+                resp, attempts, latency = self._with_retries(create, kwargs)
         except self._openai.APIStatusError as e:
             if n > 1 and e.status_code in N_REJECTED_STATUSES:
                 self._n_supported = False

@@ -13,7 +13,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from grpo_wb.rollouts.factory import BackendConfig
-from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -30,18 +29,26 @@ def stream_calls(fn: Callable[[T], R], items: Iterable[T], concurrency: int,
     """``(index, fn(item))`` as each call returns, at most ``concurrency`` running and as many queued (not the
     whole input: the input is read as room frees up). ``ready(item)`` false: that item (and all after it) waits
     until it turns true, looked at again every few milliseconds, while the calls already running go on and their
-    answers are yielded. ``stop()`` true: nothing new starts; the calls already running are waited for (and their
-    answers still yielded). The first call that raises is re-raised once the running ones are done."""
+    answers are yielded. ``stop()`` true, a call that raised, or the caller closing the generator: the queued
+    calls are cancelled and nothing new starts; the running ones are waited for and their answers still yielded.
+    The first error is re-raised at the end."""
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="grpo-wb-generate") as pool:
         pending: dict[Future, int] = {}
         it = enumerate(items)
         held: tuple[int, T] | None = None
         error: BaseException | None = None
 
+        def halt() -> None:
+            for f in pending:
+                f.cancel()  # only the ones not started yet
+
         def top_up() -> bool:
             """Start what may start; True when the next item waits for ``ready``."""
             nonlocal held
-            while error is None and not stop() and len(pending) < 2 * concurrency:
+            if error is not None or stop():
+                halt()
+                return False
+            while len(pending) < 2 * concurrency:
                 nxt = held if held is not None else next(it, None)
                 held = None
                 if nxt is None:
@@ -52,31 +59,24 @@ def stream_calls(fn: Callable[[T], R], items: Iterable[T], concurrency: int,
                 pending[pool.submit(fn, nxt[1])] = nxt[0]
             return False
 
-        waiting = top_up()
-        while pending or (waiting and not stop()):
-            if not pending:
-                time.sleep(0.005)
-                waiting = top_up()
-                continue
-            finished, _ = wait(pending, timeout=0.01 if waiting else None, return_when=FIRST_COMPLETED)
-            for fut in sorted(finished, key=pending.__getitem__):
-                index = pending.pop(fut)
-                if fut.cancelled():
-                    continue
-                if fut.exception() is not None:
-                    if error is None:
-                        error = fut.exception()
-                        for other in pending:
-                            other.cancel()
-                    continue
-                if error is None:
-                    yield index, fut.result()
+        try:
             waiting = top_up()
+            while pending or (waiting and not stop()):
+                if not pending:
+                    time.sleep(0.005)
+                    waiting = top_up()
+                    continue
+                finished, _ = wait(pending, timeout=0.01 if waiting else None, return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=pending.__getitem__):
+                    index = pending.pop(fut)
+                    if fut.cancelled():
+                        continue
+                    if fut.exception() is not None:
+                        error = error or fut.exception()
+                        continue
+                    yield index, fut.result()
+                waiting = top_up()
+        finally:
+            halt()
         if error is not None:
             raise error
-
-
-def stream_groups(backend: Backend, requests: Iterable[RolloutRequest], concurrency: int,
-                  stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, list[Completion]]]:
-    """``(request index, its G completions)`` as each request returns (see :func:`stream_calls`)."""
-    return stream_calls(lambda req: backend.generate([req])[0], requests, concurrency, stop)

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from grpo_wb.bundled import CODEGEN_SAMPLES, bundled
-from grpo_wb.jsonio import iter_jsonl
-from grpo_wb.jsonio import atomic_write_jsonl
+from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 from grpo_wb.rollouts.loopback import ReplayServerProcess
 from grpo_wb.runs.sample import SampleConfig, run_sample
 from grpo_wb.runs.smoke import SmokeConfig, SmokeRun

@@ -91,10 +91,13 @@ class Feed(Generic[T]):
         with self._cond:
             self._cond.notify_all()
 
-    def rest(self) -> Iterator[T]:
-        """Every item not taken yet, to the end of the input (naming what was never scored)."""
+    def rest(self, idle: float = 1.0) -> Iterator[T]:
+        """The items not taken yet (naming what was never scored): to the end of the input, or until none has
+        come for ``idle`` seconds (a stream that waits on the caller would never end)."""
         while True:
-            x = self.get(block=True)
+            with self._cond:
+                self._cond.wait_for(lambda: self._buf or self._done, idle)
+            x = self.get(block=False)
             if x is NOTHING:
                 return
             yield x
