@@ -79,3 +79,12 @@ def test_no_module_imports_grpo_wb_inside_a_function():
     entry points are imported where they are used."""
     hidden = [(str(f.relative_to(ROOT)), m) for f in sorted(PKG.rglob("*.py")) for m, top in _imports(f) if not top]
     assert set(hidden) <= LAZY_OK, hidden
+
+
+def test_the_command_line_starts_without_the_training_extras():
+    """``grpo-wb`` loads neither torch nor transformers until a command needs them: every CLI call (and every
+    subprocess test) would otherwise pay seconds for the import (the audit once pulled them in through the bridge)."""
+    code = ("import sys, grpo_wb.cli.main; heavy = sorted({'torch', 'transformers', 'trl', 'peft', 'ray'} "
+            "& set(sys.modules)); print(heavy); sys.exit(1 if heavy else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, f"importing the CLI loads {out.stdout.strip()}"

@@ -57,7 +57,7 @@ from grpo_wb.scoring.sandbox import (
 from grpo_wb.tasks.records import Task, load_tasks
 from grpo_wb.tasks.rowexport import build_row, parsed_from_task, trl_record
 from grpo_wb.tasks.rowformats import RowError
-from grpo_wb.training.bridge import ExecutionReward
+from grpo_wb.training.reward import ExecutionReward
 
 Style = Literal["trl", "verl", "human-eval", "grpo_wb"]
 STYLES = ("trl", "verl", "human-eval", "grpo_wb")
@@ -131,7 +131,7 @@ REFERENCES = {
         call_timeout=30.0,
         version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py"),
     "grpo_wb": Reference(
-        "grpo_wb", "trl", "grpo_wb's TRL reward (grpo_wb.training.bridge.ExecutionReward): its sandbox, binary reward",
+        "grpo_wb", "trl", "grpo_wb's TRL reward (grpo_wb.training.reward.ExecutionReward): its sandbox, binary reward",
         version=_dist_version("grpo_wb")),
 }
 
