@@ -451,7 +451,7 @@ def pytest_runtest_makereport(item, call):
 '''
 
 _DAEMON = '''
-import os, signal, time
+import signal, time
 _posix = __import__("posix")
 
 def _grpo_wb_daemon():
