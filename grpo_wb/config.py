@@ -138,6 +138,17 @@ def _shows_default(default: Any) -> bool:
                 or (isinstance(default, list) and not default))
 
 
+class _Append(argparse.Action):
+    """argparse's ``append``, except that the first use replaces the default instead of extending it: argparse's own
+    keeps a non-empty default list, so ``--strategies dapo`` gave the four default strategies plus dapo."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = getattr(namespace, self.dest, None)
+        items = [] if items is None or items is self.default else list(items)
+        items.append(values)
+        setattr(namespace, self.dest, items)
+
+
 def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
     """Add one flag per field of ``cls`` (see the module docstring)."""
     hints = typing.get_type_hints(cls)
@@ -162,12 +173,12 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         if typing.get_origin(tp) is Literal:
             kw["choices"] = list(typing.get_args(tp))
         elif meta.get("nargs"):
-            kw["action"], kw["nargs"] = "append", meta["nargs"]
+            kw["action"], kw["nargs"] = _Append, meta["nargs"]
         elif typing.get_origin(tp) is tuple:  # a fixed number of values: --band LOW HIGH
             items = typing.get_args(tp)
             kw["nargs"], kw["type"] = len(items), meta.get("type") or items[0]
         elif typing.get_origin(tp) is list and not meta.get("type"):
-            kw["action"] = "append"
+            kw["action"] = _Append
             item = typing.get_args(tp)[0]
             if typing.get_origin(item) is Literal:
                 kw["choices"] = list(typing.get_args(item))

@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -51,9 +52,47 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]+")
+"""Code points UTF-8 cannot encode: a child's ``raise ValueError("\\ud800")``, a ``\\ud800`` escape in a reply."""
+
+
+def _readable_surrogates(m: re.Match) -> str:
+    s = m.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")  # join valid pairs
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def encodable(obj: Any) -> Any:
+    """``obj`` with every string (keys too, nested) encodable as UTF-8: what a child or a model wrote passes
+    through this before any writer, report or notebook sees it. A lone surrogate becomes the text of its
+    escape (``\\ud800``, as Python prints it to stderr and as it reads in a string literal), a valid pair
+    its character."""
+    if isinstance(obj, str):
+        return obj if obj.isascii() or not _SURROGATES.search(obj) else _SURROGATES.sub(_readable_surrogates, obj)
+    if isinstance(obj, dict):
+        return {encodable(k): encodable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [encodable(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(encodable(v) for v in obj)
+    return obj
+
+
+def _json_escape_surrogates(text: str) -> str:
+    """JSON text UTF-8 can encode: surrogates (only ever inside string literals) written as ``\\uXXXX``, as
+    ``ensure_ascii`` would, so a reader gets back the very string (nothing lost, the rest stays readable)."""
+    if text.isascii() or not _SURROGATES.search(text):
+        return text
+    return _SURROGATES.sub(lambda m: "".join(f"\\u{ord(c):04x}" for c in m.group()), text)
+
+
+def _json(obj: Any, **kw: Any) -> str:
+    return _json_escape_surrogates(json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False,
+                                              ensure_ascii=False, **kw))
+
+
 def dumps(obj: Any) -> str:
-    """One-line strict JSON (NaN becomes null)."""
-    return json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False, ensure_ascii=False)
+    """One-line strict JSON (NaN becomes null), encodable whatever the strings hold."""
+    return _json(obj)
 
 
 _UMASK = os.umask(0o022)
@@ -68,7 +107,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # what open() would give, not mkstemp's 0600
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        # text a model or a child wrote (a report quoting an error) must not fail the write: see encodable()
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "errors": "backslashreplace"})) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -89,8 +129,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Pretty JSON, written atomically."""
-    atomic_write_text(path, json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), indent=2,
-                                       allow_nan=False, ensure_ascii=False) + "\n")
+    atomic_write_text(path, _json(obj, indent=2) + "\n")
 
 
 def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> int:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -112,12 +111,11 @@ def test_run_plan_survives_a_crashing_runner(tmp_path, tiny):
 @pytest.mark.notebooks
 @pytest.mark.slow
 def test_hung_report_is_killed_at_the_plan_timeout(tmp_path):
+    """The kind says which limit ended it: the plan's 4 s kill, not the 100 s cell timeout nor the cell's end."""
     make_notebook(tmp_path / "nbs" / "hang.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(120)"])
     plan = batch.load_plan(_plan(tmp_path, {"timeout": 4, "cell_timeout": 100,
                                             "reports": [{"notebook": "nbs/hang.ipynb"}]}))
-    t0 = time.monotonic()
     (res,) = batch.run_plan(plan, progress=False)
-    assert time.monotonic() - t0 < 20
     assert res.status == "failed" and res.error_kind == "killed" and "timeout of 4 s" in res.error
     assert json.loads((Path(res.out_dir) / "result.json").read_text())["error_kind"] == "killed"
 

@@ -182,7 +182,11 @@ def test_agreement_with_mapcoder_and_every_disagreement_explained(verdicts):
     unexplained = [(v["file"].name, v["row"].get("task_id"), v["is_solved"], v["res"].status, v["res"].error[:100])
                    for v, c in causes if c == "unexplained"]
     assert unexplained == [], unexplained
-    assert {(v["file"].name, v["row"].get("task_id")) for v, c in causes if c == "not reproduced"} == NOT_REPRODUCED
+    found = {(v["file"].name, v["row"].get("task_id")) for v, c in causes if c == "not reproduced"}
+    # a row of the list missing here must have timed out: HumanEval/129's answer is a search whose run time sits
+    # near the 10 s limit, so on a slower or busier machine it times out and then agrees with MapCoder
+    timed_out = {(v["file"].name, v["row"].get("task_id")) for v in verdicts if v["res"].status == "timeout"}
+    assert found <= NOT_REPRODUCED and NOT_REPRODUCED - found <= timed_out, (found, NOT_REPRODUCED)
     assert n == 3344 and agree / n > 0.94
 
 

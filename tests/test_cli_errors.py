@@ -267,6 +267,7 @@ def test_subprocess_missing_task_file(ws):
     assert err.splitlines() == [f"{path}: no such file", f"{PREFIX}{path}: 1 problem(s); nothing was run"]
 
 
+@pytest.mark.sandbox
 def test_subprocess_success_control(ws):
     # the same machinery on good input exits 0, so the failures above are not artefacts of the harness
     rc, out, err = run_sub(score(ws, "good"), cwd=ws["dir"])

@@ -328,3 +328,69 @@ def compiles(src):
         return True
     except (SyntaxError, ValueError):
         return False
+
+
+# ----------------------------------------------------------------------------- real replies a harness missed (issue 12)
+
+
+def test_a_reply_that_starts_with_a_space_is_read_as_a_full_function():
+    """After ``[/INST]`` or ``ASSISTANT:`` a reply often starts with a space: glued to the prompt, a SyntaxError."""
+    ext = extract_program(PROMPT, EP, " " + FULL)
+    assert ext.mode == "full_function" and compiles(ext.program)
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_a_leading_space_before_an_import_is_dropped_from_every_line_that_shares_it():
+    ext = extract_program(PROMPT, EP, " import math\n def add(a, b):\n     return math.floor(a + b)\n")
+    assert ext.mode == "full_function" and "\nimport math\ndef add(a, b):" in ext.program
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_a_bare_language_line_under_an_untagged_fence_is_the_tag():
+    ext = extract_program(PROMPT, EP, f"Here you go:\n```\npython\n{FULL}```\n")
+    assert ext.mode == "full_function" and "python\n" not in ext.program
+    assert run_add(ext.program)(2, 3) == 5
+
+
+@pytest.mark.parametrize("tag", ["python_code", "python-3", "py3.10", "Python_Solution"])
+def test_python_fence_tags_with_a_suffix(tag):
+    ext = extract_program(PROMPT, EP, f"```{tag}\n{FULL}```")
+    assert ext.mode == "full_function" and ext.n_blocks == 1
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_codellama_python_tags():
+    completion = f"[PYTHON]\n{FULL}[/PYTHON]\n[TESTS]\n# Test case 1:\nassert add(1, 2) == 4\n[/TESTS]\n"
+    ext = extract_program(PROMPT, EP, completion)
+    assert ext.mode == "full_function" and "[" not in ext.program and "assert add" not in ext.program
+    assert run_add(ext.program)(2, 3) == 5
+
+
+def test_a_fence_opened_in_the_middle_of_a_line():
+    ext = extract_program(PROMPT, EP, f"Here is the code: ```python\n{FULL}```\nIt adds.")
+    assert ext.mode == "full_function" and "Here is" not in ext.program and "```" not in ext.program
+    assert run_add(ext.program)(2, 3) == 5
+
+
+@pytest.mark.parametrize("text", [" Sorry, I cannot help with that.",
+                                  " The function returns a + b when both are given."])
+def test_control_prose_that_starts_with_a_space_is_still_not_code(text):
+    assert_parse_failure(text, "no code")
+
+
+@pytest.mark.parametrize("text", ["[PYTHON]\nI cannot write that function.\n[/PYTHON]\n",
+                                  "The answer is: ```python\nI cannot write that function.\n```\n"])
+def test_control_prose_in_the_new_block_shapes_is_still_not_code(text):
+    assert_parse_failure(text, "holds prose")
+
+
+@pytest.mark.parametrize("tag", ["python-repl", "pycon", "pythonic"])
+def test_control_other_tags_that_start_with_py_are_not_python_code(tag):
+    assert_parse_failure(f"```{tag}\n>>> add(1, 2)\n3\n```\n", "no Python code block")
+
+
+@pytest.mark.parametrize("body", [BODY, "    def helper(x):\n        return x\n    return helper(a) + b\n",
+                                  "    def helper(x):\n        return x +\n"])  # cut off: it still continues
+def test_control_an_indented_body_is_still_glued_to_the_prompt(body):
+    ext = extract_program(PROMPT, EP, body)
+    assert (ext.mode, ext.rule) == ("continuation", "raw") and ext.program == PROMPT + body

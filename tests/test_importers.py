@@ -211,6 +211,7 @@ def test_refuses_to_overwrite_without_force(capsys, tmp_path, problems):
 # ----------------------------------------------------------------------------- scoring the imported set
 
 
+@pytest.mark.sandbox
 def test_every_canonical_solution_passes_every_split_test(canonical_results):
     assert len(canonical_results) == 164
     bad = [(r.task_id, r.status, r.tests_passed, r.tests_total, r.error) for r in canonical_results

@@ -131,7 +131,16 @@ WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
         return subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"])
 
     nobody, stranger = sibling(65534), sibling(62001)   # an existing user's uid, and a uid no worker holds
-    time.sleep(0.2)
+
+    def uid_of(pid):
+        try:
+            return int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    until = time.monotonic() + 30  # both run as their uid before the worker starts (not after a guessed delay)
+    while (uid_of(nobody.pid), uid_of(stranger.pid)) != (65534, 62001) and time.monotonic() < until:
+        time.sleep(0.01)
     root = tempfile.mkdtemp(); os.chmod(root, 0o711)
     lst = socket.socket(); lst.bind(("127.0.0.1", 0)); lst.listen(1)
     limits = SandboxLimits(timeout=2.0)
@@ -156,17 +165,28 @@ WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
               "    time.sleep(30)\\n    os._exit(0)\\nos.read(r, 1)\\ndef f():\\n    return 1\\n")
     send(build_job(daemon, "f", [{"kind": "exec", "code": "assert candidate() == 1"}], limits=limits))
     result = recv()
-    time.sleep(0.5)
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    uids = {}
-    for p in pids:
-        try:
-            status = open(f"/proc/{p}/status").read()
-        except OSError:
-            continue
-        if "State:\tZ" not in status:  # killed but not reaped (pid 1 here is this script) is dead
-            uids[p] = int(status.split("Uid:")[1].split()[0])
-    left = sorted(p for p, u in uids.items() if u == cfg["child_uid"] and p not in (nobody.pid, stranger.pid))
+    # the worker cleans up after it answers, before it reads the next job: a second job's answer means the
+    # first job's clean-up is done; then the kills it sent get time to land (the wait ends once they have)
+    send(build_job("def f():\\n    return 1\\n", "f", [{"kind": "exec", "code": "assert candidate() == 1"}],
+                   limits=limits))
+    recv()
+
+    def left_now():
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        uids = {}
+        for p in pids:
+            try:
+                status = open(f"/proc/{p}/status").read()
+            except OSError:
+                continue
+            if "State:\tZ" not in status:  # killed but not reaped (pid 1 here is this script) is dead
+                uids[p] = int(status.split("Uid:")[1].split()[0])
+        return sorted(p for p, u in uids.items() if u == cfg["child_uid"] and p not in (nobody.pid, stranger.pid))
+
+    left, until = left_now(), time.monotonic() + (10 if sys.argv[2] == "killed" else 0)
+    while left and time.monotonic() < until:
+        time.sleep(0.02)
+        left = left_now()
     print("RESULT", json.dumps({"pid_namespace": hello["pid_namespace"], "nobody": nobody.poll() is None,
                                 "stranger": stranger.poll() is None, "left": left,
                                 "events": result.get("events_raw", "")[-200:]}))
@@ -175,10 +195,11 @@ WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
 """)
 
 
-def _worker_run(child_uid: int) -> dict:
+def _worker_run(child_uid: int, daemon: str) -> dict:
+    """``daemon``: ``killed`` (wait for the clean-up's kills to land) or ``kept`` (look once the clean-up is done)."""
     # (as in_pid_namespace, with the child uid as the script's argv[1])
     p = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", WORKER_WITHOUT_NAMESPACE,
-                        str(child_uid)], env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"]},
+                        str(child_uid), daemon], env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"]},
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, p.stdout + p.stderr
@@ -189,7 +210,7 @@ def _worker_run(child_uid: int) -> dict:
 def test_a_worker_without_a_pid_namespace_never_signals_minus_one():
     """Told ``pid_namespace: True`` by its caller but running in none, the worker kills by uid, never kill(-1):
     bystanders of other uids survive the clean-up, the completion's daemon does not."""
-    r = _worker_run(62002)
+    r = _worker_run(62002, "killed")
     assert r["pid_namespace"] is False
     assert r["nobody"] and r["stranger"], r
     assert r["left"] == [], r  # the daemon of uid 62002 was killed
@@ -199,7 +220,7 @@ def test_a_worker_without_a_pid_namespace_never_signals_minus_one():
 @needs_root
 def test_the_worker_never_kills_by_the_uid_of_an_existing_user():
     """A child uid that belongs to a user (65534, nobody) is never the uid a worker kills with."""
-    r = _worker_run(65534)
+    r = _worker_run(65534, "kept")
     assert '"ok": true' in r["events"], r  # the job ran
     assert r["nobody"] and r["stranger"], r
     assert r["left"], r  # nothing was killed by that uid: the completion's daemon (uid 65534) is still there
@@ -219,6 +240,7 @@ def test_uid_leases_are_unique_and_skip_existing_users():
         b.release()
 
 
+@pytest.mark.sandbox_breaks
 def test_strict_pool_never_falls_back(monkeypatch):
     monkeypatch.setattr(sandbox, "bwrap_command", lambda limits: None)
     pool = WorkerPool(1, SandboxLimits(isolation="strict"), mode="bwrap")

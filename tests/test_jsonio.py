@@ -1,5 +1,6 @@
 """Crash-safe JSON lines: every line is flushed when write returns; fsyncs are per write, or at most every
-sync_every seconds (and at close)."""
+sync_every seconds (and at close). No content makes a writer fail."""
+import json
 import os
 
 from grpo_wb import jsonio
@@ -34,3 +35,39 @@ def test_sync_every_flushes_each_line_but_fsyncs_at_most_that_often(tmp_path, mo
             assert sum(1 for _ in iter_jsonl(path)) == i + 1
         during = len(calls)
     assert during == 0 and len(calls) == 1  # none while writing, one at close
+
+
+# a child's `raise ValueError("\ud800")` or a model's "\ud800" escape: lone surrogates, which UTF-8 cannot encode
+HOSTILE = {"error": "ValueError: \ud800", "\udc00key": ["a\ud800b", {"nested \udfff": ("\ud83d", 1.5, None)}],
+           "ok": "é ✓ 😀"}
+
+
+def test_writers_never_fail_on_lone_surrogates_in_keys_and_values(tmp_path):
+    """Each JSON writer writes the row whole and a reader gets back the very strings (escaped as ``\\udXXX``)."""
+    expected = json.loads(json.dumps(HOSTILE))  # what ensure_ascii JSON round-trips to: tuples become lists
+    line = jsonio.dumps(HOSTILE)
+    line.encode("utf-8")
+    assert json.loads(line) == expected and "é ✓ 😀" in line  # the rest stays readable, not \u-escaped
+    with JsonlAppender(tmp_path / "a.jsonl") as f:
+        f.write(HOSTILE)
+        f.write_many([HOSTILE, {"i": 1}])
+    jsonio.atomic_write_jsonl(tmp_path / "b.jsonl", [HOSTILE, HOSTILE])
+    jsonio.atomic_write_json(tmp_path / "c.json", HOSTILE)
+    assert [r for _, r in iter_jsonl(tmp_path / "a.jsonl")] == [expected, expected, {"i": 1}]
+    assert [r for _, r in iter_jsonl(tmp_path / "b.jsonl")] == [expected, expected]
+    assert jsonio.read_json(tmp_path / "c.json") == expected
+
+
+def test_a_text_writer_never_fails_on_lone_surrogates(tmp_path):
+    jsonio.atomic_write_text(tmp_path / "report.md", "error: ValueError: \ud800\n")
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "error: ValueError: \\ud800\n"
+
+
+def test_encodable_text_shows_the_escape_and_joins_valid_pairs():
+    clean = jsonio.encodable(HOSTILE)
+    assert clean["error"] == "ValueError: \\ud800"
+    assert clean["\\udc00key"] == ["a\\ud800b", {"nested \\udfff": ("\\ud83d", 1.5, None)}]
+    assert jsonio.encodable("\ud83d\ude00") == "😀"  # a valid pair (from a 'surrogatepass' decode) is its character
+    json.dumps(clean, ensure_ascii=False).encode("utf-8")
+    text = "plain ascii"
+    assert jsonio.encodable(text) is text and jsonio.encodable(HOSTILE["ok"]) is HOSTILE["ok"]

@@ -28,6 +28,7 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.sandbox
 def test_task_reward_bars_marks_informative_tasks(run):
     tasks = runs.task_table(run.groups)
     fig = plots.task_reward_bars(tasks)
@@ -38,6 +39,7 @@ def test_task_reward_bars_marks_informative_tasks(run):
     assert _png(fig).startswith(b"\x89PNG")
 
 
+@pytest.mark.sandbox
 def test_informative_by_step_draws_threshold(run):
     fig = plots.informative_by_step(run.steps, 0.25)
     labels = [ln.get_label() for ln in fig.axes[0].lines]
@@ -46,6 +48,7 @@ def test_informative_by_step_draws_threshold(run):
     assert not any("threshold" in ln.get_label() for ln in plots.informative_by_step(run.steps, None).axes[0].lines)
 
 
+@pytest.mark.sandbox
 def test_status_breakdown_stacks_to_group_totals(run):
     st = runs.status_table(run.groups)
     fig = plots.status_breakdown(st)
@@ -53,6 +56,7 @@ def test_status_breakdown_stacks_to_group_totals(run):
     assert widths == st.to_numpy().sum()
 
 
+@pytest.mark.sandbox
 def test_reward_advantage_hist_counts(run):
     r, a = runs.reward_values(run.groups), runs.advantage_values(run.groups)
     fig = plots.reward_advantage_hist(r, a)

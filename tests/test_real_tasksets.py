@@ -159,12 +159,13 @@ def test_stdio_tests(scorer, completion, status, passed):
     assert (r.status, r.tests_passed) == (status, passed), r.error
 
 
+@pytest.mark.sandbox
 def test_stdio_expected_output_never_reaches_the_child(scorer):
     # a script that prints whatever it can find that looks like the expected answer
     leak = ("import gc\nfound = [o for o in gc.get_objects() if isinstance(o, dict) and 'output' in o]\n"
             "print(found[0]['output'] if found else 'nothing')\n")
     (r,) = list(scorer.score([ScoreRequest(SUM, leak)]))
-    assert r.tests_passed == 0
+    assert (r.status, r.tests_passed) == ("fail", 0), r.error  # it ran, and printed no expected output
 
 
 def test_stdio_comparison_rules():

@@ -515,3 +515,78 @@ def test_a_forged_huge_value_is_refused_by_the_scorer():
               {"event": "done"}]
     v = verdict_from_outcome(DOUBLE, RawOutcome(events=events), "continuation", *plan_task(DOUBLE))
     assert v.status == "fail" and v.tests_passed == 2 and "more than the scorer evaluates" in v.error, v
+
+
+# ----------------------------------------------------------------------------- one reply must never crash a run
+
+
+SURROGATES = {  # lone surrogates, which UTF-8 cannot encode, through every channel a reply has (toy/add)
+    "exception message": r'    raise ValueError("\ud800 and \udfff")' + "\n",
+    "stdout": r'    import sys; sys.stdout.reconfigure(errors="surrogatepass"); print("\ud800")' + "\n"
+              + r'    raise ValueError("\ud800")' + "\n",
+    "stderr": r'    import os, sys; sys.stderr.reconfigure(errors="surrogatepass"); sys.stderr.write("\ud800\n")'
+              + "\n" + r'    os.write(2, b"\xed\xa0\x80\n"); raise ValueError("\ud800")' + "\n",
+    "value repr": "    class V:\n" + r'        def __repr__(self): return "\ud800"' + "\n"
+                  + "    assert a + b == V(), V()\n",
+    "completion text": "    return a + b  # \ud800 in the reply itself\n",
+    "dict key": r'    return {"\ud800": a + b}' + "\n",
+}
+
+
+def _strings(obj):
+    """Every string of a JSON value, keys included."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _assert_readable(rows):
+    assert [r["completion_id"].split("#")[0] for r in rows] == ["toy/add"] * (len(SURROGATES) + 1)
+    for r in rows:
+        for s in _strings(r):
+            s.encode("utf-8")  # no lone surrogate reached the file or came back from it
+    by = dict(zip(SURROGATES, rows))
+    assert by["exception message"]["error"] == "ValueError: \\ud800 and \\udfff"  # the escape, readable
+    for attack in ("stdout", "stderr", "value repr"):
+        assert by[attack]["status"] == "fail" and "\\ud800" in by[attack]["error"], by[attack]
+    assert by["dict key"]["status"] == "fail", by["dict key"]
+    # text scored is text recorded: the escape in a comment, which changes nothing
+    assert "# \\ud800 in the reply" in by["completion text"]["completion"] and by["completion text"]["passed"]
+    assert rows[-1]["status"] == "pass"  # the run went on and still scores right
+
+
+def test_lone_surrogates_in_a_reply_never_crash_score_or_smoke(tmp_path):
+    """``raise ValueError("\\ud800")`` once killed ``grpo-wb score`` (results left in ``.partial``) and ``smoke``
+    (writing last_rollouts.jsonl): every variant, through the real CLI, exits 0 with every result written."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import TOY, read_jsonl, write_jsonl
+
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", [r for r in read_jsonl(TOY) if r["task_id"] == "toy/add"])
+    replies = [*SURROGATES.values(), GOOD.replace("2 * x", "a + b")]
+    samples = tmp_path / "samples.jsonl"  # json.dumps writes each surrogate as a \ud800 escape
+    samples.write_text("".join(json.dumps({"task_id": "toy/add", "completion": c}) + "\n" for c in replies))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+
+    def cli(*argv):
+        p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", *map(str, argv), "--no-progress", "--timeout", "2"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-3000:]
+
+    out = tmp_path / "results.jsonl"
+    cli("score", "--tasks", tasks, "--completions", samples, "--out", out)
+    assert out.exists() and not out.with_name(out.name + ".partial").exists()
+    _assert_readable(read_jsonl(out))
+
+    run = tmp_path / "run"
+    cli("smoke", "--tasks", tasks, "--backend", "replay", "--completions", samples, "--out", run,
+        "--group-size", len(replies), "--batch-size", "1", "--steps", "1", "--min-informative-fraction", "0")
+    _assert_readable(read_jsonl(run / "last_rollouts.jsonl"))

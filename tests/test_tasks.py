@@ -96,6 +96,7 @@ def test_toy_file_round_trips_through_write_tasks(tmp_path):
     assert load_tasks(out) == tasks
 
 
+@pytest.mark.sandbox
 def test_no_run_checks_format_only(capsys, tmp_path):
     # a wrong canonical solution is only noticed when solutions are run
     p = write_lines(tmp_path / "t.jsonl", [good(canonical_solution="    return a - b\n")])
@@ -104,6 +105,7 @@ def test_no_run_checks_format_only(capsys, tmp_path):
     assert "format only" in out
     rc, out, err = validate(capsys, p)
     assert rc == 1
+    assert "does not pass (fail, 0/" in err, err  # ran and failed its tests, not a sandbox failure
 
 
 # ----------------------------------------------------------------------------- bad files
@@ -216,11 +218,13 @@ def failing_task() -> dict:
     return good(task_id="t/fails", canonical_solution="    return a - b\n")
 
 
+@pytest.mark.sandbox
 def test_control_a_failing_canonical_solution_is_run_and_reported(capsys, tmp_path):
     path = write_lines(tmp_path / "ok.jsonl", [failing_task()])
     rc, out, err = validate(capsys, path)
     assert rc == 1
-    assert f"{path}:1: canonical solution of 't/fails' does not pass" in err
+    # the status names what happened: it ran and failed a test (a sandbox_error would say so instead)
+    assert f"{path}:1: canonical solution of 't/fails' does not pass (fail, " in err, err
 
 
 @pytest.mark.parametrize("bad", ["{broken json", json.dumps(without("entry_point")),

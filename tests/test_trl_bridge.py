@@ -75,6 +75,7 @@ def test_partial_reward_and_columns_from_frontier_export():
     assert out == [1.0]
 
 
+@pytest.mark.sandbox
 def test_unscorable_is_none(reward, monkeypatch):
     def broken(job):
         raise RuntimeError("worker pool down")
@@ -168,6 +169,7 @@ def _tiny_policy(out: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.sandbox
 def test_train_two_steps_on_cpu(tmp_path):
     model_dir = tmp_path / "model"
     _tiny_policy(model_dir)

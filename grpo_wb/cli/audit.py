@@ -40,9 +40,10 @@ def print_audit(a: Audit, out=print) -> None:
 
 
 def audit(args: argparse.Namespace) -> int:
-    a = from_args(AuditArgs, args)
-    cfg = AuditConfig(**{k: v for k, v in vars(a).items() if k != "no_progress"})
-    result = run_audit(cfg, progress=not a.no_progress)
+    # the config is built once, from the flags: built again from its own fields, a style's defaults that
+    # __post_init__ filled in (trl_format "standard" for --style verl) would read as flags the user gave
+    cfg = from_args(AuditConfig, args)
+    result = run_audit(cfg, progress=not args.no_progress)
     print_audit(result)
     return 0
 

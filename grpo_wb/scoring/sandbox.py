@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from grpo_wb.errors import UserError
+from grpo_wb.jsonio import encodable
 
 WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
 Isolation = Literal["best", "strict"]
@@ -232,6 +233,53 @@ def _mode() -> str:
     return _forced_mode() or ("bwrap" if shutil.which("bwrap") else "fork")
 
 
+FORBID_ENV = "GRPO_WB_FORBID_SANDBOX"
+
+
+class SandboxForbidden(BaseException):
+    """A worker was started or used where ``GRPO_WB_FORBID_SANDBOX`` forbids it (the unit test tier).
+
+    A ``BaseException``, so no ``except Exception`` of the scorer turns it into a ``sandbox_error``
+    verdict that a weak assertion would accept."""
+
+
+def _refuse_if_forbidden() -> None:
+    """Honour ``GRPO_WB_FORBID_SANDBOX=FILE`` (set by tests/conftest.py around every test not marked
+    ``sandbox``; subprocesses, kernels and Ray workers inherit it): record the attempt in FILE, which the
+    test's teardown reads even when what follows was swallowed, and refuse: by an exception in the test's
+    own process (``GRPO_WB_FORBID_SANDBOX_PID``), by exiting at once anywhere else, where an exception
+    could be caught, or lost in a thread while the process waits for its result."""
+    record = os.environ.get(FORBID_ENV)
+    if not record:
+        return
+    why = f"{os.environ.get(FORBID_ENV + '_TEST', '?')} starts a sandbox worker: mark it @pytest.mark.sandbox"
+    try:
+        with open(record, "a", encoding="utf-8") as f:
+            f.write(f"{why} (pid {os.getpid()}: {' '.join(sys.argv[:3])})\n")
+    except OSError:
+        pass
+    if os.environ.get(FORBID_ENV + "_PID") != str(os.getpid()):
+        os.write(2, f"grpo_wb: {FORBID_ENV}: {why}\n".encode())
+        os._exit(70)
+    raise SandboxForbidden(why)
+
+
+FAILURES_ENV = "GRPO_WB_SANDBOX_FAILURES"
+
+
+def _note_failure(why: str) -> None:
+    """Honour ``GRPO_WB_SANDBOX_FAILURES=FILE`` (set by tests/conftest.py around every test marked ``sandbox``):
+    append each failure of the sandbox itself (a worker that cannot start or dies, a ``sandbox_error``), so
+    that a test which says it runs code fails when the code could not run, whatever it asserts."""
+    record = os.environ.get(FAILURES_ENV)
+    if record:
+        try:
+            with open(record, "a", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(why.replace("\n", " ")[:500] + "\n")
+        except OSError:
+            pass
+
+
 class _UidLease:
     """An unprivileged uid for one worker's children: no user of this machine has it (``pwd``), and an
     exclusive lock in ``/tmp/grpo_wb_uids`` (held while the worker lives) keeps every other worker on the
@@ -296,6 +344,7 @@ class Worker:
     """One warm worker process (bubblewrap-wrapped when possible)."""
 
     def __init__(self, index: int, limits: SandboxLimits, mode: str):
+        _refuse_if_forbidden()
         self.index = index
         self.mode = mode
         self.limits = limits
@@ -372,19 +421,20 @@ class Worker:
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
 
-        def read(n: int) -> bytes:
-            buf = b""
-            while len(buf) < n:
+        def read(n: int) -> bytearray:
+            buf = bytearray(n)  # one buffer, filled in place: linear in the message's size
+            view, got = memoryview(buf), 0
+            while got < n:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise WorkerDied("worker did not answer in time")
                 r, _, _ = select.select([fd], [], [], left)
                 if not r:
                     continue
-                chunk = os.read(fd, n - len(buf))
-                if not chunk:
+                k = os.readv(fd, [view[got:]])
+                if not k:
                     raise WorkerDied("worker exited")
-                buf += chunk
+                got += k
             return buf
 
         (n,) = struct.unpack(">I", read(4))
@@ -397,6 +447,7 @@ class Worker:
     def run(self, job: dict[str, Any], timeout: float, watch: Watch | None = None) -> tuple[dict[str, Any], list]:
         """The worker's final result and the events it streamed before it; ``watch`` sees each batch
         of streamed events and returns True to have the child stopped (asked once)."""
+        _refuse_if_forbidden()  # a warm worker made where it was allowed, used where it is not
         try:
             self._send(job)
         except (BrokenPipeError, OSError) as e:
@@ -457,6 +508,13 @@ class WorkerPool:
 
     def _spawn(self, i: int) -> Worker:
         try:
+            return self._spawn_checked(i)
+        except (WorkerDied, SandboxUnavailable) as e:
+            _note_failure(f"worker {i} could not start: {e}")
+            raise
+
+    def _spawn_checked(self, i: int) -> Worker:
+        try:
             w = Worker(i, self.limits, self.mode)
         except WorkerDied as e:
             falls_back = self.mode == "bwrap" and not self.forced and self.limits.isolation == "best"
@@ -494,6 +552,12 @@ class WorkerPool:
 
     def run(self, job: dict[str, Any], watch: Watch | None = None) -> RawOutcome:
         """Run one job; ``watch`` (streaming jobs) decides from streamed events whether to stop the child."""
+        out = self._run(job, watch)
+        if out.sandbox_error:
+            _note_failure(out.sandbox_error)
+        return out
+
+    def _run(self, job: dict[str, Any], watch: Watch | None) -> RawOutcome:
         i = self._idle.get()
         try:
             try:
@@ -523,7 +587,8 @@ class WorkerPool:
 
 
 def _parse_events(raw: Any) -> list[dict[str, Any]]:
-    """The child's event lines; lines that are not JSON objects are dropped."""
+    """The child's event lines; lines that are not JSON objects are dropped. Their text is made encodable
+    (a ``\\ud800`` escape loads as a lone surrogate), but not returned ``values``: those are compared as data."""
     out = []
     for line in str(raw).splitlines():
         try:
@@ -531,16 +596,17 @@ def _parse_events(raw: Any) -> list[dict[str, Any]]:
         except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(ev, dict):
-            out.append(ev)
+            out.append({encodable(k): v if k == "values" else encodable(v) for k, v in ev.items()})
     return out
 
 
 def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOutcome:
     if res.get("sandbox_error"):
-        return RawOutcome(sandbox_error=str(res["sandbox_error"]))
+        return RawOutcome(sandbox_error=encodable(str(res["sandbox_error"])))
     return RawOutcome(events=[*streamed, *_parse_events(res.get("events_raw", ""))],
                       timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
-                      duration=float(res.get("duration") or 0.0), stderr_tail=str(res.get("stderr_tail", "")),
+                      duration=float(res.get("duration") or 0.0),
+                      stderr_tail=encodable(str(res.get("stderr_tail", ""))),
                       overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")),
                       cpu_s=res.get("cpu_s"), max_rss_mb=res.get("max_rss_mb"))
 

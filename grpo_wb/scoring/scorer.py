@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from grpo_wb.errors import UserError
-from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.jsonio import encodable, iter_jsonl
 from grpo_wb.scoring import astlock
 from grpo_wb.scoring.extraction import Extraction, extract_program
 from grpo_wb.scoring.feed import NOTHING, Feed
@@ -529,17 +529,20 @@ class Scorer:
         return v, False
 
     def _score_one(self, req: ScoreRequest) -> ScoredCompletion:
-        v, cached, ext = self.verdict(req.task, req.completion)
+        # the model's text and what its program raised reach writers, reports and notebooks: encodable there;
+        # the text scored is the text recorded (as a backend's Completion already is)
+        completion = encodable(req.completion)
+        v, cached, ext = self.verdict(req.task, completion)
         reward = compute_reward(self.reward, status=v.status, passed=v.passed,
                                 tests_passed=v.tests_passed, tests_total=v.tests_total)
         return ScoredCompletion(
             task_id=req.task.task_id,
             completion_id=req.id,
-            sample_index=req.sample_index, completion=req.completion, status=v.status,
+            sample_index=req.sample_index, completion=completion, status=v.status,
             passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
-            duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=v.error,
+            duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=encodable(v.error),
             failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
-            meta=dict(req.meta), stopped_early=v.stopped_early, extraction=ext.to_json())
+            meta=encodable(dict(req.meta)), stopped_early=v.stopped_early, extraction=ext.to_json())
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order, each as soon as it and those before it are decided.

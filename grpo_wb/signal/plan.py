@@ -36,8 +36,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
-from scipy.stats import binom
-
 from grpo_wb.config import checked_band, cli, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.signal.headroom import TaskSamples, dataframe, informative_estimate
@@ -197,6 +195,8 @@ class Plan:
 def expected_dapo_batches(q: float, batch_size: int, max_batches: int = 10_000) -> float | None:
     """E[generation batches per step] when each drawn prompt is informative with probability q, independently:
     ``sum_k P(Binomial(k B, q) < B)`` (the step ends at the first k whose kB prompts held B informative groups)."""
+    from scipy.stats import binom  # here, not at the top: every grpo-wb command would pay for scipy.stats
+
     if q <= 0:
         return None
     total, k = 0.0, 0
