@@ -19,7 +19,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from grpo_wb.errors import UserError
 
@@ -204,8 +204,9 @@ def read_json(path: str | os.PathLike) -> Any:
             raise UserError(f"cannot read: {e}", path=str(path)) from None
 
 
-def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line."""
+def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line, or, with
+    ``on_bad``, yields ``on_bad(why)`` in its place (for callers that count and skip bad lines)."""
     with open_text(path) as f:
         try:
             for lineno, line in enumerate(f, start=1):
@@ -214,6 +215,9 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
                 try:
                     yield lineno, json.loads(line)
                 except json.JSONDecodeError as e:
+                    if on_bad is not None:
+                        yield lineno, on_bad(f"invalid JSON: {e.msg} (column {e.colno})")
+                        continue
                     raise UserError(f"invalid JSON: {e.msg} (column {e.colno})",
                                     path=str(path), line=lineno) from None
         except UnicodeDecodeError as e:

@@ -92,9 +92,9 @@ def _sandbox_must_work(item):
     start or dies, a ``sandbox_error``; recorded by the sandbox through ``GRPO_WB_SANDBOX_FAILURES``, in this
     process or any it starts) fails the test, so a test that says it runs code fails when the code cannot
     run, however weak its own assertions. Tests that break the sandbox on purpose say so:
-    ``@pytest.mark.sandbox_breaks``. Opt-in for now (``GRPO_WB_STRICT_SANDBOX_TESTS=1``): the suite's sandbox
-    tests are being triaged against it (issue 23)."""
-    if item.get_closest_marker("sandbox_breaks") is not None or not os.environ.get(STRICT_ENV):
+    ``@pytest.mark.sandbox_breaks``. On by default; ``GRPO_WB_STRICT_SANDBOX_TESTS=0`` turns it off (to see what
+    a broken sandbox's tests would assert on their own)."""
+    if item.get_closest_marker("sandbox_breaks") is not None or os.environ.get(STRICT_ENV, "1") == "0":
         os.environ.pop(FAILURES_ENV, None)
         yield
         return

@@ -233,7 +233,6 @@ def _check_expected(audit: dict, reference: str) -> None:
 
 
 @pytest.mark.sandbox
-@pytest.mark.sandbox_breaks  # an exploit may take a worker with it (the audit runs such a job once more)
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(REFERENCES))
 def test_each_builtin_gets_each_exploits_expected_outcome(name, tmp_path, capsys):

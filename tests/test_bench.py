@@ -10,7 +10,7 @@ import re
 import pytest
 
 from grpo_wb.cli.main import main
-from grpo_wb.scoring.bench import measure_overhead
+from grpo_wb.scoring.bench import bench_big_inputs, measure_overhead
 from grpo_wb.tasks.importers import import_humaneval
 
 
@@ -44,3 +44,13 @@ def test_overhead_is_measured_against_a_bare_fork():
     bare, wb = measure_overhead(n=30)
     # a bare fork + wait is the floor: the pool forks too, and does more around it
     assert 0 < bare < wb
+
+
+@pytest.mark.sandbox
+def test_the_big_input_row_prints_both_times_and_a_pass(capsys):
+    """Tiny shapes of `grpo-wb bench --set big-inputs`: the program's verdict on multi-MiB stdin (sent raw beside
+    the job's JSON) is a pass, and both times are printed side by side."""
+    rows = bench_big_inputs(((3, 1), (1, 4)), timeout=60.0)
+    assert [(r["tests"], r["mib"], r["passed"]) for r in rows] == [(3, 1, True), (1, 4, True)]
+    printed = capsys.readouterr().out
+    assert printed.count("subprocess.run") == 2 and printed.count("verdict pass") == 2

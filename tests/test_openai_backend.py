@@ -33,6 +33,7 @@ class FakeServer:
         self.delay = 0.0            # seconds before answering
         self.length_index = 0       # choice index answered with finish_reason "length" (None: never)
         self.html = False           # answer 200 with an HTML page
+        self.refuse = None          # body -> a status to answer that request with (None: answer it)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -46,6 +47,9 @@ class FakeServer:
         """(status, payload) for one request; called under no lock."""
         with self.lock:
             status = self.fail_first.pop(0) if self.fail_first else self.status
+        if status is None and self.refuse is not None and (status := self.refuse(body)) is not None:
+            return status, {"error": {"message": "This model's maximum context length is 32 tokens",
+                                      "type": "BadRequestError", "code": status}}
         if status == 404:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
                                    "type": "NotFoundError", "code": 404}}
@@ -374,3 +378,67 @@ def test_config_builds_from_a_plain_dict():
     c = from_dict(OpenAIConfig, {"base_url": "http://127.0.0.1:8000/v1/", "model": "m", "stop": ["\nclass "],
                                  "temperature": 1})
     assert c.base_url == "http://127.0.0.1:8000/v1" and c.stop == ("\nclass ",) and c.temperature == 1.0
+
+
+# ---------------------------------------------------------------- the prompt the trainer's rollout sends
+
+
+def _row_task(messages=None, prompt="Read n numbers\nfrom standard input and print their sum.\n"):
+    from grpo_wb.tasks.records import Task, TestCase
+    meta = {"messages": messages} if messages is not None else {}
+    return Task(task_id="row/0", prompt=prompt, entry_point="",
+                tests=(TestCase(name="io_0", type="stdio", input="2\n1 2\n", output="3\n"),), metadata=meta)
+
+
+ROW_MESSAGES = [{"role": "system", "content": "Think first, then answer in ```python."},
+                {"role": "user", "content": "Read n numbers from standard input and print their sum."}]
+
+
+@pytest.mark.parametrize("mode", ["auto", "chat"])
+def test_a_rows_own_messages_are_sent_as_they_are(server, mode):
+    """verl / TRL conversational rows: the row's messages, system message included, through the chat endpoint
+    (the server applies the model's chat template, as the trainer's rollout does); no template added."""
+    (grp,) = make(server.url, mode=mode).generate([RolloutRequest(_row_task(ROW_MESSAGES), 2, 0, 0)])
+    (body,) = server.bodies("/v1/chat/completions")
+    assert body["messages"] == ROW_MESSAGES
+    assert {c.extra["prompt_source"] for c in grp} == {"row"} and {c.extra["mode"] for c in grp} == {"chat"}
+
+
+def test_a_statement_without_messages_is_asked_as_text_not_as_a_function(server):
+    """A stdin problem with only text: its statement is the user message, never wrapped in a python fence with
+    an empty entry point; --user-template / --system-prompt change it."""
+    t = _row_task()
+    (grp,) = make(server.url, mode="auto").generate([RolloutRequest(t, 1, 0, 0)])
+    (body,) = server.bodies("/v1/chat/completions")
+    assert body["messages"] == [{"role": "system", "content": "You are an expert Python programmer."},
+                                {"role": "user", "content": t.prompt.rstrip()}]
+    assert grp[0].extra["prompt_source"] == "template"
+    server.requests.clear()
+    make(server.url, mode="auto", system_prompt=None, user_template="Solve:\n{prompt}").generate(
+        [RolloutRequest(t, 1, 0, 0)])
+    (body,) = server.bodies("/v1/chat/completions")
+    assert body["messages"] == [{"role": "user", "content": "Solve:\n" + t.prompt.rstrip()}]
+
+
+def test_auto_continues_a_code_prompt(server, tasks):
+    (grp,) = make(server.url, mode="auto").generate(reqs(tasks, g=1, k=1))
+    (body,) = server.bodies("/v1/completions")
+    assert body["prompt"] == tasks[0].prompt and grp[0].extra["prompt_source"] == "text"
+
+
+def test_malformed_row_messages_are_one_line_naming_the_task(server):
+    with pytest.raises(UserError, match=r"task row/0: metadata.messages must be"):
+        make(server.url, mode="auto").generate([RolloutRequest(_row_task([{"role": "user"}]), 1, 0, 0)])
+    assert server.requests == []
+
+
+def test_a_refused_request_names_its_task_and_other_errors_stay_the_servers(server):
+    from grpo_wb.rollouts.types import RequestRejected
+    server.refuse = lambda body: 400
+    with pytest.raises(RequestRejected, match=r"rejected the request for task row/0 \(HTTP 400\): This model's") as e:
+        make(server.url, mode="auto", n_per_request=False).generate([RolloutRequest(_row_task(ROW_MESSAGES), 1, 0, 0)])
+    assert e.value.task_id == "row/0"
+    server.refuse, server.status = None, 401
+    with pytest.raises(UserError) as e2:
+        make(server.url).generate([RolloutRequest(_row_task(ROW_MESSAGES), 1, 0, 0)])
+    assert not isinstance(e2.value, RequestRejected)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import nbformat
 import pytest
@@ -157,10 +156,9 @@ def test_failing_cell_via_cli(tmp_path, capsys):
 @pytest.mark.notebooks
 @pytest.mark.slow
 def test_cell_timeout_is_a_failure_not_a_hang(tmp_path):
+    """A cell that sleeps 60 s with a 2 s cell timeout: a timeout that did not fire would end in "ok"."""
     nb = make_notebook(tmp_path / "slow.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(60)"])
-    t0 = time.monotonic()
     res = reports.run_report(nb, tmp_path / "rep", cell_timeout=2)
-    assert time.monotonic() - t0 < 30
     assert res.status == "failed" and res.error_kind == "timeout" and "timed out after 2 s" in res.error
     assert res.failed_cell == 2
     assert "Report failed" in (tmp_path / "rep" / "report.html").read_text()

@@ -11,6 +11,10 @@ from conftest import TOY, need, read_jsonl, write_jsonl
 from grpo_wb.bundled import APPS_TRAIN
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
+from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.importers import import_apps
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowexport import export_rows, parsed_from_task
 from grpo_wb.tasks.rowformats import RowImportSummary, iter_row_tasks
@@ -136,10 +140,6 @@ def test_filter_out_writes_the_kept_rows(tmp_path, capsys):
 def test_apps_round_trip_through_verl_taco_and_open_r1_rows(tmp_path):
     """The 5 bundled APPS problems, written as verl Parquet, TACO rows and open-r1 rows and imported again,
     give the 83 CodeRL programs the folder importer's verdicts: status and tests passed, 83/83."""
-    from grpo_wb.scoring.sandbox import SandboxLimits
-    from grpo_wb.scoring.scorer import Scorer, ScoreRequest
-    from grpo_wb.tasks.importers import import_apps
-
     folder, _ = import_apps(need(APPS_TRAIN))
     sets = {"folder": folder}
     for fmt, name in (("verl", "apps.parquet"), ("taco", "apps.taco.jsonl"), ("open-r1", "apps.open-r1.jsonl")):
@@ -149,7 +149,8 @@ def test_apps_round_trip_through_verl_taco_and_open_r1_rows(tmp_path):
     programs = [(i, g["code"]) for i, t in enumerate(folder)
                 for g in json.loads((APPS_TRAIN / t.metadata["folder"] / "gen_solutions.json").read_text())]
     assert len(programs) == 83
-    with Scorer(SandboxLimits(timeout=4.0), workers=2, cache=False) as sc:
+    # the tests survive the round trip: judged by grpo_wb's own rule, the same verdicts
+    with Scorer(SandboxLimits(timeout=4.0), RewardConfig(judge="strict"), workers=2, cache=False) as sc:
         verdicts = {k: [(r.status, r.tests_passed, r.tests_total)
                         for r in sc.score([ScoreRequest(ts[i], code, j) for j, (i, code) in enumerate(programs)])]
                     for k, ts in sets.items()}
@@ -157,6 +158,11 @@ def test_apps_round_trip_through_verl_taco_and_open_r1_rows(tmp_path):
         same = sum(a == b for a, b in zip(verdicts[fmt], verdicts["folder"]))
         assert same == 83, (fmt, same)
     assert sum(s == "pass" for s, _, _ in verdicts["folder"]) == 35  # CodeRL's published count
+    # judged by the trainer's rule, open-r1's code_reward takes nothing from these raw (unfenced) programs
+    with Scorer(SandboxLimits(timeout=4.0), workers=2, cache=False) as sc:
+        trainer = [r for r in sc.score([ScoreRequest(sets["open-r1"][i], code, j)
+                                        for j, (i, code) in enumerate(programs[:6])])]
+    assert {(r.judge, r.status) for r in trainer} == {("open-r1", "parse_failure")}
 
 
 def test_open_r1_recipe_matches_the_rule_recomputed_from_the_scored_rows(tmp_path, capsys):

@@ -17,6 +17,7 @@ from conftest import read_jsonl, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
+from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.scoring.verdicts import stdio_matches
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowformats import (
@@ -355,3 +356,31 @@ def test_pytest_shapes_grpo_wb_cannot_run_are_skipped_rows_not_broken_tasks(tmp_
     assert [t.task_id for t in tasks] == ["kodcode/default"]
     assert sorted(s.skipped) == ["test_f: pytest.param cases (not supported)",
                                  "test_f: stacked parametrize decorators (not supported)"]
+
+
+def test_an_unparsable_json_line_is_a_bad_row_like_any_other(tmp_path, capsys):
+    """Without --skip-bad the import stops naming the file and row; with it the line is counted and skipped."""
+    good = FIX / "verl.jsonl"
+    lines = good.read_text().splitlines()
+    src = tmp_path / "rows.jsonl"
+    src.write_text("\n".join([lines[0], '{"data_source": "taco", "prompt": [', lines[1]]) + "\n")
+    out = tmp_path / "t.jsonl"
+    assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip() == (f"grpo-wb: error: {src}:1: invalid JSON: Expecting value (column 1) "
+                                               "(--skip-bad leaves such rows out, counted)")
+    assert not out.exists()
+    assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out), "--skip-bad"]) == 0
+    printed = capsys.readouterr().out
+    assert "read 3 rows" in printed and "wrote 2 tasks" in printed and "skipped 1: invalid JSON" in printed
+
+
+def test_a_chat_rows_messages_travel_with_its_task_to_the_sampler(tmp_path):
+    """The row's own messages, system message included, are what a chat request sends (the trainer's prompt)."""
+    row = {"data_source": "taco", "prompt": [{"role": "system", "content": "Reason, then answer."},
+                                             {"role": "user", "content": "Read a and b, print a+b."}],
+           "reward_model": {"ground_truth": json.dumps({"inputs": ["2 3\n"], "outputs": ["5\n"]})}}
+    (task,), _ = _import("verl", write_jsonl(tmp_path / "r.jsonl", [row]))
+    assert task.metadata["messages"] == row["prompt"] and task.prompt == "Read a and b, print a+b."
+    p = SamplingConfig(mode="auto").prompt(task)
+    assert (p.endpoint, p.source, list(p.messages)) == ("chat", "row", row["prompt"])
+    assert SamplingConfig(mode="completions").prompt(task).text == task.prompt  # asked for: the text alone

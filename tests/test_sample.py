@@ -126,3 +126,64 @@ def test_pipeline_benchmark_prints_four_walls_and_the_ratio_last():
     assert lines[-1] == f"   pipeline ratio (streamed / max): {r.ratio:.2f}"
     assert any(line.startswith("   generation alone") and "streamed" in line for line in lines)
     assert any(line.startswith("   smoke loop, 1 steps of 6 x 16") for line in lines)
+
+
+def _chat_rows(tmp_path):
+    """Three stdin tasks as a verl/TRL chat row file imports them: each with the row's own messages; the last
+    one's statement too long for the server's context."""
+    from grpo_wb.tasks.records import Task, TestCase
+    tasks, samples = [], {}
+    for i, statement in enumerate(["Print the sum of two numbers.", "Print their product.", "Long. " * 200]):
+        msgs = [{"role": "system", "content": "Answer in one ```python block."}, {"role": "user", "content": statement}]
+        tasks.append(Task(task_id=f"row/{i}", prompt=statement, entry_point="",
+                          tests=(TestCase(name="io_0", type="stdio", input="2 3\n", output="5\n"),),
+                          metadata={"messages": msgs}))
+        samples[f"row/{i}"] = ["```python\na, b = map(int, input().split())\nprint(a + b)\n```"]
+    path = tmp_path / "rows.jsonl"
+    write_tasks(path, tasks)
+    return tasks, path, samples
+
+
+def test_sample_sends_each_rows_messages_and_logs_what_it_sent(tmp_path, capsys):
+    tasks, path, samples = _chat_rows(tmp_path)
+    out = tmp_path / "s.jsonl"
+    with ReplayServer(tasks, samples) as srv:
+        assert main(["sample", "--tasks", str(path), "--backend", "openai", "--base-url", srv.base_url,
+                     "--model", "replay", "--n", "2", "--out", str(out), "--no-progress",
+                     "--max-concurrency", "1"]) == 0
+    sent = {r["task_id"]: r["messages"] for r in srv.requests}
+    assert sent == {t.task_id: t.metadata["messages"] for t in tasks}  # the row's own, system message too
+    log = read_jsonl(tmp_path / "s.requests.jsonl")
+    assert {r["task_id"]: (r["status"], r["endpoint"], r["prompt_source"], r["messages"]) for r in log} == {
+        t.task_id: ("ok", "chat", "row", t.metadata["messages"]) for t in tasks}
+    rows = read_jsonl(out)
+    shas = {r["task_id"]: r["prompt_sha256"] for r in log}
+    assert len(rows) == 6 and all(r["prompt_source"] == "row" and r["prompt_sha256"] == shas[r["task_id"]]
+                                  for r in rows)
+
+
+def test_a_task_the_server_refuses_is_named_retried_a_bounded_number_of_times_and_the_run_goes_on(tmp_path, capsys):
+    """An HTTP 400 (prompt past the context length) for one task: the others are sampled, the task is named and
+    logged; asked again until refused --max-refusals times in all (resumes included), then never again."""
+    tasks, path, samples = _chat_rows(tmp_path)
+    out = tmp_path / "s.jsonl"
+    argv = ["sample", "--tasks", str(path), "--backend", "openai", "--model", "replay", "--n", "2",
+            "--out", str(out), "--no-progress", "--max-concurrency", "1", "--max-refusals", "3"]
+    with ReplayServer(tasks, samples, max_prompt_chars=500) as srv:
+        # a first run stopped after one refusal: what a crash or ^C leaves
+        (out.parent / "s.requests.jsonl").write_text(json.dumps(
+            {"task_id": "row/2", "sample_indices": [0, 1], "status": "refused", "error": "earlier"}) + "\n")
+        assert main([*argv, "--base-url", srv.base_url]) == 0
+        printed = capsys.readouterr().out
+        assert "wrote 4 completions" in printed
+        assert "refused 1 task(s) 3 times" in printed and "row/2: " in printed and "maximum context length" in printed
+        refused = [r["task_id"] for r in srv.requests if r.get("refused")]
+        assert set(refused) == {"row/2"} and len(refused) >= 2  # asked twice more (a 400 to n=2 also tries n=1)
+        log = read_jsonl(out.parent / "s.requests.jsonl")
+        assert [r["status"] for r in log if r["task_id"] == "row/2"] == ["refused"] * 3
+        assert all("maximum context length" in r["error"] for r in log[1:] if r["task_id"] == "row/2")
+        served = len(srv.requests)
+        assert main([*argv, "--base-url", srv.base_url]) == 0  # resumed: nothing is asked again
+        assert len(srv.requests) == served
+        assert "not asking again for 1 task(s)" in capsys.readouterr().out
+    assert sorted({r["task_id"] for r in read_jsonl(out)}) == ["row/0", "row/1"]

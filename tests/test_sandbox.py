@@ -17,7 +17,7 @@ import pytest
 from hostile import reachable_scan
 
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
-from grpo_wb.scoring.sandbox import SandboxLimits, run_program
+from grpo_wb.scoring.sandbox import SandboxLimits, WorkerPool, build_job, run_program
 from grpo_wb.scoring.scorer import STATUSES, Scorer, ScoreRequest
 from grpo_wb.tasks.records import Task, TestCase
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.sandbox]
 
 PROMPT = "def f(x):\n"
 GOOD = "    return x * 2\n"
-TIMEOUT_BOUND_S = 4.0  # "finishes within a few seconds" for a 1 s limit
+HANG_GUARD_S = 30.0  # a 1 s limit that waited for the 100 s payload; how quickly it stops is `grpo-wb bench`'s
 
 
 def make_task(*tests: str, prompt: str = PROMPT, entry_point: str = "f", task_id: str = "toy/f",
@@ -132,16 +132,15 @@ def test_timeout(fast_scorer, completion):
     assert r.status == "timeout", r
     assert r.passed is False
     assert r.reward == 0.0
-    assert elapsed < TIMEOUT_BOUND_S, f"a 1 s limit took {elapsed:.1f}s"
+    assert elapsed < HANG_GUARD_S, f"a 1 s limit took {elapsed:.1f}s"
     assert elapsed >= 0.9, f"stopped after {elapsed:.2f}s, before the 1 s deadline"
 
 
 def test_task_timeout_overrides_run_default(scorer):
+    """A correct answer after 2 s: a timeout under the task's 0.5 s, a pass under the run's 5 s default."""
     task = make_task("assert candidate(1) == 2", timeout=0.5, task_id="toy/short")
-    t0 = time.monotonic()
-    r = score_one(scorer, task, "    import time\n    time.sleep(100)\n")  # run default is 5 s
+    r = score_one(scorer, task, "    import time\n    time.sleep(2)\n    return x * 2\n")
     assert r.status == "timeout", r
-    assert time.monotonic() - t0 < 3.0
 
 
 @pytest.mark.parametrize("where, status", [("test", "fail"), ("load", "error")])
@@ -314,13 +313,12 @@ def test_forked_grandchild_is_killed(fast_scorer, parent_tail, status):
 
 
 def test_background_process_does_not_turn_a_finished_run_into_a_timeout():
-    completion = GOOD + "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\n"
-    with Scorer(SandboxLimits(timeout=2.0), workers=1, cache=False) as s:
-        t0 = time.monotonic()
+    """A verdict that waited for the leftover would wait out the 30 s deadline: a timeout, 30 s of run time."""
+    completion = GOOD + "import os, time\nif os.fork() == 0:\n    time.sleep(120)\n    os._exit(0)\n"
+    with Scorer(SandboxLimits(timeout=30.0), workers=1, cache=False) as s:
         r = score_one(s, DOUBLE, completion)
-        elapsed = time.monotonic() - t0
     assert r.status == "pass", r
-    assert elapsed < 1.5, f"the verdict waited {elapsed:.1f}s for a process the completion left behind"
+    assert r.duration_s < 15, f"the verdict waited {r.duration_s:.1f}s for a process the completion left behind"
 
 
 # ----------------------------------------------------------------------------- verdict details
@@ -360,22 +358,52 @@ def test_nonzero_exit_after_passing_is_still_pass(scorer):
     assert r.status == "pass", r
 
 
-def test_results_in_input_order_in_parallel():
+_RENDEZVOUS = """
+    import os, sys, time
+    _pid = os.fork()
+    if _pid == 0:  # a sleeper whose argv carries the token: the host sees it in /proc, whatever the namespace
+        os.execv(sys.executable, [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])
+    _until = time.monotonic() + 30
+    while not os.path.exists({go!r}) and time.monotonic() < _until:
+        time.sleep(0.01)
+    os.kill(_pid, 9)
+    os.waitpid(_pid, 0)
+"""
+
+
+def test_results_in_input_order_in_parallel(tmp_path):
+    """Results come in input order; and two workers run two completions at once, shown by events, not by the
+    wall time: the first two each start a sleeper the host sees in /proc and wait for a go that the host gives
+    only once it has seen both sleepers alive together (one completion at a time would never get it)."""
     task = make_task("assert candidate(0) % 2 == 0", task_id="order/even")
     n = 8
+    token = f"grpo-wb-overlap-{uuid.uuid4().hex}-"
+    go_dir = tmp_path / "go"
+    go_dir.mkdir()
+    go_dir.chmod(0o755)  # read by the sandbox's own uid, bound read-only at its own path
+    go = go_dir / "go"
     # the first requests are the slowest, so completion order differs from input order
-    comps = [f"    import time\n    time.sleep({(n - i) * 0.06:.2f})\n    return {i}\n" for i in range(n)]
-    with Scorer(SandboxLimits(timeout=5.0), workers=2) as s:
-        t0 = time.monotonic()
-        res = list(s.score([ScoreRequest(task, c, sample_index=i) for i, c in enumerate(comps)]))
-        elapsed = time.monotonic() - t0
+    comps = [(_RENDEZVOUS.format(token=token + str(i), go=str(go)) if i < 2 else "")
+             + f"    import time\n    time.sleep({(n - i) * 0.06:.2f})\n    return {i}\n" for i in range(n)]
+    box: dict = {}
+    both = False
+    with Scorer(SandboxLimits(timeout=40.0, ro_binds=(str(go_dir),)), workers=2) as s:
+        th = threading.Thread(target=lambda: box.update(res=list(s.score(
+            [ScoreRequest(task, c, sample_index=i) for i, c in enumerate(comps)]))))
+        th.start()
+        while th.is_alive() and not both:
+            both = all(_pids_with((token + str(i)).encode()) for i in range(2))
+            time.sleep(0.02)
+        go.write_text("go\n")  # also when the two were never seen together: the run ends, the assert says why
+        go.chmod(0o644)
+        th.join()
         assert s.executed == n
+    res = box["res"]
+    assert both, "the host never saw the first two completions running at the same time"
     assert [r.sample_index for r in res] == list(range(n))
     assert [r.completion for r in res] == comps
     assert [r.completion_id for r in res] == [f"order/even#{i}" for i in range(n)]
     assert [r.status for r in res] == ["pass" if i % 2 == 0 else "fail" for i in range(n)]
-    serial = sum((n - i) * 0.06 for i in range(n))
-    assert elapsed < serial + 1.5, f"{elapsed:.2f}s; two workers should overlap the sleeps ({serial:.2f}s serial)"
 
 
 def test_verdict_cache_executes_identical_pairs_once():
@@ -541,3 +569,22 @@ def test_memory_error_at_load_says_which_limit():
     with Scorer(SandboxLimits(timeout=3.0, memory_bytes=256 << 20), workers=1, cache=False) as sc:
         (r,) = sc.score([ScoreRequest(task, "    return 1\nx = bytearray(1 << 30)\n")])
     assert r.status == "error" and "MemoryError" in r.error and "address-space limit 256 MiB" in r.error
+
+
+def test_a_worker_outlives_the_thread_that_started_it():
+    """bubblewrap's --die-with-parent fires when the *thread* that started the worker ends: a pool used from a
+    caller's short-lived threads (the audit's) lost its workers to SIGKILL under the next job, until workers
+    were started from a thread of the pool's own."""
+    limits = SandboxLimits(timeout=10.0)
+    job = build_job("print(input())", "", [{"kind": "stdio", "input": "hi\n"}], script=True, limits=limits)
+    pool = WorkerPool(1, limits)
+    try:
+        first: list = []
+        th = threading.Thread(target=lambda: first.append(pool.run(job)))
+        th.start()
+        th.join()
+        second = pool.run(job)
+    finally:
+        pool.close()
+    assert not first[0].sandbox_error and not second.sandbox_error, (first[0].sandbox_error, second.sandbox_error)
+    assert pool.replaced == 0

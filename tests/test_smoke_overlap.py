@@ -7,6 +7,7 @@ them is the same between two sequential runs either.
 """
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from conftest import TOY, read_jsonl, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.rollouts.loopback import ReplayServer
+from grpo_wb.runs.artifacts import RunWriter
 from grpo_wb.signal.diagnostics import TIMING_FIELDS
 from grpo_wb.tasks.records import load_tasks
 
@@ -124,34 +126,46 @@ def _same_runs_but_summary(tmp_path: Path, *args: str) -> tuple[dict, dict]:
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_the_next_step_is_generated_while_this_one_is_scored(tmp_path):
-    """Completions that take 0.4 s each to score: the overlapped run asks for step 1's completions before step 0
-    is written, the sequential run after; neither runs more than one step ahead."""
+    """The overlapped run asks for step 1's completions before step 0 is written, the sequential run after;
+    neither runs more than one step ahead. Decided by events, not by how long scoring takes: in the overlapped
+    run, writing step 0 waits until step 1 has been asked for (a run that does not overlap never asks: after
+    60 s the write goes on and the step-1 assertion names it)."""
     tasks = read_jsonl(TOY)[:2]
     tpath = write_jsonl(tmp_path / "t.jsonl", tasks)
-    slow = "    import time\n    time.sleep(0.4)\n    return None\n"
-    spath = write_jsonl(tmp_path / "s.jsonl", [{"task_id": t["task_id"], "completion": slow}
+    spath = write_jsonl(tmp_path / "s.jsonl", [{"task_id": t["task_id"], "completion": "    return None\n"}
                                                for t in tasks for _ in range(8)])
     from grpo_wb.rollouts import replay
 
     seen = []
-    real = replay.ReplayBackend.generate
+    asked = {}
+    real, real_write = replay.ReplayBackend.generate, RunWriter.write_step
 
     def generate(self, requests):
         run = Path(self._test_out)
         written = len((run / "metrics.jsonl").read_text().splitlines()) if (run / "metrics.jsonl").exists() else 0
         seen.append((requests[0].step, written))
+        asked.setdefault(requests[0].step, threading.Event()).set()
         return real(self, requests)
+
+    def write_step(self, step, *args, **kwargs):
+        if step == 0:
+            asked.setdefault(1, threading.Event()).wait(60)
+        return real_write(self, step, *args, **kwargs)
 
     for name in ("sequential", "overlapped"):
         seen.clear()
+        asked.clear()
         replay.ReplayBackend._test_out = str(tmp_path / name)
         replay.ReplayBackend.generate = generate
+        if name == "overlapped":
+            RunWriter.write_step = write_step
         try:
             assert _smoke(tmp_path / name, "--tasks", str(tpath), "--backend", "replay", "--completions", str(spath),
                           "--group-size", "2", "--batch-size", "2", "--steps", "4",
                           "--min-informative-fraction", "0", *(["--no-overlap"] if name == "sequential" else [])) == 0
         finally:
             replay.ReplayBackend.generate = real
+            RunWriter.write_step = real_write
             del replay.ReplayBackend._test_out
         steps_written_at_start = {}
         for step, written in seen:

@@ -151,7 +151,7 @@ def test_breaks_it_on_purpose(broken_sandbox):
 def test_a_marked_test_fails_when_the_sandbox_cannot_run_whatever_it_asserts(pytester, monkeypatch):
     """A weak assertion ("does not pass") holds for a sandbox that never ran the code; the failure record
     fails the test all the same, unless it says it breaks the sandbox on purpose."""
-    monkeypatch.setenv("GRPO_WB_STRICT_SANDBOX_TESTS", "1")  # opt-in while the suite is triaged
+    monkeypatch.delenv("GRPO_WB_STRICT_SANDBOX_TESTS", raising=False)  # the default
     res = _inner(pytester, BROKEN)
     res.assert_outcomes(passed=1, failed=1)
     out = res.stdout.str()

@@ -87,14 +87,14 @@ def test_values_the_completion_chose_cannot_make_the_scorer_explode(code, value)
     plan = plan_test(code, "f")
     assert plan.kind == "values"
     tracemalloc.start()  # the peak of this evaluation alone (the process's peak RSS may have been set earlier)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # this process's CPU, which other processes on a busy machine do not inflate
     try:
         with pytest.raises(EvalBudget):
             evaluate_rest(plan.rest, [value] * len(plan.exprs))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 0.5
+    assert time.process_time() - t0 < 0.5  # refused before the work, not after it
     assert peak < 20 << 20  # under 20 MiB allocated
 
 
@@ -136,17 +136,13 @@ def test_big_ints_cross_the_pipe_in_hex_past_the_decimal_digit_limit():
     ("assert candidate(-1) == 0 if False else True", "pass"),
 ])
 def test_a_call_python_would_not_make_is_not_made(test, status):
-    """The completion hangs on -1: a scorer that called it anyway would report a timeout."""
-    import time
-
+    """The completion hangs on -1: a scorer that called it anyway would report a timeout (the status says so)."""
     from grpo_wb.scoring.sandbox import SandboxLimits
     from grpo_wb.scoring.scorer import Scorer, ScoreRequest
     from grpo_wb.tasks.records import Task, TestCase
 
     task = Task(task_id="order", prompt="def f(x):\n", entry_point="f", tests=(TestCase(name="t", code=test),))
     hang = "    while x < 0:\n        pass\n    return x\n"
-    t0 = time.monotonic()
     with Scorer(SandboxLimits(timeout=3.0), workers=1, cache=False) as sc:
         (r,) = sc.score([ScoreRequest(task, hang)])
     assert (r.status, r.error if r.status == "fail" else "") in ((status, ""), (status, "AssertionError")), r
-    assert time.monotonic() - t0 < 2.5

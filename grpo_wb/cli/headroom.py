@@ -70,6 +70,9 @@ def print_report(rep: HeadroomReport) -> None:
 
     for name, ids in (("too easy", rep.too_easy), ("too hard", rep.too_hard), ("frontier", rep.frontier)):
         print(f"{name}: {len(ids)}" + (f" ({few(ids)})" if ids else ""))
+    if rep.unrewardable:  # rows whose trainer's reward is 0 whatever the answer: no signal, whatever they pass
+        why = next(t.unrewardable for t in rep.tasks if t.unrewardable)
+        print(f"the trainer cannot reward: {len(rep.unrewardable)} ({few(rep.unrewardable)}); e.g. {why}")
 
 
 def headroom(args: argparse.Namespace) -> int:

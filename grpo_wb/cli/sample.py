@@ -42,6 +42,10 @@ def sample_cmd(args: argparse.Namespace) -> int:
     tok = f"; {s.completion_tokens / s.generation_s:.0f} tokens/s" if s.completion_tokens and s.generation_s else ""
     print(f"wrote {s.completions} completions to {a.out} ({s.requests} requests in {s.generation_s:.1f}s{tok}"
           + (f"; {s.resumed} were there already" if s.resumed else "") + ")")
+    if s.refused:
+        print(f"the server refused {len(s.refused)} task(s) {a.max_refusals} times; they have no samples (see "
+              f"{a.requests_path()}): " + "; ".join(f"{k}: {v}" for k, v in list(s.refused.items())[:3])
+              + (" ..." if len(s.refused) > 3 else ""))
     if a.score:
         print(f"scored {s.scored} into {a.scored_path()} (" + ", ".join(f"{k} {v}" for k, v in
                                                                        sorted(s.statuses.items())) + f"); "

@@ -16,18 +16,19 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender
 from grpo_wb.scoring.executors import (
     ExecutorConfig,
+    JudgeConfig,
     SandboxConfig,
     describe_executor,
     open_scorer,
 )
-from grpo_wb.scoring.rewards import RewardConfig, RewardKind
+from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.scorer import STATUSES, sample_requests
 from grpo_wb.signal.diagnostics import informative_probability, pass_at_k
 from grpo_wb.tasks.records import load_tasks
 
 
 @dataclass(kw_only=True)
-class ScoreArgs(SandboxConfig, ExecutorConfig):
+class ScoreArgs(SandboxConfig, ExecutorConfig, JudgeConfig):
     """``grpo-wb score``."""
 
     tasks: str
@@ -61,7 +62,7 @@ def score(args: argparse.Namespace) -> int:
     statuses: Counter[str] = Counter()
     tmp = out.with_name(out.name + ".partial")
     t0 = time.monotonic()
-    with open_scorer(a.limits(), RewardConfig(kind=a.reward), workers=a.workers, executor=a.executor,
+    with open_scorer(a.limits(), a.reward_config(a.reward), workers=a.workers, executor=a.executor,
                      ray_address=a.ray_address, early_stop=None if a.early_stop else False) as scorer, \
             JsonlAppender(tmp, mode="w") as f:
         print("\n".join(describe_executor(scorer.executor_info())))

@@ -16,6 +16,7 @@ from grpo_wb.errors import UserError
 from grpo_wb.rollouts.hf_backend import TransformersBackend, TransformersConfig
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.openai_backend import OpenAIBackend, OpenAIConfig
+from grpo_wb.rollouts.sampling import DEFAULT_SYSTEM_PROMPT
 from grpo_wb.rollouts.replay import ReplayBackend
 from grpo_wb.rollouts.types import Backend
 from grpo_wb.tasks.records import Task
@@ -36,7 +37,11 @@ class BackendConfig:
     api_key_env: str = "OPENAI_API_KEY"
     """openai: the environment variable holding the API key (its value is never recorded)"""
     mode: Literal["completions", "chat", "auto"] | None = None
-    """model backends: continue the prompt, or ask in chat (transformers: auto, chat when the tokenizer has a template)"""
+    """model backends: continue the prompt, or chat (default auto: openai per task, transformers by chat template)"""
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    """chat, tasks without the row's own messages: the system message ('' for none)"""
+    user_template: str | None = field(default=None, metadata=cli(metavar="TEXT"))
+    """chat, tasks without the row's own messages: the user message with {prompt} (default: by prompt kind)"""
     temperature: float = 1.0
     """model backends: sampling temperature (0 = greedy)"""
     top_p: float = 1.0
@@ -72,9 +77,9 @@ def make_backend(cfg: BackendConfig, tasks: Sequence[Task], seed: int) -> Backen
         rb.check_tasks(tasks)
         return rb
     sampling = dict(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=seed,
-                    stop=tuple(cfg.stop))
+                    stop=tuple(cfg.stop), system_prompt=cfg.system_prompt or None, user_template=cfg.user_template)
     if cfg.backend == "openai":
         return OpenAIBackend(OpenAIConfig(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
-                                          mode=cfg.mode or "completions", max_concurrency=cfg.max_concurrency,
+                                          mode=cfg.mode or "auto", max_concurrency=cfg.max_concurrency,
                                           timeout_s=cfg.request_timeout, **sampling))
     return TransformersBackend(TransformersConfig(model_path=cfg.model, mode=cfg.mode or "auto", **sampling))

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 from grpo_wb.errors import UserError, one_line, require
-from grpo_wb.rollouts.sampling import SamplingConfig, request_seed, rollout_stats
+from grpo_wb.rollouts.sampling import Prompt, SamplingConfig, request_seed, rollout_stats
 from grpo_wb.rollouts.types import Completion, RolloutRequest
+from grpo_wb.tasks.records import Task
 
 MISSING_EXTRA = "the transformers backend needs the [hf] extra: pip install 'grpo_wb[hf]'"
 
@@ -118,13 +119,17 @@ class TransformersBackend:
                 "seed": c.seed, "sampling": c.sampling_json(),
                 "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__}}
 
+    def prompt(self, task: Task) -> Prompt:
+        """What the model is asked for ``task`` (chat when the tokenizer has a template and the mode allows it)."""
+        return self.config.prompt(task, self.mode)
+
     def prompt_ids(self, req: RolloutRequest) -> list[int]:
         """The token ids the model is conditioned on: the chat template's rendering, or the raw prompt."""
-        if self.mode == "chat":
-            text = self.tokenizer.apply_chat_template(self.config.messages(req.task), add_generation_prompt=True,
-                                                      tokenize=False)
+        p = self.prompt(req.task)
+        if p.endpoint == "chat":
+            text = self.tokenizer.apply_chat_template(p.payload(), add_generation_prompt=True, tokenize=False)
             return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return self.tokenizer(req.task.prompt)["input_ids"]
+        return self.tokenizer(p.text)["input_ids"]
 
     def generate(self, requests: Sequence[RolloutRequest]) -> list[list[Completion]]:
         t0 = time.monotonic()
@@ -137,6 +142,7 @@ class TransformersBackend:
 
     def _group(self, req: RolloutRequest) -> list[Completion]:
         torch, c = self._torch, self.config
+        prompt = self.prompt(req.task)
         ids = self.prompt_ids(req)
         input_ids = torch.tensor([ids], device=self.device)
         seed = request_seed(c.seed, req)
@@ -164,7 +170,8 @@ class TransformersBackend:
                 task_id=req.task.task_id, sample_index=i, text=text, backend=self.name, model=self.model_name,
                 seed=seed, sampling=c.sampling_json(), finish_reason=finish,
                 extra={"prompt_tokens": len(ids), "completion_tokens": n_tokens, "latency_s": round(latency, 4),
-                       "mode": self.mode, "device": str(self.device)}))
+                       "mode": prompt.endpoint, "prompt_source": prompt.source, "prompt_sha256": prompt.sha256(),
+                       "device": str(self.device)}))
         return group
 
     def _decode(self, row: list[int]) -> tuple[str, int, str]:

@@ -33,15 +33,18 @@ class ReplayServer:
     """``with ReplayServer(tasks, samples) as srv: srv.base_url``: serves until the block ends."""
 
     def __init__(self, tasks: Iterable[Task], samples: Mapping[str, list[str]], *, latency_s: float = 0.0,
-                 tokens_per_s: float | None = None, jitter_s: float = 0.0, model: str = "replay"):
-        self.by_prompt = {t.prompt: t.task_id for t in tasks}
+                 tokens_per_s: float | None = None, jitter_s: float = 0.0, model: str = "replay",
+                 max_prompt_chars: int | None = None):
+        self.by_prompt = {t.prompt.rstrip("\n"): t.task_id for t in tasks}
+        self.max_prompt_chars = max_prompt_chars
+        """A context length, in characters of the whole prompt: a longer one is refused with HTTP 400, as vLLM does."""
         self.samples = {k: list(v) for k, v in samples.items()}
         self.latency_s, self.tokens_per_s, self.jitter_s, self.model = latency_s, tokens_per_s, jitter_s, model
         self._rng = random.Random(0)
         self.cursor: dict[str, int] = {}
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
-        """Every request served: path, task, n (and the seed, when sent)."""
+        """Every request served: path, task, n, the seed (None when not sent), a chat request's messages."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="grpo-wb-replay-server", daemon=True)
@@ -69,13 +72,23 @@ class ReplayServer:
         chat = path.endswith("/chat/completions")
         prompt = body.get("prompt") if not chat else next(
             (m.get("content") for m in reversed(body.get("messages") or []) if m.get("role") == "user"), None)
-        task_id = self.by_prompt.get(prompt)
+        task_id = self.by_prompt.get((prompt or "").rstrip("\n"))
+        size = len(body.get("prompt") or "") if not chat else sum(len(str(m.get("content") or ""))
+                                                                  for m in body.get("messages") or [])
+        if self.max_prompt_chars is not None and size > self.max_prompt_chars:
+            with self.lock:
+                self.requests.append({"path": path, "task_id": task_id, "n": int(body.get("n") or 1),
+                                      "seed": body.get("seed"), "refused": True})
+            return 400, {"error": {"message": f"This model's maximum context length is {self.max_prompt_chars} "
+                                              f"characters; the prompt has {size}", "type": "BadRequestError",
+                                   "code": 400}}
         if task_id is None:
             return 404, {"error": {"message": "no recorded samples for this prompt", "code": "unknown_prompt"}}
         n = int(body.get("n") or 1)
         texts = self._take(task_id, n)
         with self.lock:
-            self.requests.append({"path": path, "task_id": task_id, "n": n, "seed": body.get("seed")})
+            self.requests.append({"path": path, "task_id": task_id, "n": n, "seed": body.get("seed"),
+                                  **({"messages": body.get("messages")} if chat else {})})
         tokens = sum(_tokens(t) for t in texts)
         with self.lock:
             jitter = self._rng.uniform(0.0, self.jitter_s) if self.jitter_s else 0.0

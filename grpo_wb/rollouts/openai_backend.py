@@ -25,8 +25,9 @@ from typing import Any, Callable, Sequence
 
 from grpo_wb.config import check_at_least_one
 from grpo_wb.errors import UserError, one_line, require
-from grpo_wb.rollouts.sampling import SamplingConfig, request_seed, rollout_stats
-from grpo_wb.rollouts.types import Completion, RolloutRequest
+from grpo_wb.rollouts.sampling import Prompt, SamplingConfig, request_seed, rollout_stats
+from grpo_wb.rollouts.types import Completion, RequestRejected, RolloutRequest
+from grpo_wb.tasks.records import Task
 
 DUMMY_API_KEY = "EMPTY"
 """Sent when the key variable is unset: local servers want some bearer token, not a real one."""
@@ -34,6 +35,8 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 """HTTP statuses retried besides 5xx (the openai client's own choice)."""
 N_REJECTED_STATUSES = frozenset({400, 422})
 """Answers to an ``n > 1`` request that mean "send single requests" (422: TGI-style validation)."""
+REJECTED_STATUSES = frozenset({400, 413, 422})
+"""Answers that refuse one request for its content (its prompt too long, say), not the server as a whole."""
 
 
 @dataclass(kw_only=True)
@@ -138,6 +141,10 @@ class OpenAIBackend:
                 "n_per_request": self._n_supported is not False, "max_concurrency": c.max_concurrency,
                 "timeout_s": c.timeout_s, "max_attempts": c.max_attempts}
 
+    def prompt(self, task: Task) -> Prompt:
+        """What a request for ``task`` sends (see :meth:`SamplingConfig.prompt`)."""
+        return self.config.prompt(task)
+
     # ------------------------------------------------------------------ generate
 
     def generate(self, requests: Sequence[RolloutRequest]) -> list[list[Completion]]:
@@ -170,6 +177,7 @@ class OpenAIBackend:
 
     def _completions(self, req: RolloutRequest, replies: list[_Reply]) -> list[Completion]:
         sampling = self.config.sampling_json()
+        prompt = self.prompt(req.task)
         out = []
         for reply in replies:
             for text, finish in zip(reply.texts, reply.finish_reasons):
@@ -183,7 +191,8 @@ class OpenAIBackend:
                            "request_completion_tokens": reply.completion_tokens,
                            "request_choices": len(reply.texts), "request_n": reply.n,
                            "latency_s": round(reply.latency_s, 4), "attempts": reply.attempts,
-                           "response_id": reply.response_id, "mode": self.config.mode}))
+                           "response_id": reply.response_id, "mode": prompt.endpoint,
+                           "prompt_source": prompt.source, "prompt_sha256": prompt.sha256()}))
         return out
 
     # ------------------------------------------------------------------ one request
@@ -199,12 +208,13 @@ class OpenAIBackend:
             kwargs["stop"] = list(c.stop)
         if c.extra_body:
             kwargs["extra_body"] = dict(c.extra_body)
-        if c.mode == "chat":
+        prompt = self.prompt(req.task)
+        if prompt.endpoint == "chat":
             create: Callable[..., Any] = self._client.chat.completions.create
-            kwargs["messages"] = c.messages(req.task)
+            kwargs["messages"] = prompt.payload()
         else:
             create = self._client.completions.create
-            kwargs["prompt"] = req.task.prompt
+            kwargs["prompt"] = prompt.payload()
         try:
             with self._slots:
                 resp, attempts, latency = self._with_retries(create, kwargs)
@@ -213,15 +223,15 @@ class OpenAIBackend:
                 self._n_supported = False
                 return _Reply(texts=[], finish_reasons=[], seed=seed, n=n, latency_s=0.0, attempts=1,
                               prompt_tokens=0, completion_tokens=0, response_id=None)
-            raise self._user_error(e, 1) from None
+            raise self._user_error(e, 1, prompt.endpoint, req.task.task_id) from None
         choices = getattr(resp, "choices", None)
         if not isinstance(choices, list) or not choices:
             raise UserError(f"{c.base_url} did not answer like an OpenAI-compatible server "
-                            f"(no choices in the response to {self._endpoint()})")
+                            f"(no choices in the response to /{prompt.endpoint.replace('chat', 'chat/completions')})")
         choices = sorted(choices, key=lambda ch: ch.index if isinstance(ch.index, int) else 0)
         if len(choices) < n:
             self._n_supported = False
-        if c.mode == "chat":
+        if prompt.endpoint == "chat":
             texts = [(ch.message.content if ch.message is not None else None) or "" for ch in choices]
         else:
             texts = [ch.text or "" for ch in choices]
@@ -258,11 +268,11 @@ class OpenAIBackend:
             time.sleep(min(wait_s, c.max_backoff_s))
         raise AssertionError("unreachable")
 
-    def _endpoint(self) -> str:
-        return "/chat/completions" if self.config.mode == "chat" else "/completions"
-
-    def _user_error(self, exc: Exception, attempts: int) -> UserError:
-        """One line that says what went wrong and what to check; never the key."""
+    def _user_error(self, exc: Exception, attempts: int, endpoint: str = "completions",
+                    task_id: str | None = None) -> UserError:
+        """One line that says what went wrong and what to check; never the key. A refusal of one request's content
+        (HTTP 400, 413, 422: a prompt past the context length, say) is a :class:`RequestRejected` naming the task:
+        the run records it for that task and goes on."""
         oa, c, url = self._openai, self.config, self.config.base_url
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         if isinstance(exc, oa.APITimeoutError):
@@ -283,12 +293,16 @@ class OpenAIBackend:
             if "model" in msg.lower() or "model" in code:
                 return UserError(f"model {c.model!r} not found at {url} (HTTP 404: {msg}); "
                                  f"GET {url}/models lists the served names")
-            return UserError(f"{url}{self._endpoint()} not found (HTTP 404); base_url usually ends in /v1, "
+            path = "/chat/completions" if endpoint == "chat" else "/completions"
+            return UserError(f"{url}{path} not found (HTTP 404); base_url usually ends in /v1, "
                              f"and mode {c.mode!r} needs a server with that endpoint")
         if status == 429:
             return UserError(f"{url} is still rate-limiting (HTTP 429) after {tries}; lower max_concurrency")
         if status is not None and status >= 500:
             return UserError(f"server error at {url} (HTTP {status}) after {tries}: {msg}")
+        if status in REJECTED_STATUSES and task_id is not None:
+            return RequestRejected(f"{url} rejected the request for task {task_id} (HTTP {status}): {msg}",
+                                   task_id=task_id)
         return UserError(f"{url} rejected the request (HTTP {status}): {msg}")
 
 

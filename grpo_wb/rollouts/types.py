@@ -13,8 +13,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable
 from grpo_wb.tasks.records import Task
+
+
+class RequestRejected(UserError):
+    """The server refused one request for its content (a prompt past the context length, say): the task is named,
+    and a run records the refusal for that task and goes on, where a failure of the server as a whole ends it."""
+
+    def __init__(self, message: str, *, task_id: str):
+        super().__init__(message)
+        self.task_id = task_id
 
 
 @dataclass(frozen=True)

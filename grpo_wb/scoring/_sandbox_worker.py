@@ -293,16 +293,19 @@ def run_harness(job, emit):
         globals().update(harness_globals)
     if found:
         emit({"event": "tamper", "where": "module level", "what": found[:20]})
-    entry = ns.get(job["entry_point"])
-    if not callable(entry):
-        # LeetCode style (APPS call-based): the entry point is a method of class Solution
-        cls = ns.get("Solution")
-        if isinstance(cls, type) and callable(getattr(cls, job["entry_point"], None)):
-            try:
-                entry = getattr(cls(), job["entry_point"])
-            except BaseException as e:
-                emit({"event": "load_error", "error": _short(e)})
-                return
+    # LeetCode style: a class Solution with the entry point as a method is what is called, as APPS's, TACO's,
+    # prime_code's and LiveCodeBench's harnesses call Solution().fn, before any module-level name of that name
+    # (the APPS prelude's star imports bind merge, sqrt, product ...)
+    entry = None
+    cls = ns.get("Solution")
+    if isinstance(cls, type) and callable(getattr(cls, job["entry_point"], None)):
+        try:
+            entry = getattr(cls(), job["entry_point"])
+        except BaseException as e:
+            emit({"event": "load_error", "error": _short(e)})
+            return
+    if entry is None:
+        entry = ns.get(job["entry_point"])
     if not callable(entry):
         emit({"event": "load_error", "error": f"NameError: entry point {job['entry_point']!r} is not defined"})
         return
@@ -567,7 +570,20 @@ def _recv():
         return None
     (n,) = struct.unpack(">I", head)
     data = _read_exact(0, n)
-    return None if data is None else json.loads(data)
+    if data is None:
+        return None
+    msg = json.loads(data)
+    del data
+    sizes = msg.pop("blobs", None)
+    if sizes:  # the stdin of stdio tests, raw, in test order (sandbox.Worker._send)
+        stdio = [t for t in msg["tests"] if t.get("kind") == "stdio"]
+        for t, size in zip(stdio, sizes):
+            blob = _read_exact(0, size)
+            if blob is None:
+                return None
+            t["input"] = blob.decode("utf-8", "surrogatepass")
+            del blob
+    return msg
 
 
 def _send(obj):

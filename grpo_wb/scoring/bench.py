@@ -189,6 +189,47 @@ def measure_overhead(n: int = 300) -> tuple[float, float]:
     return bare, wb
 
 
+BIG_INPUT_SHAPES = ((100, 1), (10, 20), (4, 50))
+"""(tests, MiB of stdin each) of the big-input benchmark: many medium inputs, fewer large, a few very large."""
+NL = b"\n"
+_ECHO_LEN = "import sys\ndata = sys.stdin.buffer.read()\nprint(len(data), data.count(b'\\n'))\n"
+
+
+def bench_big_inputs(shapes: Iterable[tuple[int, int]] = BIG_INPUT_SHAPES, *, timeout: float = 120.0,
+                     out=print) -> list[dict[str, float]]:
+    """Seconds to score one stdin program over tests with big inputs, beside the anchor: the same program run on
+    the same inputs by ``subprocess.run`` (a fresh interpreter per test, the input piped in, nothing else).
+    Linear reads show as a ratio that stays flat while the inputs grow."""
+    exe = os.path.realpath(sys.executable)
+    rows = []
+    out(f"== big inputs: one stdin program (reads stdin, prints its length), {timeout:g} s limit")
+    for k, mib in shapes:
+        line = b"7 " * 511 + b"7\n"  # 1 KiB lines of numbers
+        data = line * (mib * 1024)
+        text, expected = data.decode(), f"{len(data)} {data.count(NL)}\n"
+        task = Task(task_id=f"bench/big-{k}x{mib}", prompt="", entry_point="", timeout=timeout,
+                    tests=tuple(TestCase(name=f"io_{i}", type="stdio", input=text,
+                                         output=expected) for i in range(k)))
+        t0 = time.perf_counter()
+        for _ in range(k):
+            subprocess.run([exe, "-I", "-S", "-c", _ECHO_LEN], input=data, capture_output=True, check=True,
+                           timeout=timeout)
+        anchor = time.perf_counter() - t0
+        with Scorer(SandboxLimits(timeout=timeout), workers=1, cache=False, early_stop=False) as sc:
+            warm = Task(task_id="bench/warm", prompt="", entry_point="",
+                        tests=(TestCase(name="io", type="stdio", input="1\n", output="2 1\n"),))
+            list(sc.score([ScoreRequest(warm, _ECHO_LEN)]))  # the worker started: its start is not timed
+            t0 = time.perf_counter()
+            (r,) = sc.score([ScoreRequest(task, _ECHO_LEN)])
+            wb = time.perf_counter() - t0
+        ok = r.status == "pass"
+        out(f"   {k:4d} tests x {mib:3d} MiB: subprocess.run {anchor:7.2f} s   grpo_wb {wb:7.2f} s   "
+            f"ratio {wb / anchor:5.2f}   {k * mib / wb:7.1f} MiB/s   verdict {r.status}{'' if ok else ' (expected pass)'}")
+        rows.append({"tests": k, "mib": mib, "anchor_s": anchor, "grpo_wb_s": wb, "passed": ok})
+        del task, text, data
+    return rows
+
+
 def read_samples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` (all) lines of a samples file (``*.gz`` too)."""
     out = []

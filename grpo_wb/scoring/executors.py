@@ -10,7 +10,7 @@ from typing import Any, Literal
 from grpo_wb.config import cli, positive_float, positive_int, post_init_next
 from grpo_wb.errors import UserError
 from grpo_wb.scoring.ray_executor import RayScorer
-from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.rewards import JUDGES, Judge, RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import (
     Isolation,
     SandboxLimits,
@@ -51,6 +51,24 @@ class SandboxConfig:
         """The per-completion limits these settings give."""
         return SandboxLimits(timeout=self.timeout, memory_bytes=self.memory_mb << 20,
                              site_packages=self.site_packages, isolation=self.isolation)
+
+
+@dataclass(kw_only=True)
+class JudgeConfig:
+    """Whose reward rule judges a completion (:mod:`grpo_wb.scoring.rules`)."""
+
+    judge: Judge = "trainer"
+    """trainer: each row by the reward its format is trained with (the code it takes, its prelude, its output
+    comparison: metadata.trainer_reward), where grpo_wb knows it; strict: grpo_wb's own rule for every task"""
+
+    def __post_init__(self) -> None:
+        if self.judge not in JUDGES:
+            raise UserError(f"unknown judge {self.judge!r} (choose {', '.join(JUDGES)})")
+        post_init_next(self, JudgeConfig)
+
+    def reward_config(self, kind: RewardKind) -> RewardConfig:
+        """The reward config for ``kind`` judged this way."""
+        return RewardConfig(kind=kind, judge=self.judge)
 
 
 @dataclass(kw_only=True)

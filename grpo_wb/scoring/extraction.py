@@ -272,7 +272,7 @@ def _full_program(prompt: str, code: str) -> str:
     # the entry point simply replaces the stub.
     if _prompt_is_code(prompt):
         return prompt.rstrip("\n") + "\n\n" + code
-    imports = [l for l in prompt.splitlines() if re.match(r"^(import|from)\s", l)]
+    imports = [l for l in prompt.splitlines() if re.match(r"^(import|from)\s", l) and _compiles(l)]
     return "\n".join(imports + [code])
 
 

@@ -14,6 +14,8 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
+Judge = Literal["trainer", "strict"]
+JUDGES = typing.get_args(Judge)
 RewardKind = Literal["binary", "partial"]
 REWARD_KINDS = typing.get_args(RewardKind)
 
@@ -26,10 +28,14 @@ class RewardConfig:
     """``binary`` (pass = 1, else 0) or ``partial`` (fraction of tests passed)."""
     parse_failure_reward: float | None = 0.0
     """Reward for a completion with no usable code; None excludes it from the group."""
+    judge: Judge = "trainer"
+    """Whose rule decides: the trainer's (a task's ``trainer_reward``, where it names one) or grpo_wb's strict one."""
 
     def __post_init__(self) -> None:
         if self.kind not in REWARD_KINDS:
             raise ValueError(f"unknown reward kind {self.kind!r} (choose from {', '.join(REWARD_KINDS)})")
+        if self.judge not in JUDGES:
+            raise ValueError(f"unknown judge {self.judge!r} (choose from {', '.join(JUDGES)})")
 
 
 def compute_reward(cfg: RewardConfig, *, status: str, passed: bool, tests_passed: int,

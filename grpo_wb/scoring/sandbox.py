@@ -51,6 +51,7 @@ import tempfile
 import threading
 import time
 import typing
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -389,10 +390,11 @@ class Worker:
             self.kill()
             errlog.seek(0)
             said = errlog.read()[-300:].decode("utf-8", "replace").strip().replace("\n", " | ")
+            errlog.close()
             raise WorkerDied(f"could not start a {mode} sandbox worker: {e}" + (f" ({said})" if said else "")) from None
         finally:
             listener.close()
-            errlog.close()
+        self._errlog = errlog  # read back when the worker dies: its last words say why
         self.hello = msg.get("hello", {})
         self.cfg = cfg
 
@@ -433,16 +435,48 @@ class Worker:
                     continue
                 k = os.readv(fd, [view[got:]])
                 if not k:
-                    raise WorkerDied("worker exited")
+                    raise WorkerDied(self._how_it_died())
                 got += k
             return buf
 
         (n,) = struct.unpack(">I", read(4))
         return json.loads(read(n))
 
+    def _how_it_died(self) -> str:
+        """"worker exited", with its exit status or signal and the end of its stderr when it left any."""
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        how = "" if code is None else (f", killed by signal {-code}" if code < 0 else f", status {code}")
+        said = ""
+        log = getattr(self, "_errlog", None)
+        if log is not None:
+            try:
+                size = os.fstat(log.fileno()).st_size
+                said = os.pread(log.fileno(), 300, max(0, size - 300)).decode("utf-8", "replace").strip()
+            except OSError:
+                pass
+        return f"worker exited{how}" + (f": {said.splitlines()[-1]}" if said else "")
+
     def _send(self, obj: dict[str, Any]) -> None:
+        """Length-prefixed JSON; the stdin of stdio tests follows it as raw UTF-8 (``blobs``: their byte lengths),
+        not inside the JSON: a row's tests can carry hundreds of MB of input, which JSON would escape and copy."""
+        blobs: list[bytes] = []
+        tests = obj.get("tests")
+        if isinstance(tests, list) and any(t.get("kind") == "stdio" for t in tests):
+            sent = []
+            for t in tests:
+                if t.get("kind") == "stdio":
+                    blobs.append(t["input"].encode("utf-8", "surrogatepass"))
+                    t = {**t, "input": None}
+                sent.append(t)
+            obj = {**obj, "tests": sent, "blobs": [len(b) for b in blobs]}
         data = json.dumps(obj).encode()
-        self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+        for part in (struct.pack(">I", len(data)) + data, *blobs):
+            view = memoryview(part)
+            while view:  # an unbuffered pipe may take part of a write (a signal mid-write)
+                view = view[self.proc.stdin.write(view):]
 
     def run(self, job: dict[str, Any], timeout: float, watch: Watch | None = None) -> tuple[dict[str, Any], list]:
         """The worker's final result and the events it streamed before it; ``watch`` sees each batch
@@ -482,6 +516,10 @@ class Worker:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        log = getattr(self, "_errlog", None)
+        if log is not None:
+            log.close()
+            self._errlog = None
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -491,7 +529,12 @@ class Worker:
 
 
 class WorkerPool:
-    """N warm workers; a dead one is replaced on its next use."""
+    """N warm workers; a dead one is replaced on its next use.
+
+    Every worker is started from one thread of the pool's own, alive until :meth:`close`: bubblewrap's
+    ``--die-with-parent`` (and a worker's own parent-death signal) fire when the *thread* that started the
+    process ends, so a worker started from a caller's short-lived thread (a ``ThreadPoolExecutor`` shut down
+    between two batches) would be SIGKILLed under a later job."""
 
     def __init__(self, size: int, limits: SandboxLimits, mode: str | None = None):
         self.size = size
@@ -503,12 +546,17 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.replaced = 0
         self.fallback_reason: str | None = None
+        self._spawner: ThreadPoolExecutor | None = None
         for i in range(size):
             self._idle.put(i)
 
     def _spawn(self, i: int) -> Worker:
+        with self._lock:
+            if self._spawner is None:
+                self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grpo-wb-spawner")
+            spawner = self._spawner
         try:
-            return self._spawn_checked(i)
+            return spawner.submit(self._spawn_checked, i).result()
         except (WorkerDied, SandboxUnavailable) as e:
             _note_failure(f"worker {i} could not start: {e}")
             raise
@@ -584,6 +632,10 @@ class WorkerPool:
                     pass
                 w.kill()
                 self._workers[i] = None
+        with self._lock:
+            spawner, self._spawner = self._spawner, None
+        if spawner is not None:
+            spawner.shutdown(wait=False)
 
 
 def _parse_events(raw: Any) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
 from grpo_wb.scoring import astlock
 from grpo_wb.scoring.extraction import Extraction, extract_program
+from grpo_wb.scoring.rules import TrainerRule, judged_task, trainer_rule, unrewardable
 from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import (
@@ -152,6 +153,10 @@ class ScoredCompletion:
     extraction: dict[str, Any] = field(default_factory=dict)
     """How the program came out of the completion: ``mode``, the ``rule`` that chose the code, the chosen
     fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see :class:`~grpo_wb.scoring.extraction.Extraction`)."""
+    judge: str = "grpo_wb"
+    """Whose rule judged it: a trainer's (:data:`grpo_wb.scoring.rules.RULES`) or ``grpo_wb``'s strict one."""
+    unrewardable: str = ""
+    """Judged for the trainer: why its trainer's reward cannot reward this task at all (empty when it can)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -346,10 +351,22 @@ def _imported_modules(task: Task) -> list[str]:
 
 
 def _task_fingerprint(task: Task) -> str:
-    """Everything about a task that changes a verdict."""
-    return hashlib.sha256(json.dumps([task.task_id, task.entry_point, [t.to_json() for t in task.tests],
-                                      task.test_setup, task.check, task.prelude,
-                                      task.output_match]).encode()).hexdigest()
+    """Everything about a task that changes a verdict. Texts are hashed as they are, each after its length (no
+    JSON encoding of a test's stdin: a row can carry hundreds of MB of it)."""
+    h = hashlib.sha256()
+
+    def text(s: str) -> None:
+        b = s.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "big"))
+        h.update(b)
+
+    text(json.dumps([task.task_id, task.entry_point, task.test_setup, task.check, task.prelude, task.output_match,
+                     len(task.tests)]))
+    for t in task.tests:
+        text(json.dumps([t.name, t.type, t.code]))
+        text(t.input)
+        text(t.output)
+    return h.hexdigest()
 
 
 def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:
@@ -434,6 +451,7 @@ class Scorer:
             self.sandbox.worker_hello()  # refuse now, in one line, rather than fail every completion
         self._plans: dict[str, _TaskPlan] = {}  # by task content
         self._by_id: dict[int, tuple[Task, _TaskPlan]] = {}  # by object: skips the fingerprint (bounded)
+        self._judged_by_id: dict[int, tuple[Task, Task]] = {}  # each task as its trainer's rule judges it
         self.executed = 0
         self.cache_hits = 0
 
@@ -480,12 +498,30 @@ class Scorer:
     def verdict(self, task: Task, completion: str) -> tuple[Verdict, bool, Extraction]:
         """Execute (or reuse) the verdict for one completion; returns ``(verdict, cached, extraction)``.
 
-        The verdict is cached by program; how the program came out of this completion is its own."""
+        Judged by the task's trainer's rule when the reward config's ``judge`` asks for it (:mod:`.rules`): the
+        code that rule takes, its prelude, its output comparison. The verdict is cached by program; how the
+        program came out of this completion is its own."""
+        rule = trainer_rule(task, self.reward.judge)
         try:
-            ext = extract_program(task.prompt, task.entry_point, completion)
+            ext = rule.extract(completion) if rule else extract_program(task.prompt, task.entry_point, completion)
         except (RecursionError, MemoryError, ValueError, SystemError) as e:
             ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
-        return (*self._verdict(task, ext), ext)
+        return (*self._verdict(self._judged(task, rule), ext), ext)
+
+    def _judged(self, task: Task, rule: TrainerRule | None) -> Task:
+        """The task as ``rule`` judges it, one object per task (the plan cache finds it by identity)."""
+        if rule is None:
+            return task
+        with self._lock:
+            hit = self._judged_by_id.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
+        judged = judged_task(task, rule)
+        with self._lock:
+            if len(self._judged_by_id) >= _BY_ID_MAX:
+                self._judged_by_id.clear()
+            self._judged_by_id[id(task)] = (task, judged)
+        return judged
 
     def _verdict(self, task: Task, ext: Extraction) -> tuple[Verdict, bool]:
         total = len(task.tests)
@@ -542,7 +578,9 @@ class Scorer:
             passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
             duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=encodable(v.error),
             failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
-            meta=encodable(dict(req.meta)), stopped_early=v.stopped_early, extraction=ext.to_json())
+            meta=encodable(dict(req.meta)), stopped_early=v.stopped_early, extraction=ext.to_json(),
+            judge=getattr(trainer_rule(req.task, self.reward.judge), "name", "grpo_wb"),
+            unrewardable=unrewardable(req.task, self.reward.judge))
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order, each as soon as it and those before it are decided.

@@ -192,6 +192,9 @@ def apply_filter(samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Call
         raise UserError("no tasks to filter")
     left = list(samples)
     done: list[FilterStep] = []
+    if any(s.unrewardable for s in samples):  # first, and counted: a task the trainer's reward cannot reward
+        steps = [("the trainer can reward it", lambda s: "the trainer cannot reward it" if s.unrewardable else None),
+                 *steps]
     for rule, decide in steps:
         keep, reasons = [], {}
         for s in left:

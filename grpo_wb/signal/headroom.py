@@ -32,6 +32,7 @@ completion budget B (see :func:`recommend_group_size`). Tasks are too easy
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -85,6 +86,8 @@ class TaskSamples:
     """Pass or not of each sample in file order (scored files; empty for a run's pooled groups)."""
     raw_rewards: tuple[float | None, ...] = ()
     """Every sample's reward in file order, None where unscored (scored files; empty for runs)."""
+    unrewardable: str = ""
+    """Why the trainer cannot reward this task (its scored rows say so), empty when it can."""
 
     def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "n": self.n, "n_correct": self.n_correct, "rewards": list(self.rewards)}
@@ -99,8 +102,9 @@ def dataframe(*args, **kwargs):
 
 
 def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable[Any],
-           passed: bool | None = None) -> None:
-    slot = acc.setdefault(task_id, [0, 0, [], [], []])
+           passed: bool | None = None, unrewardable: str = "") -> None:
+    slot = acc.setdefault(task_id, [0, 0, [], [], [], ""])
+    slot[5] = slot[5] or unrewardable
     slot[0] += n
     slot[1] += c
     rewards = list(rewards)
@@ -111,14 +115,15 @@ def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable
 
 
 def _finish(acc: dict[str, list]) -> list[TaskSamples]:
-    return [TaskSamples(t, n, c, tuple(r), tuple(p), tuple(raw)) for t, (n, c, r, p, raw) in acc.items()]
+    return [TaskSamples(t, n, c, tuple(r), tuple(p), tuple(raw), why) for t, (n, c, r, p, raw, why) in acc.items()]
 
 
 def samples_from_scored_rows(rows: Iterable[dict[str, Any]]) -> list[TaskSamples]:
     """Group ScoredCompletion JSON rows (``task_id``, ``passed``, ``reward``) by task, in first-seen order."""
     acc: dict[str, list] = {}
     for row in rows:
-        _merge(acc, row["task_id"], 1, int(bool(row["passed"])), [row.get("reward")], bool(row["passed"]))
+        _merge(acc, row["task_id"], 1, int(bool(row["passed"])), [row.get("reward")], bool(row["passed"]),
+               str(row.get("unrewardable") or ""))
     return _finish(acc)
 
 
@@ -265,7 +270,9 @@ class TaskHeadroom:
     p_variance: float
     """P(such a group has reward variance)."""
     category: str
-    """``too_easy``, ``too_hard`` or ``frontier``."""
+    """``too_easy``, ``too_hard``, ``frontier`` or ``unrewardable`` (the trainer's reward is 0 whatever the answer)."""
+    unrewardable: str = ""
+    """Why the trainer cannot reward it (empty when it can)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -328,6 +335,8 @@ class HeadroomReport:
     """Task ids whose pass rate is at or below ``hard_at``."""
     frontier: list[str] = field(default_factory=list)
     """The rest: the tasks that can produce informative groups."""
+    unrewardable: list[str] = field(default_factory=list)
+    """Task ids the trainer's reward cannot reward (0 whatever the answer; counted as such in the curve)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -358,13 +367,15 @@ class HeadroomReport:
         rows = [("tasks", self.n_tasks), ("samples", self.n_samples), ("mean pass rate", round(self.mean_pass_rate, 4))]
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
+                 ("the trainer cannot reward", len(self.unrewardable)),
                  (f"recommended G (budget {self.budget}/step)", self.recommended_g if self.recommended_g else "\u2014")]
         return dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
 
     def category_frame(self, n: int = 10):
         """Too easy / too hard / frontier: counts and the first ``n`` task ids of each."""
         rows = []
-        for cat, ids in (("too_easy", self.too_easy), ("too_hard", self.too_hard), ("frontier", self.frontier)):
+        for cat, ids in (("too_easy", self.too_easy), ("too_hard", self.too_hard), ("frontier", self.frontier),
+                         ("unrewardable", self.unrewardable)):
             shown = ", ".join(ids[:n]) + (f", ... (+{len(ids) - n})" if len(ids) > n else "")
             rows.append({"category": cat, "tasks": len(ids), "examples": shown})
         return dataframe(rows).set_index("category")
@@ -374,7 +385,7 @@ class HeadroomReport:
         g = self.recommended_g
         return {"informative_fraction": self.point(g).expected_informative if g else 0.0,
                 "pass_rate": self.mean_pass_rate, "recommended_g": g, "n_tasks": self.n_tasks,
-                "n_frontier": len(self.frontier), "source": source}
+                "n_frontier": len(self.frontier), "n_unrewardable": len(self.unrewardable), "source": source}
 
 
 def recommend_group_size(curve: Sequence[CurvePoint], n_tasks: int, budget: int,
@@ -427,6 +438,10 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
         if s.n < 1 or not 0 <= s.n_correct <= s.n:
             raise UserError(f"task {s.task_id!r}: need n >= 1 and 0 <= passed <= n, got n={s.n}, passed={s.n_correct}")
     n_tasks = len(samples)
+    given = samples
+    # a task the trainer cannot reward gets 0 whatever the answer: that is its signal in the curve
+    samples = [dataclasses.replace(s, n_correct=0, rewards=(0.0,) * len(s.rewards)) if s.unrewardable else s
+               for s in samples]
     curve = []
     for g in range(g_min, g_max + 1):
         inf = [informative_estimate(s.n, s.n_correct, g) for s in samples]
@@ -443,16 +458,17 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
     rec, why = recommend_group_size(curve, n_tasks, budget)
     g_task = rec or g_min
     tasks = []
-    for s in samples:
+    for s, seen in zip(given, samples):  # seen: as the trainer's reward sees it
         p = s.n_correct / s.n
         lo, hi = jeffreys_interval(s.n, s.n_correct, confidence)
         tasks.append(TaskHeadroom(
             task_id=s.task_id, n=s.n, n_correct=s.n_correct, pass_rate=p, ci_low=lo, ci_high=hi,
             pass_at_k={str(k): pass_at_k(s.n, s.n_correct, k) for k in ks if k <= s.n},
             reward_mean=sum(s.rewards) / len(s.rewards) if s.rewards else None,
-            p_informative=informative_estimate(s.n, s.n_correct, g_task)[0],
-            p_variance=variance_estimate(s.rewards, g_task, variance_tol)[0],
-            category=_category(p, easy_at, hard_at)))
+            p_informative=informative_estimate(seen.n, seen.n_correct, g_task)[0],
+            p_variance=variance_estimate(seen.rewards, g_task, variance_tol)[0],
+            category="unrewardable" if s.unrewardable else _category(p, easy_at, hard_at),
+            unrewardable=s.unrewardable))
     min_n = min(s.n for s in samples)
     return HeadroomReport(
         n_tasks=n_tasks, n_samples=sum(s.n for s in samples),
@@ -461,7 +477,8 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
         confidence=confidence, budget=budget, recommended_g=rec, recommendation=why, curve=curve, tasks=tasks,
         too_easy=[t.task_id for t in tasks if t.category == "too_easy"],
         too_hard=[t.task_id for t in tasks if t.category == "too_hard"],
-        frontier=[t.task_id for t in tasks if t.category == "frontier"])
+        frontier=[t.task_id for t in tasks if t.category == "frontier"],
+        unrewardable=[t.task_id for t in tasks if t.category == "unrewardable"])
 
 
 # ----------------------------------------------------------------------------- export
@@ -472,7 +489,8 @@ def export_columns(t: TaskHeadroom, group_size: int) -> dict[str, Any]:
     return {"grpo_wb_pass_rate": t.pass_rate, "grpo_wb_pass_rate_low": t.ci_low, "grpo_wb_pass_rate_high": t.ci_high,
             "grpo_wb_n_samples": t.n,
             f"grpo_wb_p_informative_{group_size}": informative_estimate(t.n, t.n_correct, group_size)[0],
-            "grpo_wb_category": t.category}
+            "grpo_wb_category": t.category,
+            "grpo_wb_trainer_reward": "unsupported" if t.unrewardable else "supported"}
 
 
 def _tasks_for(task_ids: Sequence[str], tasks_file: str | Path) -> list:

@@ -55,6 +55,7 @@ from grpo_wb.tasks.importers import (
 from grpo_wb.tasks.records import Task, TestCase, parse_task, write_tasks
 from grpo_wb.tasks.rows import (
     RowSource,
+    UnreadableRow,
     count_rows,
     iter_rows,
     resolve_source,
@@ -233,6 +234,7 @@ def parse_verl(row: dict[str, Any]) -> ParsedRow:
     gt = decode_compressed_json(gt, "ground_truth") if isinstance(gt, str) else gt
     prompt, messages = _chat_prompt(row["prompt"])
     notes: list[str] = []
+    unrewardable = None
     if isinstance(gt, dict) and gt.get("assert_case"):
         code = [c for c in gt["assert_case"] if isinstance(c, str)]
         cases = Cases("assert", code=code, fn_name=mbpp_entry_point(code, None))
@@ -241,15 +243,21 @@ def parse_verl(row: dict[str, Any]) -> ParsedRow:
         json_lines = isinstance(gt, dict) and all(isinstance(x, str) for x in gt.get("inputs") or [])
         cases = io_cases(gt, name="ground_truth", args_as="json-lines")
         if cases.kind == "call" and not json_lines:
-            notes.append("call-based with list inputs, which verl's prime_code cannot run (it scores them 0)")
+            unrewardable = "call-based with list inputs, which verl's prime_code cannot run (it scores them 0)"
     if row["data_source"] not in VERL_CODE_SOURCES:
-        notes.append(f"data_source {row['data_source']!r} is not routed to a code scorer by verl's "
-                     "default_compute_score")
+        unrewardable = (f"data_source {row['data_source']!r} is not routed to a code scorer by verl's "
+                        "default_compute_score")
+    if isinstance(gt, dict) and gt.get("assert_case") and not unrewardable:
+        unrewardable = "assert_case ground truth, which only verl's sandbox_fusion reads (prime_code scores it 0)"
+    if unrewardable:
+        notes.append(unrewardable)
     extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
     rid = extra.get("index") if extra else None
     return ParsedRow(prompt=prompt, messages=messages, cases=cases, prelude=APPS_PRELUDE,
                      row_id=None if rid is None else f"{row['data_source']}/{rid}",
-                     extra={"data_source": row["data_source"], "ability": row.get("ability")}, notes=tuple(notes))
+                     extra={"data_source": row["data_source"], "ability": row.get("ability"),
+                            "trainer_reward": "prime_code", "trainer_unrewardable": unrewardable},
+                     notes=tuple(notes))
 
 
 def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
@@ -265,6 +273,7 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
     tcs = vi["test_cases"]
     if not tcs:
         raise RowError("verification_info has no test cases")
+    unrewardable = None
     types = {str(t.get("type") or "stdin_stdout") if isinstance(t, dict) else "?" for t in tcs}
     if "?" in types:
         raise RowError("a test case is not an object")
@@ -279,6 +288,8 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
         code = [f"assert str(candidate({t.get('input', '')})).strip() == {str(t.get('output', '')).strip()!r}"
                 for t in tcs]
         cases = Cases("assert", code=code, fn_name=str(fn))
+        unrewardable = ("function_call cases, which open-r1's code_reward runs as stdin programs (type and fn_name "
+                        "ignored): it scores them 0")
     else:
         raise RowError(f"test cases mix types {', '.join(sorted(types))}")
     prompt = row.get("prompt") if isinstance(row.get("prompt"), (str, list)) else row.get("problem_statement")
@@ -289,7 +300,9 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
     return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
                      solution=row.get("gold_standard_solution") if isinstance(row.get("gold_standard_solution"),
                                                                                str) else None,
-                     prelude=APPS_PRELUDE, extra={"origin": row.get("source"), "task_type": row.get("task_type")})
+                     prelude=APPS_PRELUDE, extra={"origin": row.get("source"), "task_type": row.get("task_type"),
+                                                  "trainer_reward": "open-r1", "trainer_unrewardable": unrewardable},
+                     notes=(unrewardable,) if unrewardable else ())
 
 
 def _parse_codeforces(row: dict[str, Any]) -> ParsedRow:
@@ -499,6 +512,8 @@ PARSERS: dict[str, Callable[[dict[str, Any]], ParsedRow]] = {
 
 def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None) -> ParsedRow:
     """Read one row of ``fmt`` (``rows`` needs ``mapping``); a RowError says why it cannot be a task."""
+    if isinstance(row, UnreadableRow):
+        raise RowError(row.reason)
     if not isinstance(row, dict):
         raise RowError(f"a row must be an object, got {type(row).__name__}")
     if fmt == "rows" and mapping is None:
@@ -514,11 +529,236 @@ def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None) -> Pars
 # ----------------------------------------------------------------------------- tasks
 
 
+#: run in the child before each test of a module that has test classes or marks (see :func:`_pytest_tests`)
+_PYTEST_HELPERS = '''
+def __grpo_wb_call(f, *args):
+    if f is None:
+        return
+    code = getattr(getattr(f, "__func__", f), "__code__", None)
+    n = code.co_argcount - hasattr(f, "__self__") if code is not None else len(args)
+    f(*args[:max(n, 0)])
+
+def __grpo_wb_method(cls, name, kwargs):
+    __grpo_wb_call(getattr(cls, "setup_class", None))
+    try:
+        inst = cls()
+        __grpo_wb_call(getattr(inst, "setup_method", None), getattr(inst, name))
+        try:
+            getattr(inst, name)(**kwargs)
+        finally:
+            __grpo_wb_call(getattr(inst, "teardown_method", None), getattr(inst, name))
+    finally:
+        __grpo_wb_call(getattr(cls, "teardown_class", None))
+
+def __grpo_wb_unittest(cls, name):
+    method = getattr(cls, name)
+    if getattr(cls, "__unittest_skip__", False) or getattr(method, "__unittest_skip__", False):
+        return
+    expect = getattr(cls, "__unittest_expecting_failure__", False) or getattr(method, "__unittest_expecting_failure__", False)
+    cls.setUpClass()
+    try:
+        if not expect:
+            cls(name).debug()
+            return
+        try:
+            cls(name).debug()
+        except Exception:
+            return
+        raise AssertionError("unexpected success (expectedFailure)")
+    finally:
+        cls.tearDownClass()
+
+def __grpo_wb_cond(c):
+    if isinstance(c, str):
+        import os, sys, platform
+        return eval(c, {"os": os, "sys": sys, "platform": platform, **globals()})
+    return c
+
+def __grpo_wb_run(run, skipif=(), xfail=()):
+    if any(__grpo_wb_cond(c) for c in skipif):
+        return
+    for cond, raises, strict, do_run in xfail:
+        if not cond or any(__grpo_wb_cond(c) for c in cond):
+            if not do_run:
+                return
+            try:
+                run()
+            except raises:
+                return
+            if strict:
+                raise AssertionError("[XPASS(strict)]")
+            return
+    run()
+'''
+
+_UNITTEST_BASES = {"unittest.TestCase", "TestCase", "unittest.IsolatedAsyncioTestCase", "IsolatedAsyncioTestCase"}
+
+
+def _decorator_name(dec: ast.expr) -> str:
+    return ast.unparse(dec.func if isinstance(dec, ast.Call) else dec)
+
+
+def _mark_kind(dec: ast.expr) -> str:
+    """``skip``, ``skipif`` or ``xfail`` for such a ``pytest.mark`` (``mark.`` imported from pytest too), else ``""``."""
+    name = _decorator_name(dec)
+    kind = name.rpartition(".")[2]
+    return kind if kind in ("skip", "skipif", "xfail") and name.endswith("mark." + kind) else ""
+
+
+def _marks(decorators: list[ast.expr]) -> list[ast.expr]:
+    """The ``skip`` / ``skipif`` / ``xfail`` marks among ``decorators`` (or a ``pytestmark`` value)."""
+    return [d for d in decorators if _mark_kind(d)]
+
+
+def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
+    """``pytestmark = mark`` or ``= [marks]`` in a module or class body."""
+    marks: list[ast.expr] = []
+    for node in body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                for t in node.targets):
+            v = node.value
+            marks += _marks(list(v.elts) if isinstance(v, (ast.List, ast.Tuple)) else [v])
+    return marks
+
+
+def _kw(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _literal(node: ast.expr | None, default: Any) -> Any:
+    if node is None:
+        return default
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return node
+
+
+def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
+    """The test's code under its marks, as pytest runs it: None when a ``skip`` (or a literal true ``skipif``,
+    or ``xfail(run=False)``) means it never runs; ``xfail`` tests may fail (``raises``: only with that exception;
+    ``strict``: and must); ``skipif`` / conditional ``xfail`` apply when any of their conditions holds."""
+    def seg(n: ast.expr) -> str:
+        return ast.get_source_segment(src, n) or ast.unparse(n)
+
+    skipif: list[str] = []
+    xfail: list[str] = []
+    for m in marks:
+        kind = _mark_kind(m)
+        call = m if isinstance(m, ast.Call) else None
+        conds = list(call.args) if call else []
+        if call and _kw(call, "condition") is not None:
+            conds.append(_kw(call, "condition"))
+        if kind == "skip":
+            return None
+        if kind == "skipif":
+            if not conds:
+                return None  # pytest: skipif without a condition skips
+            if any(_literal(c, None) is True for c in conds):
+                return None
+            skipif += [seg(c) for c in conds if _literal(c, None) is not False]
+            continue
+        if call is None:
+            xfail.append("((), BaseException, False, True)")
+            continue
+        if conds and all(_literal(c, None) is False for c in conds):
+            continue
+        if _literal(_kw(call, "run"), True) is False and not conds:
+            return None  # not run: xfailed, whatever the answer
+        raises = _kw(call, "raises")
+        strict = _kw(call, "strict")
+        xfail.append(f"(({''.join(seg(c) + ', ' for c in conds)}), {seg(raises) if raises else 'BaseException'}, "
+                     f"{seg(strict) if strict is not None else 'False'}, "
+                     f"{seg(_kw(call, 'run')) if _kw(call, 'run') is not None else 'True'})")
+    if not skipif and not xfail:
+        return run
+    return (f"__grpo_wb_run(lambda: {run}, skipif=[{', '.join(skipif)}], "
+            f"xfail=[{', '.join(xfail)}])")
+
+
+def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str],
+                 module_marks: list[ast.expr]) -> list[TestCase]:
+    """The tests pytest collects from a test class: ``test*`` methods, inherited ones from classes of the module too.
+
+    A ``unittest.TestCase`` subclass runs each method through ``TestCase.debug`` (setUp, tearDown, cleanups,
+    ``unittest.skip*`` and ``expectedFailure`` as unittest decides them); a plain ``Test*`` class gets a fresh
+    instance per test, with ``setup_class`` / ``setup_method`` and their teardowns."""
+    chain, seen = [], set()
+    todo = [cls]
+    while todo:  # the class and the module's classes it derives from, nearest first
+        c = todo.pop(0)
+        if c.name in seen:
+            continue
+        seen.add(c.name)
+        chain.append(c)
+        todo += [classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in classes]
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for c in chain:
+        for node in c.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in methods:
+                methods[node.name] = node
+    is_unit = cls.name in unit
+    class_marks = [m for c in chain for m in _marks(c.decorator_list) + _pytestmark(c.body)]
+    tests: list[TestCase] = []
+    for name, fn in methods.items():
+        if not name.startswith("test"):
+            continue
+        if is_unit:
+            if isinstance(fn, ast.AsyncFunctionDef) and not any(ast.unparse(b).endswith("IsolatedAsyncioTestCase")
+                                                                for c in chain for b in c.bases):
+                raise RowError(f"{cls.name}.{name}: an async test (not supported)")
+            if any(_decorator_name(d) in ("unittest.skip", "skip") for d in fn.decorator_list) or any(
+                    _decorator_name(d) in ("unittest.skip", "skip") for c in chain for d in c.decorator_list):
+                continue  # unittest.skip: never runs
+            code = _wrap(src, f"__grpo_wb_unittest({cls.name}, {name!r})",
+                         _marks(fn.decorator_list) + class_marks + module_marks)
+            if code is not None:
+                tests.append(TestCase(name=f"{cls.name}::{name}", code=code))
+            continue
+        static = any(_decorator_name(d) == "staticmethod" for d in fn.decorator_list)
+        for suffix, kwargs in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static):
+            code = _wrap(src, f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'})",
+                         _marks(fn.decorator_list) + class_marks + module_marks)
+            if code is not None:
+                tests.append(TestCase(name=f"{cls.name}::{name}{suffix}", code=code))
+    return tests
+
+
+def _is_test_class(node: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str]) -> bool:
+    """pytest's rule: any ``unittest.TestCase`` subclass; else a ``Test*`` class without ``__init__``."""
+    if any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__test__" for t in s.targets)
+           and _literal(s.value, True) is False for s in node.body):
+        return False
+    if node.name in unit:
+        return True
+    if not node.name.startswith("Test"):
+        return False
+    todo, seen = [node], set()
+    while todo:
+        c = todo.pop()
+        if c.name in seen:
+            continue
+        seen.add(c.name)
+        if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__" for s in c.body):
+            return False  # pytest: "cannot collect test class because it has a __init__ constructor"
+        todo += [classes[b.id] for b in c.bases if isinstance(b, ast.Name) and b.id in classes]
+    return True
+
+
+def _autouse(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        isinstance(d, ast.Call) and _decorator_name(d).endswith("fixture") and _literal(_kw(d, "autouse"), False)
+        is not False for d in node.decorator_list)
+
+
 def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
-    """A KodCode-style pytest module as (setup, one test per test function and parameter set).
+    """A KodCode-style pytest module as (setup, one test per test function, test method and parameter set).
 
     ``from solution import ...`` lines go (the completion's names are already in scope, as rllm does);
-    ``@pytest.mark.parametrize`` over a literal list expands; a test asking for a fixture is an error.
+    ``@pytest.mark.parametrize`` over a literal list expands; a test asking for a fixture is an error. Test classes
+    are collected as pytest does (``Test*`` classes without ``__init__``, and ``unittest.TestCase`` subclasses);
+    ``skip`` marks drop a test, ``skipif`` runs it only when its condition is false, and an ``xfail`` test is not
+    required to pass (unless ``strict``), as pytest's exit status has it.
     """
     try:
         tree = ast.parse(module)
@@ -526,6 +766,11 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
         raise RowError(f"test module does not compile ({e.msg})") from None
     keep = []
     tests: list[TestCase] = []
+    module_marks = _pytestmark(tree.body)
+    classes: dict[str, ast.ClassDef] = {}
+    unit: set[str] = set()
+    collected = 0
+    helpers = False
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "solution":
             continue
@@ -533,25 +778,54 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
             keep.append(ast.parse("solution = __import__('types').SimpleNamespace(**globals())").body[0])
             continue
         keep.append(node)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            tests += _expand_test(module, node)
+        if _autouse(node) or isinstance(node, ast.ClassDef) and any(_autouse(n) for n in node.body):
+            raise RowError(f"an autouse fixture ({getattr(node, 'name', '?')}), which grpo_wb does not run")
+        if isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+            if any(ast.unparse(b) in _UNITTEST_BASES or (isinstance(b, ast.Name) and b.id in unit)
+                   for b in node.bases):
+                unit.add(node.name)
+            if _is_test_class(node, classes, unit):
+                if any(_decorator_name(d).endswith("parametrize") for d in node.decorator_list):
+                    raise RowError(f"{node.name}: a parametrized test class (not supported)")
+                collected += sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
+                                 for n in node.body)
+                tests += _class_tests(module, node, classes, unit, module_marks)
+                helpers = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            if isinstance(node, ast.AsyncFunctionDef):
+                raise RowError(f"{node.name}: an async test (pytest needs a plugin to run it)")
+            collected += 1
+            marks = _marks(node.decorator_list) + module_marks
+            for suffix, kwargs in _expand_test(module, node, node.name):
+                run = f"{node.name}(**{kwargs})" if kwargs else f"{node.name}()"
+                code = _wrap(module, run, marks)
+                if code is not None:
+                    helpers = helpers or code != run
+                    tests.append(TestCase(name=node.name + suffix, code=code))
     if not tests:
-        raise RowError("the test module defines no test functions")
-    return ast.unparse(ast.Module(body=keep, type_ignores=[])), tests
+        raise RowError("every test is skipped" if collected else "the test module defines no test functions")
+    setup = ast.unparse(ast.Module(body=keep, type_ignores=[]))
+    return (setup + "\n" + _PYTEST_HELPERS if helpers else setup), tests
 
 
-def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[TestCase]:
-    params = [a.arg for a in fn.args.args]
+def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: str,
+                 bound: bool = False) -> list[tuple[str, str]]:
+    """``(name suffix, keyword-arguments source)`` per parameter set of a test (``("", "")`` when it has none);
+    ``bound``: a method, whose first argument is the instance."""
+    if isinstance(fn, ast.AsyncFunctionDef):
+        raise RowError(f"{where}: an async test (pytest needs a plugin to run it)")
+    params = [a.arg for a in fn.args.args][1 if bound else 0:]
     n_defaults = len(fn.args.defaults)
     if n_defaults:  # arguments with defaults are not fixtures
-        params = params[:-n_defaults]
+        params = params[:-n_defaults] if n_defaults < len(params) else []
     cases: list[str] = []
-    stacked = [d for d in fn.decorator_list if ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("parametrize")]
+    stacked = [d for d in fn.decorator_list if _decorator_name(d).endswith("parametrize")]
     if len(stacked) > 1:
         raise RowError(f"{fn.name}: stacked parametrize decorators (not supported)")
     for dec in fn.decorator_list:
         call = dec if isinstance(dec, ast.Call) else None
-        target = ast.unparse(call.func if call else dec)
+        target = _decorator_name(dec)
         if not target.endswith("parametrize") or call is None:
             continue
         if len(call.args) < 2 or not isinstance(call.args[0], ast.Constant) \
@@ -560,20 +834,20 @@ def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[T
         names = [n.strip() for n in str(call.args[0].value).split(",") if n.strip()]
         if not names:
             raise RowError(f"{fn.name}: parametrize without argument names")
-        for i, elt in enumerate(call.args[1].elts):
+        for elt in call.args[1].elts:
             if isinstance(elt, ast.Call) and ast.unparse(elt.func).endswith("param"):
                 raise RowError(f"{fn.name}: pytest.param cases (not supported)")
             values = ast.get_source_segment(src, elt) or ast.unparse(elt)
             if len(names) > 1:
-                cases.append(f"{fn.name}(**dict(zip({names!r}, {values})))")
+                cases.append(f"dict(zip({names!r}, {values}))")
             else:
-                cases.append(f"{fn.name}(**{{{names[0]!r}: {values}}})")
+                cases.append(f"{{{names[0]!r}: {values}}}")
         params = [p for p in params if p not in names]
     if params:
         raise RowError(f"{fn.name} asks for pytest fixture {params[0]!r}, which grpo_wb does not provide")
     if not cases:
-        cases = [f"{fn.name}()"]
-    return [TestCase(name=fn.name if len(cases) == 1 else f"{fn.name}[{i}]", code=c) for i, c in enumerate(cases)]
+        return [("", "")]
+    return [("" if len(cases) == 1 else f"[{i}]", c) for i, c in enumerate(cases)]
 
 
 def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Task:
@@ -660,8 +934,10 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
                 if task_id != base:
                     summary.note("duplicate ids, made unique with the row number")
                 try:
-                    task = task_from_parsed(parsed, task_id, source_metadata(fmt, resolved, src.split, row,
-                                                                             row_hash(obj)))
+                    meta = source_metadata(fmt, resolved, src.split, row, row_hash(obj))
+                    if parsed.messages:  # what the trainer's rollout sends (grpo_wb.rollouts.sampling)
+                        meta["messages"] = parsed.messages
+                    task = task_from_parsed(parsed, task_id, meta)
                 except RowError:
                     raise
                 except (IndexError, KeyError, TypeError, ValueError, AttributeError) as e:

@@ -177,6 +177,14 @@ def _json_rows(path: Path) -> Iterator[dict[str, Any]]:
     yield from data
 
 
+@dataclass(frozen=True)
+class UnreadableRow:
+    """A line of a JSON-lines file that is not JSON, in its row's place: a bad row like any other (``--skip-bad``
+    counts and skips it; without it, the import stops naming the row)."""
+
+    reason: str
+
+
 def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int, Any]]:
     """``(row, value)`` for each row, streamed; ``value`` is a dict for well-formed rows (callers check)."""
     path = Path(src.path)
@@ -186,7 +194,7 @@ def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int
     if kind != "save_to_disk" and src.split is not None:
         raise UserError("--split goes with a save_to_disk DatasetDict folder", path=src.path)
     if kind == "jsonl":
-        rows: Iterator[Any] = (obj for _, obj in iter_jsonl(path))
+        rows: Iterator[Any] = (obj for _, obj in iter_jsonl(path, on_bad=UnreadableRow))
     elif kind == "json":
         rows = _json_rows(path)
     elif kind == "parquet":

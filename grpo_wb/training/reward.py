@@ -80,8 +80,9 @@ class ExecutionReward:
     ``tasks``: a canonical task file (or the frontier export's ``.trl.jsonl``), an iterable of
     :class:`~grpo_wb.tasks.records.Task`, or None to build each task from the dataset's own columns
     (``prompt``, ``task_id``, ``entry_point``, ``tests``, ... as the frontier export writes them).
-    Rows are matched to tasks by the ``task_id`` column. ``reward``/``parse_failure_reward``
-    are :class:`~grpo_wb.scoring.rewards.RewardConfig`'s; ``timeout``/``memory_mb`` the sandbox limits
+    Rows are matched to tasks by the ``task_id`` column. ``reward``/``parse_failure_reward``/``judge``
+    are :class:`~grpo_wb.scoring.rewards.RewardConfig`'s (``judge`` is ``strict`` here: trained with this reward,
+    grpo_wb's rule is the trainer's; ``trainer`` judges each row as its original trainer would); ``timeout``/``memory_mb`` the sandbox limits
     (default 3 s, 2048 MiB), or ``limits`` for all of them (with ``site_packages`` and ``isolation``): one or
     the other, never both.
     A completion the sandbox failed on (``sandbox_error``) gets None: it is not the model's fault.
@@ -91,9 +92,9 @@ class ExecutionReward:
                  parse_failure_reward: float | None = 0.0, timeout: float | None = None,
                  memory_mb: int | None = None,
                  workers: int | None = None, name: str = "execution_reward", log_metrics: bool = True,
-                 tasks_path: str | None = None, limits: SandboxLimits | None = None):
-        try:
-            self.reward_config = RewardConfig(kind=reward, parse_failure_reward=parse_failure_reward)
+                 tasks_path: str | None = None, limits: SandboxLimits | None = None, judge: str = "strict"):
+        try:  # judge: grpo_wb's own rule by default, since training with this reward makes it the trainer's
+            self.reward_config = RewardConfig(kind=reward, parse_failure_reward=parse_failure_reward, judge=judge)
         except ValueError as e:
             raise UserError(str(e)) from None
         if limits is not None and (timeout is not None or memory_mb is not None):
