@@ -41,11 +41,20 @@ def cluster():
     from ray._private import ray_constants
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # as grpo_wb's connect(): keep every address on 127.0.0.1
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                      "node_ip_address": "127.0.0.1"})
-    for _ in range(2):
-        c.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-    c.wait_for_nodes()
+    for attempt in range(3):  # Ray gives a raylet a fixed 30 s to register: on a machine loaded far past its
+        c = None              # cores it can miss that once; the tests decide behaviour, not start-up speed
+        try:
+            c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                              "node_ip_address": "127.0.0.1"})
+            for _ in range(2):
+                c.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            c.wait_for_nodes()
+            break
+        except Exception:  # noqa: BLE001 - Ray's start-up timeout is a plain Exception
+            if c is not None:
+                c.shutdown()
+            if attempt == 2:
+                raise
     connect(c.address)
     yield c
     ray.shutdown()
