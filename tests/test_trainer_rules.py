@@ -144,8 +144,7 @@ def test_rows_the_trainer_cannot_reward_are_named(row, why):
     fn_call = {"problem_id": "p", "prompt": "f", "verification_info": {"language": "python", "test_cases": [
         {"input": "1", "output": "2", "type": "function_call", "fn_name": "f"}]}}
     t = task_from_parsed(parse_row("open-r1", fn_call), "open-r1/p", {})
-    assert "runs as stdin programs" in t.metadata["trainer_unrewardable"].replace("runs function_call cases as",
-                                                                                   "runs as")
+    assert "code_reward runs as stdin programs" in t.metadata["trainer_unrewardable"]
 
 
 @pytest.mark.sandbox
