@@ -4,6 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Bytecode caches on (they are git-ignored): with PYTHONDONTWRITEBYTECODE set, as some images set it, every
+# grpo-wb subprocess a test starts compiles the package again and pytest rewrites every test file on each run.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-fast install lab clean sandbox
 

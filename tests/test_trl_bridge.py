@@ -1,4 +1,5 @@
 """The TRL bridge: grpo_wb's execution reward and run artifacts inside a real GRPOTrainer (no downloads)."""
+import importlib
 import json
 import os
 import subprocess
@@ -6,9 +7,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import peft  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
 import pytest
-import trl  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
 from conftest import ROOT, TOY, read_jsonl, write_jsonl  # noqa: E402
 
 from grpo_wb import cli, load_run  # noqa: E402
@@ -18,14 +17,22 @@ from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages  # noq
 from grpo_wb.signal.diagnostics import StepMetrics  # noqa: E402
 from grpo_wb.tasks.records import load_tasks  # noqa: E402
 from grpo_wb.tasks.rowexport import trl_record  # noqa: E402
+from grpo_wb.training import bridge  # noqa: E402
 from grpo_wb.training.bridge import (  # noqa: E402
     ExecutionReward,
-    GrpoWbMetricsCallback,
     completion_text,
     execution_reward,
 )
 
 pytestmark = [pytest.mark.trl]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _the_trl_extra_is_installed():
+    """The extra is part of `make test`: missing, every test here fails (never skips). Imported here, not at the
+    top of the file, so that collecting it (the unit tier deselects it) does not pay peft's 7 s import."""
+    importlib.import_module("peft")
+    importlib.import_module("trl")
 
 ADD_OK = "    return a + b\n"
 ADD_BAD = "    return a - b\n"
@@ -95,7 +102,8 @@ def test_unscorable_is_none(reward, monkeypatch):
 @pytest.mark.sandbox
 def test_callback_groups_like_trl(tmp_path, reward):
     """A batch with an unscorable completion: grouped by G, None left out, as TRL does."""
-    cb = GrpoWbMetricsCallback(tmp_path, reward)
+    cb = bridge.GrpoWbMetricsCallback(tmp_path, reward)  # made on first use (transformers is imported then)
+    assert isinstance(cb, importlib.import_module("transformers").TrainerCallback)
     args = SimpleNamespace(num_generations=2, scale_rewards="group", output_dir=str(tmp_path))
     state = SimpleNamespace(global_step=0, is_world_process_zero=True)
     cb.on_train_begin(args, state, None)

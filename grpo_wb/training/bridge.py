@@ -50,10 +50,6 @@ from grpo_wb.training.reward import (  # noqa: F401 - re-exported: the bridge is
     prompt_text,
 )
 
-try:  # the reward (grpo_wb.training.reward) works without transformers; the callback is a real TrainerCallback when it is there
-    from transformers import TrainerCallback as _CallbackBase
-except ImportError:  # pragma: no cover - exercised only without the extra
-    _CallbackBase = object
 
 TRL_EPSILON = 1e-4
 """The std epsilon TRL's GRPOTrainer adds (hard-coded there)."""
@@ -145,7 +141,26 @@ def compare_logged_advantages(output_dir: str | Path, run_dir: str | Path, rewar
             "steps_not_matched": missing, "tolerance": 1e-5, "match": n > 0 and max_adv <= 1e-5 and max_rew <= 1e-6}
 
 
-class GrpoWbMetricsCallback(_CallbackBase):
+def __getattr__(name: str) -> Any:
+    """``GrpoWbMetricsCallback`` is made on first use: a real ``TrainerCallback`` subclass when transformers is
+    there, and importing transformers (and torch under it) costs seconds that the reward, ``weight_files`` and
+    every process that only reads this module's helpers never need."""
+    if name == "GrpoWbMetricsCallback":
+        return _callback_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _callback_class() -> type:
+    try:
+        from transformers import TrainerCallback
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        return _MetricsCallback
+    return type("GrpoWbMetricsCallback", (_MetricsCallback, TrainerCallback),
+                {"__module__": __name__, "__qualname__": "GrpoWbMetricsCallback", "__doc__": _MetricsCallback.__doc__})
+
+
+class _MetricsCallback:
     """Writes grpo_wb's run artifacts during a TRL GRPO run, one metrics line per generation batch.
 
     ``run_dir`` gets metrics.jsonl / groups.jsonl / last_rollouts.jsonl (the smoke run's formats),
