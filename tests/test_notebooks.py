@@ -9,7 +9,9 @@ import papermill as pm
 import pytest
 from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, shared_run
 
+from grpo_wb.cli.main import main
 from grpo_wb.reports import notebooks as reports
+from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.runs import load as runs
 from grpo_wb.signal import headroom as hr
 from grpo_wb.tasks.records import load_tasks
@@ -123,7 +125,10 @@ def test_dataset_filter_on_the_bundled_apps_rows(tmp_path):
     assert sum(s.n for s in samples) == 83
     ours = run_rule(samples, FilterRule(band=(0.1, 0.9), group_size=8))
     assert res.headline["n_kept"] == len(ours.kept) and res.headline["rule"] == ours.name
-    assert res.headline["informative_fraction"] == pytest.approx(ours.informative_after)
+    # the headline is what the kept set buys on samples the rule did not choose with
+    assert res.headline["informative_fraction_basis"] == "held-out"
+    assert res.headline["informative_fraction"] == pytest.approx(ours.informative_after_held_out)
+    assert res.headline["informative_fraction_in_sample"] == pytest.approx(ours.informative_after)
     kept = [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
     assert [r["problem_id"] for r in kept] == [int(t.split("/")[1]) for t in ours.kept]
     assert all(set(r) >= {"question", "input_output", "grpo_wb_pass_rate", "grpo_wb_p_informative_8"} for r in kept)
@@ -156,6 +161,31 @@ def test_dataset_filter_on_each_row_format(fmt, tmp_path):
 
 
 @pytest.mark.slow
+def test_dataset_filter_samples_a_served_model_with_each_rows_own_messages(tmp_path, monkeypatch):
+    """backend=openai on verl rows: each row is sent its own chat messages (system message too), as the
+    trainer's rollout sends them, and the request log says so."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["tasks", "import", "verl", "--src", str(ROW_FIXTURES / "verl.jsonl"), "--out",
+                 str(tmp_path / "t.jsonl"), "--skip-bad"]) == 0
+    tasks = load_tasks(tmp_path / "t.jsonl")
+    assert any(t.metadata["messages"][0]["role"] == "system" for t in tasks)
+    out = tmp_path / "df"
+    with ReplayServer(tasks, {t.task_id: ["print(1)\n"] for t in tasks}) as srv:
+        res, nb, html = _run("dataset_filter", out, {"rows_file": str(ROW_FIXTURES / "verl.jsonl"),
+                                                     "row_format": "verl", "samples_file": "", "backend": "openai",
+                                                     "base_url": srv.base_url, "model": "replay", "n_samples": 2,
+                                                     "timeout": 2.0, "band": [0.0, 1.0], "group_size": 2})
+        sent = {r["task_id"]: r["messages"] for r in srv.requests}
+    assert sent == {t.task_id: t.metadata["messages"] for t in tasks}
+    log = [json.loads(x) for x in (out / "samples.requests.jsonl").read_text().splitlines()]
+    assert {r["task_id"]: (r["prompt_source"], r["messages"]) for r in log} == {
+        t.task_id: ("row", t.metadata["messages"]) for t in tasks}
+    assert res.headline["n_tasks"] == len(tasks) and "model server: replay" in html
+
+
+@pytest.mark.slow
 def test_data_strategy_from_mock_samples(tmp_path):
     """The notebook's table and headline are the simulator's on the samples it scored (recomputed here)."""
     from grpo_wb.signal.plan import PlanConfig, simulate
@@ -177,8 +207,6 @@ def test_data_strategy_from_mock_samples(tmp_path):
 def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path, monkeypatch):
     """backend=openai: the notebook asks a (loopback) server for n samples per task, scores them as they arrive
     (grpo-wb sample --score's path), and reports on exactly what it wrote."""
-    from grpo_wb.rollouts.loopback import ReplayServer
-
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(var, raising=False)

@@ -267,9 +267,12 @@ def test_reference_and_wrong_solutions_get_their_verdicts(tmp_path):
         ("taco/2", "class Solution:\n    def doubled(self, xs):\n        return [2 * x for x in xs]", True),
         ("code-contests/ratio", "p,q=map(int,input().split())\nprint(p/q)", True),  # tokens: 1e-5
         ("code-contests/ratio", "print(0.3334)", False),
-        ("livecodebench/3001", "class Solution:\n    def addTwo(self, a, b):\n        return a + b", True),
-        ("livecodebench/3001", "class Solution:\n    def addTwo(self, a, b):\n        return [a + b]", False),
-        ("livecodebench/abc1_a", "n=int(input())\nprint(n/2)", True),  # 2.0 vs 2 as decimals
+        # fenced: LiveCodeBench's rule (the default judge) takes code only from a ``` block
+        ("livecodebench/3001", "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return a + b\n```",
+         True),
+        ("livecodebench/3001", "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return [a + b]\n```",
+         False),
+        ("livecodebench/abc1_a", "```\nn=int(input())\nprint(n/2)\n```", True),  # 2.0 vs 2 as decimals
         ("verl/codecontests/1", "import sys\nprint(''.join(reversed(sys.stdin.readlines())), end='')", True),
         ("verl/apps/2", "def add(a, b):\n    return a + b", True),
         ("open-r1/vcp_2", "def double(x):\n    return 2 * x", True),

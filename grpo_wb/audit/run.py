@@ -175,11 +175,16 @@ class AuditConfig:
     """strict: refuse unless every sandbox worker proves its own PID namespace, no network and a private /tmp, so
     that nothing the function or a completion starts outlives its job or reaches the machine; best: run anyway
     where the sandbox is weaker (the daemon, fork-bomb and canary exploits then act on this machine)"""
+    completions: str | None = field(default=None, metadata=cli(metavar="SCORED"))
+    """instead of the battery: the function judges each completion of this grpo-wb score (or sample --score) file,
+    as the model wrote it, and OUT/agreement.json says where it and the file's verdicts disagree (needs --tasks)"""
     force: bool = False
-    """replace an existing OUT/audit.json"""
+    """replace an existing OUT/audit.json (OUT/agreement.json with --completions)"""
 
     def __post_init__(self) -> None:
         check_choices(self)
+        if self.completions and (self.exploits or self.kinds):
+            raise UserError("--completions judges the file's completions: --exploit and --kind are for the battery")
         if not self.reward or ":" not in self.reward:
             raise UserError(f"--reward {self.reward!r}: expected MODULE:FUNC, FILE.py:FUNC or builtin:NAME")
         if self.reward.startswith("builtin:"):

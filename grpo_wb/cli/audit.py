@@ -1,9 +1,11 @@
-"""``grpo-wb audit``: which published reward hacks does a reward function fall for?"""
+"""``grpo-wb audit``: which published reward hacks does a reward function fall for? With ``--completions``: does it
+agree with grpo_wb's verdicts on real completions?"""
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 
+from grpo_wb.audit.agreement import print_agreement, run_agreement
 from grpo_wb.audit.run import Audit, AuditConfig, run_audit
 from grpo_wb.cli.common import Command
 from grpo_wb.config import from_args
@@ -43,6 +45,9 @@ def audit(args: argparse.Namespace) -> int:
     # the config is built once, from the flags: built again from its own fields, a style's defaults that
     # __post_init__ filled in (trl_format "standard" for --style verl) would read as flags the user gave
     cfg = from_args(AuditConfig, args)
+    if cfg.completions:
+        print_agreement(run_agreement(cfg, progress=not args.no_progress))
+        return 0
     result = run_audit(cfg, progress=not args.no_progress)
     print_audit(result)
     return 0

@@ -44,10 +44,15 @@ class FilterArgs(FilterRule):
             raise UserError("--out writes the tasks one rule keeps: give one rule or one --recipe")
 
 
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def _print(res: FilterResult) -> None:
-    after = "-" if res.informative_after is None else f"{res.informative_after:.3f}"
     print(f"{res.name}: kept {len(res.kept)} of {res.n_tasks} tasks; expected informative fraction at "
-          f"G={res.group_size}: {after} (unfiltered {res.informative_before:.3f})")
+          f"G={res.group_size}: {_fmt(res.informative_after_held_out)} held-out, {_fmt(res.informative_after)} "
+          f"in-sample (unfiltered {res.informative_before:.3f})")
+    print(f"  held-out: {res.held_out}")
     for s in res.steps:
         why = ", ".join(f"{n} {r}" for r, n in sorted(s.reasons.items(), key=lambda x: -x[1]))
         print(f"  {s.rule:<40} drops {s.dropped:>6}  keeps {s.kept:>6}" + (f"  ({why})" if why else ""))

@@ -263,7 +263,8 @@ def task_shift_bars(shifts: pd.DataFrame, n: int = 20) -> Figure:
 
 def filter_comparison(results: pd.DataFrame) -> Figure:
     """Rules side by side (``filters.results_frame``): tasks each keeps, and the informative fraction at G it
-    buys against the unfiltered set's."""
+    buys against the unfiltered set's, measured on samples the rule did not choose with and (paler) on those
+    it did."""
     fig = _figure((11, 3.6))
     ax_k, ax_i = fig.subplots(1, 2)
     if results.empty:
@@ -278,14 +279,17 @@ def filter_comparison(results: pd.DataFrame) -> Figure:
     ax_k.set_xlabel("tasks")
     ax_k.legend(fontsize=8)
     ax_k.set_title("Tasks each rule keeps")
-    kept_col = next(c for c in results.columns if c.endswith("(kept)"))
+    held_col = next(c for c in results.columns if c.endswith("(kept, held-out)"))
+    in_col = next(c for c in results.columns if c.endswith("(kept, in-sample)"))
     all_col = next(c for c in results.columns if c.endswith("(all)"))
-    ax_i.barh(y, results[kept_col].fillna(0.0), color="#1f77b4", label="kept set")
+    ax_i.barh(y - 0.2, results[held_col].fillna(0.0), height=0.4, color="#1f77b4", label="kept set, held-out")
+    ax_i.barh(y + 0.2, results[in_col].fillna(0.0), height=0.4, color="#1f77b4", alpha=0.35,
+              label="kept set, in-sample (biased up)")
     ax_i.axvline(float(results[all_col].iloc[0]), color="black", ls="--", lw=1, label="unfiltered")
     ax_i.set_yticks(y, names, fontsize=8)
     ax_i.invert_yaxis()
     ax_i.set_xlim(0, 1)
-    ax_i.set_xlabel(kept_col.replace(" (kept)", ""))
+    ax_i.set_xlabel(held_col.replace(" (kept, held-out)", ""))
     ax_i.legend(fontsize=8)
     ax_i.set_title("Expected informative fraction")
     return fig

@@ -22,6 +22,42 @@ against the bundled module or a transcription of it in ``tests/test_trainer_rule
   ```` ```python\\n ```` block (nothing without one), stdout compared line by line after ``strip`` and cut to the
   shorter of the two (``zip``): a first line alone passes. Not covered: its non-zero-exit rule for a program that
   calls ``sys.exit(1)`` after printing (grpo_wb judges what it printed).
+* ``taco`` -- FlagOpen/TACO ``metrics/testing_util.py`` at 2ba6235 (``run_test``; bundled in
+  data/external/reward_harnesses/taco-2ba6235), for ``taco`` and ``apps-rows`` rows. Its harness takes code, not
+  replies: TACO's eval (``generation.py``) prompts base models with ``ANSWER:`` and hands over the generation cut
+  at ``\nQUESTION``, ``\n---``, ``\nANSWER`` or ``<|endoftext|>``, markers of that prompt, so a fenced chat reply
+  would be a syntax error. The code is therefore what grpo_wb's own extraction takes (the same as
+  ``judge="strict"``), and the rule is TACO's from there on. Prelude: its ``normal_import_lines`` plus
+  ``stdin``/``stdout`` (:data:`TACO_PRELUDE`). Stdout: its ``compare_std_results`` cascade as it runs on real
+  stdout, a string (:func:`~grpo_wb.scoring.verdicts.taco_output_matches`): trimmed equality, then a float step
+  that reads stdout character by character and set steps on the characters of stdout tokens -- so
+  ``0.30000000000000004`` fails against ``0.3`` (no tolerance reaches a printed float) while ``123`` passes
+  against the lines ``1 2 3`` and single-digit lines pass in any order. Calls: ``result == out`` or ``== out[0]``,
+  a tuple result a list, a first-element tuple making every element a list
+  (:func:`~grpo_wb.scoring.verdicts.taco_equal`; stricter than ``apps_equal`` on deeper tuples; int keys as
+  ``process_input_output`` restores them, done at import). Not covered: ``import numpy as np`` of its header
+  runs only where numpy is importable (the sandbox's Python has no site-packages: a program that uses ``np``
+  without importing it fails here, passes there); the header goes before the program here, after the program's
+  leading import lines there (different only for ``from __future__`` lines or names the header rebinds); a
+  program that exits non-zero fails there whatever it printed, here it is judged on what it printed; its
+  fall-backs for a failing program (stdin from a file, ``input.txt``/``output.txt``, the program re-run wrapped
+  in ``def code()``). TACO pays what grpo_wb does not (checked): a call result whose ``__eq__`` says yes (it
+  compares in its own process).
+* ``livecodebench`` -- LiveCodeBench ``lcb_runner`` at 28fef95 (``evaluation/testing_util.py``,
+  ``utils/extraction_utils.py``; bundled in reward_harnesses/livecodebench-28fef95), for ``livecodebench`` rows.
+  The code: ``extract_code`` for chat model styles, the lines between the last two lines holding a fence (```)
+  (nothing with fewer than two: raw code is not taken; a trailing output block is what it takes). Prelude: its
+  ``import_string`` (:data:`LIVECODEBENCH_PRELUDE`). Stdout: stripped, split into lines, stripped, same count,
+  each line equal as text or its tokens equal as ``Decimal`` (``numeric-lines``). Calls: a tuple result a list,
+  then ``==`` with the JSON-decoded output (:func:`~grpo_wb.scoring.verdicts.lcb_equal`; inner tuples stay
+  tuples, int keys are not JSON's string keys). Not covered: it runs a stdin program inside a function
+  (``make_function``), so top-level names a ``global`` statement assigns fail there, pass here, and a
+  ``__name__ == '__main__'`` guard that is not the last statement never runs there; ``exit()`` inside it ends
+  the program quietly in both; the LeetCode prompt styles (``CodeLLaMaInstruct``'s ``[PYTHON]`` tags,
+  ``GenericBase``'s whole output); its first-failure stop (the binary verdict is the same). The harness pays what
+  grpo_wb does not (checked): a program that rewrites its grader in the same process, an object whose ``__eq__``
+  says yes, and -- its prelude's ``from operator import *`` binding ``add`` -- a reply without code for a task
+  whose function is ``add``.
 """
 from __future__ import annotations
 
@@ -30,9 +66,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from grpo_wb.scoring.extraction import Extraction
+from grpo_wb.scoring.extraction import Extraction, extract_program
 from grpo_wb.scoring.rewards import Judge
-from grpo_wb.tasks.records import Task
+from grpo_wb.tasks.records import Task, TestCase
 
 PRIME_CODE_PRELUDE = (
     "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\nfrom heapq import *\n"
@@ -44,7 +80,39 @@ PRIME_CODE_PRELUDE = (
     "sys.setrecursionlimit(6*10**5)\n")
 """What prime_code's ``run_test`` puts before every program (``sol``), verbatim."""
 
+TACO_PRELUDE = (
+    "import sys\nimport time\nimport itertools\nfrom itertools import accumulate, product, permutations, combinations\n"
+    "import collections\nfrom collections import Counter, OrderedDict, deque, defaultdict, ChainMap\n"
+    "from functools import lru_cache\nimport math\nfrom math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, "
+    "log, log2\nimport fractions\nfrom typing import List, Tuple\n"
+    "try:\n    import numpy as np\nexcept ImportError:\n    pass\n"
+    "import random\nimport heapq\nfrom heapq import *\n"
+    "\nstdin = sys.stdin\nstdout = sys.stdout\n")
+"""What TACO's ``synthesize_std_code`` puts before a stdin program (its ``normal_import_lines``, then ``stdin`` and
+``stdout``), verbatim but for ``import numpy as np``, which runs only where numpy is importable (grpo_wb's
+sandbox starts Python without site-packages). Its call-based header is the same without the last two names."""
+
+LIVECODEBENCH_PRELUDE = (
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\nfrom heapq import *\n"
+    "from bisect import *\nfrom copy import *\nfrom math import *\nfrom random import *\nfrom statistics import *\n"
+    "from itertools import *\nfrom functools import *\nfrom operator import *\nfrom io import *\nfrom sys import *\n"
+    "from json import *\nfrom builtins import *\nfrom typing import *\nimport string\nimport re\nimport datetime\n"
+    "import collections\nimport heapq\nimport bisect\nimport copy\nimport math\nimport random\nimport statistics\n"
+    "import itertools\nimport functools\nimport operator\nimport io\nimport sys\nimport json\n"
+    "sys.setrecursionlimit(50000)\n")
+"""LiveCodeBench's ``import_string`` (``lcb_runner/evaluation/testing_util.py``), verbatim: put before every
+program, stdin and call-based alike."""
+
 _OPEN_R1_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def _livecodebench(completion: str) -> str:
+    """LiveCodeBench's ``extract_code`` for chat styles: the lines between the last two lines holding a fence."""
+    lines = completion.split("\n")
+    fences = [i for i, line in enumerate(lines) if "```" in line]
+    if len(fences) < 2:
+        return ""
+    return "\n".join(lines[fences[-2] + 1:fences[-1]])
 
 
 def _prime_code(completion: str) -> str:
@@ -66,16 +134,25 @@ class TrainerRule:
     """Who trains with it."""
     takes: str
     """Which code it takes from a completion, in words (recorded as the extraction's rule)."""
-    code: Callable[[str], str]
-    """The code it takes, exactly."""
+    code: Callable[[str], str] | None
+    """The code it takes, exactly (None: the trainer's harness gets code, not replies; grpo_wb's own extraction,
+    :func:`~grpo_wb.scoring.extraction.extract_program`, takes it)."""
     prelude: str | None
     """What runs before the code (None: the task's own)."""
     output_match: str
     """How stdout is compared (:data:`grpo_wb.tasks.records.OUTPUT_MATCHES`)."""
+    call_compare: str | None = None
+    """How a call-based result is compared (a function of :mod:`grpo_wb.scoring.verdicts`; None: the task's own)."""
 
-    def extract(self, completion: str) -> Extraction:
+    def extract(self, completion: str, task: Task | None = None) -> Extraction:
         """The program this rule runs, taken from the reply exactly as the trainer's function gets it (reasoning
-        traces included: neither strips them), or a parse failure when it takes no code at all."""
+        traces included: neither strips them), or a parse failure when it takes no code at all. A rule without
+        ``code`` takes what grpo_wb's own extraction takes for ``task``."""
+        if self.code is None:
+            if task is None:
+                raise ValueError(f"the {self.name} rule extracts with grpo_wb's rule, which needs the task")
+            ext = extract_program(task.prompt, task.entry_point, completion)
+            return dataclasses.replace(ext, rule=f"{self.name}: {ext.rule}")
         text = completion if isinstance(completion, str) else ""
         code = self.code(text)
         rule = f"{self.name}: {self.takes}"
@@ -90,7 +167,15 @@ RULES: dict[str, TrainerRule] = {r.name: r for r in (
                 PRIME_CODE_PRELUDE, "prime_code"),
     TrainerRule("open-r1", "TRL with open-r1's code_reward", "the last ```python block, nothing without one",
                 _open_r1, None, "open-r1"),
+    TrainerRule("taco", "FlagOpen/TACO metrics/testing_util.py (2ba6235)",
+                "TACO's harness takes code, not replies: grpo_wb's extraction", None, TACO_PRELUDE, "taco",
+                "taco_equal"),
+    TrainerRule("livecodebench", "LiveCodeBench lcb_runner (testing_util.py, extract_code)",
+                "the lines between the last two lines holding ```, nothing with fewer than two", _livecodebench,
+                LIVECODEBENCH_PRELUDE, "numeric-lines", "lcb_equal"),
 )}
+
+_CALL_COMPARES = ("apps_equal", "values_equal")
 
 
 def trainer_rule(task: Task, judge: Judge) -> TrainerRule | None:
@@ -104,8 +189,21 @@ def judged_task(task: Task, rule: TrainerRule | None) -> Task:
     """The task as ``rule`` judges it: its prelude and its output comparison (the task itself without a rule)."""
     if rule is None:
         return task
+    tests = task.tests
+    if rule.call_compare:
+        tests = tuple(_compared_by(t, rule.call_compare) for t in tests)
     return dataclasses.replace(task, prelude=task.prelude if rule.prelude is None else rule.prelude,
-                               output_match=rule.output_match)
+                               output_match=rule.output_match, tests=tests)
+
+
+def _compared_by(test: TestCase, compare: str) -> TestCase:
+    """A call-based test (``assert apps_equal(candidate(...), EXPECTED)``, as importers write them) compared by
+    ``compare`` instead; any other test as it is."""
+    for name in _CALL_COMPARES:
+        head = f"assert {name}(candidate("
+        if test.code.startswith(head):
+            return dataclasses.replace(test, code=f"assert {compare}(candidate(" + test.code[len(head):])
+    return test
 
 
 def unrewardable(task: Task, judge: Judge) -> str:

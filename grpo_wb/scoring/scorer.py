@@ -503,7 +503,8 @@ class Scorer:
         program came out of this completion is its own."""
         rule = trainer_rule(task, self.reward.judge)
         try:
-            ext = rule.extract(completion) if rule else extract_program(task.prompt, task.entry_point, completion)
+            ext = (rule.extract(completion, task) if rule
+                   else extract_program(task.prompt, task.entry_point, completion))
         except (RecursionError, MemoryError, ValueError, SystemError) as e:
             ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
         return (*self._verdict(self._judged(task, rule), ext), ext)

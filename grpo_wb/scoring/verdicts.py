@@ -95,8 +95,36 @@ def values_equal(output: Any, expected: Any) -> bool:
     return norm(output) == norm(expected)
 
 
+def taco_equal(output: Any, expected: Any) -> bool:
+    """TACO's call-based rule (``metrics/testing_util.py`` ``execute_cb_code``), exactly: a tuple result is a list;
+    it passes equal to ``expected`` or to ``expected[0]``, or, when its first element is a tuple, with every element
+    made a list and equal to ``expected[0]``. Stricter than :func:`apps_equal` on deeper tuples."""
+    if isinstance(output, tuple):
+        output = list(output)
+    ok = output == expected
+    if isinstance(expected, list) and expected:
+        ok = ok or output == expected[0]
+    try:
+        if isinstance(output[0], tuple):
+            output = [list(x) for x in output]
+            ok = ok or output == expected[0]
+    except Exception:  # noqa: BLE001 - TACO's bare except: no first element, not iterable, ...
+        pass
+    return bool(ok)
+
+
+def lcb_equal(output: Any, expected: Any) -> bool:
+    """LiveCodeBench's call-based rule (``grade_call_based``), exactly: a tuple result is a list, then ``==``
+    (tuples inside stay tuples: stricter than :func:`values_equal`)."""
+    if isinstance(output, tuple):
+        output = list(output)
+    return bool(output == expected)
+
+
 _SAFE_FUNCS["apps_equal"] = apps_equal
 _SAFE_FUNCS["values_equal"] = values_equal
+_SAFE_FUNCS["taco_equal"] = taco_equal
+_SAFE_FUNCS["lcb_equal"] = lcb_equal
 
 
 def normalise_output(text: str) -> list[str]:
@@ -183,6 +211,41 @@ def prime_code_output_matches(output: str, expected: str) -> bool:
     return all(a == b or abs(a - b) <= 1e-8 + 1e-5 * abs(b) for a, b in zip(got, exp))
 
 
+def _allclose(got: list[float], want: list[float]) -> bool:
+    """``np.allclose`` written out: ``|a - b| <= 1e-8 + 1e-5 * |b|``, equal infinities pass, NaN never does."""
+    return all(a == b or abs(a - b) <= 1e-8 + 1e-5 * abs(b) for a, b in zip(got, want))
+
+
+def taco_output_matches(output: str, expected: str) -> bool:
+    """TACO's stdin comparison (``metrics/testing_util.py`` ``compare_std_results``, commit 2ba6235) as it runs
+    there: stdout is one string (``subprocess.run(text=True)``: newlines translated), the expected output a string
+    (a list of lines joined). Its steps that compare a string with a list never decide and are left out; the rest
+    are its own, in its order, including their quirks: the float step reads stdout *character by character*
+    (``[float(e) for e in exec_outputs]``), and the set steps compare the characters of each stdout token with
+    the tokens of each expected line. So ``0.30000000000000004`` against ``0.3`` fails (no tolerance reaches
+    real stdout), ``123`` passes against ``1\n2\n3`` and ``2\n1`` against ``1\n2``."""
+    output = output.replace("\r\n", "\n").replace("\r", "\n")
+    if output.strip() == expected.strip():
+        return True
+    want = [x.strip() for x in expected.split("\n") if x]
+    try:
+        got = [float(c) for c in output]
+        exp = [float(e) for e in want]
+        if len(got) == len(exp) and _allclose(got, exp):
+            return True
+    except ValueError:
+        pass
+    want_sets = [set(line.split()) for line in want]
+    tokens = {t for t in output.split() if t}
+    if {frozenset(t) for t in tokens} == {frozenset(s) for s in want_sets}:
+        return True
+    try:
+        return ({frozenset(round(float(c), 3) for c in t) for t in tokens}
+                == {frozenset(round(float(t), 3) for t in s) for s in want_sets})
+    except (ValueError, OverflowError):
+        return False
+
+
 def open_r1_output_matches(output: str, expected: str) -> bool:
     """open-r1 ``code_reward``'s comparison: stdout stripped, both split on newlines, each pair stripped and equal,
     pairs cut to the shorter list (``zip``), so a first line alone passes."""
@@ -199,6 +262,8 @@ def stdio_matches(output: str, expected: str, mode: str = "lines") -> bool:
         return prime_code_output_matches(output, expected)
     if mode == "open-r1":
         return open_r1_output_matches(output, expected)
+    if mode == "taco":
+        return taco_output_matches(output, expected)
     return normalise_output(output) == normalise_output(expected)
 
 

@@ -368,8 +368,14 @@ class HeadroomReport:
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
                  ("the trainer cannot reward", len(self.unrewardable)),
-                 (f"recommended G (budget {self.budget}/step)", self.recommended_g if self.recommended_g else "\u2014")]
+                 (f"recommended G (budget {self.budget}/step)", self._recommended_shown())]
         return dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
+
+    def _recommended_shown(self) -> str:
+        g = self.recommended_g
+        if not g:
+            return "\u2014"
+        return f"{g} (extrapolated past the samples drawn)" if self.point(g).n_tasks_extrapolated else str(g)
 
     def category_frame(self, n: int = 10):
         """Too easy / too hard / frontier: counts and the first ``n`` task ids of each."""
@@ -384,7 +390,8 @@ class HeadroomReport:
         """The few numbers a batch index shows (``source``: where the completions came from)."""
         g = self.recommended_g
         return {"informative_fraction": self.point(g).expected_informative if g else 0.0,
-                "pass_rate": self.mean_pass_rate, "recommended_g": g, "n_tasks": self.n_tasks,
+                "pass_rate": self.mean_pass_rate, "recommended_g": g,
+                "recommended_g_extrapolated": bool(g and self.point(g).n_tasks_extrapolated), "n_tasks": self.n_tasks,
                 "n_frontier": len(self.frontier), "n_unrewardable": len(self.unrewardable), "source": source}
 
 
@@ -407,9 +414,13 @@ def recommend_group_size(curve: Sequence[CurvePoint], n_tasks: int, budget: int,
     if best <= 0:
         return None, "no G gives an informative group: every task is all-pass or all-fail in the samples"
     pick = min((p for p in feasible if p.signal_completions_per_step >= (1 - tolerance) * best), key=lambda p: p.g)
-    return pick.g, (f"G={pick.g} ({pick.prompts_per_step} prompts/step): expected informative fraction "
-                    f"{pick.expected_informative:.3f}, {pick.signal_completions_per_step:.0f} of {budget} "
-                    f"completions/step carry signal, within {tolerance:.0%} of the best feasible G")
+    why = (f"G={pick.g} ({pick.prompts_per_step} prompts/step): expected informative fraction "
+           f"{pick.expected_informative:.3f}, {pick.signal_completions_per_step:.0f} of {budget} "
+           f"completions/step carry signal, within {tolerance:.0%} of the best feasible G")
+    if pick.n_tasks_extrapolated:
+        why += (f"; EXTRAPOLATED: {pick.n_tasks_extrapolated} of {n_tasks} tasks have fewer than {pick.g} samples, "
+                f"so their q(G) is the plug-in model at c/n, not an estimate (draw at least {pick.g} per task)")
+    return pick.g, why
 
 
 def _category(pass_rate: float, easy_at: float, hard_at: float) -> str:

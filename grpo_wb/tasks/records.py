@@ -20,8 +20,8 @@ One task per line. The JSON form (``schema_version`` 1)::
 trailing whitespace and trailing blank lines (line count included); ``tokens``
 is CodeContests' rule (whitespace-separated tokens, case-insensitive, numbers
 within 1e-5); ``numeric-lines`` is LiveCodeBench's (lines stripped, a line also
-matches when its tokens are equal as decimal numbers); ``prime_code`` and ``open-r1``
-are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
+matches when its tokens are equal as decimal numbers); ``prime_code``, ``open-r1`` and
+``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
 it is judged by its trainer's reward (``metadata.trainer_reward``).
 
 ``tests`` are counted one by one (partial credit). When ``check`` is present
@@ -50,7 +50,7 @@ from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 
 SCHEMA_VERSION = 1
 TEST_TYPES = ("assert", "stdio")
-OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1")
+OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco")
 
 
 @dataclass(frozen=True)

@@ -333,7 +333,7 @@ def parse_taco(row: dict[str, Any]) -> ParsedRow:
     return ParsedRow(prompt=apps_prompt(str(row["question"]), starter, cases.kind == "call"), cases=cases,
                      row_id=None if rid is None else str(rid), starter_code=starter,
                      solution=_first_solution(row.get("solutions")), prelude=APPS_PRELUDE,
-                     extra={"difficulty": row.get("difficulty")})
+                     extra={"difficulty": row.get("difficulty"), "trainer_reward": "taco"})
 
 
 def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
@@ -396,7 +396,7 @@ def parse_livecodebench(row: dict[str, Any]) -> ParsedRow:
     return ParsedRow(prompt=prompt, cases=cases, row_id=None if row.get("question_id") is None
                      else str(row["question_id"]), starter_code=starter, output_match=match, call_compare=compare,
                      extra={"platform": row.get("platform"), "difficulty": row.get("difficulty"),
-                            "contest_date": row.get("contest_date")})
+                            "contest_date": row.get("contest_date"), "trainer_reward": "livecodebench"})
 
 
 def parse_kodcode(row: dict[str, Any]) -> ParsedRow:
