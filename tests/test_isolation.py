@@ -117,7 +117,7 @@ def test_the_report_is_measured_in_a_child():
 def test_a_limit_setrlimit_refused_shows_as_not_set():
     """A hard limit below the requested value cannot be raised by the child: the report says it is not set."""
     rep = {"pid_namespace": True, "network_isolated": True, "child_uid": 61000, "caller_uid": 0, "private_tmp": True,
-           "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}}}
+           "userns_closed": True, "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}}}
     assert unproved(rep) == ["the limits in force (not set: RLIMIT_NOFILE)"]
     assert len(unproved({})) == len(STRICT_PROOFS)
 

@@ -511,9 +511,24 @@ def _measure(cfg):
         tmp_private = [st.st_dev, st.st_ino] != list(cfg.get("caller_tmp") or [])
     except OSError:
         tmp_private = False
-    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "limits": limits, "network": net,
-            "tmp_private": tmp_private, "environment": sorted(os.environ), "cwd": os.getcwd(),
-            "pid_ns": _pid_ns(), "root_entries": sorted(os.listdir("/"))}
+    facts = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "limits": limits, "network": net,
+             "tmp_private": tmp_private, "environment": sorted(os.environ), "cwd": os.getcwd(),
+             "pid_ns": _pid_ns(), "root_entries": sorted(os.listdir("/"))}
+    facts["userns"] = _userns()  # last: where it succeeds, this child is in a user namespace of its own
+    return facts
+
+
+def _userns():
+    """Whether a child can make a user namespace of its own (it must not: mounts outside every limit)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
+            return "open (unshare succeeded)"
+        return f"closed ({os.strerror(ctypes.get_errno())})"
+    except BaseException as e:
+        return f"unknown ({type(e).__name__})"
 
 
 def probe_child(cfg):

@@ -16,7 +16,9 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
   network, IPC and UTS namespaces (no network: loopback is down), a minimal
   read-only filesystem (``/usr``, the interpreter and this package -- plus the
   site-packages dirs only with ``site_packages=True``; nothing else of the caller's files), a size-limited tmpfs
-  ``/tmp`` holding the per-completion working directory, a cleared environment;
+  ``/tmp`` holding the per-completion working directory, a cleared environment, and user namespaces closed
+  by a seccomp filter (libseccomp, through bwrap's ``--seccomp``: no ``unshare``/``clone`` of a user namespace,
+  so no mounts or tmpfs of a completion's own outside the limits);
 * **without bubblewrap** it falls back, visibly, to fork + limits + uid drop
   where possible, and says that the network and the filesystem are not isolated;
 * **verdicts** come from events on a dedicated pipe that the scoring process
@@ -27,14 +29,16 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
 * **survival**: a worker that dies (killed by a completion, crashed) gets its job
   a ``sandbox_error`` and is replaced; the run goes on.
 
-What it does NOT cover: kernel exploits (no seccomp filter, no VM), CPU time of
+What it does NOT cover: kernel exploits (the seccomp filter closes user namespaces only; no VM), CPU time of
 grandchildren in the accounting, and forgery of ``exec`` tests, which by
 necessity run inside the child (see :mod:`grpo_wb.scoring.verdicts`).
 """
 from __future__ import annotations
 
 import atexit
+import errno
 import fcntl
+import functools
 import json
 import math
 import os
@@ -215,6 +219,43 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     return cmd
 
 
+CLONE_NEWUSER = 0x10000000
+
+
+@functools.lru_cache(maxsize=1)
+def userns_filter() -> bytes | str:
+    """The seccomp program (BPF, for bwrap's ``--seccomp``) that closes user namespaces to everything in a
+    worker's sandbox: ``unshare`` and ``clone`` asking for ``CLONE_NEWUSER`` fail with EPERM, ``setns`` with
+    EPERM, and ``clone3`` (whose flags a filter cannot read) with ENOSYS, so that libc falls back to ``clone``.
+    Why: in a user namespace of its own a completion can mount a tmpfs of any size, memory outside every limit,
+    and reach kernel code no job needs. Built by libseccomp (pyseccomp); a str says why it cannot be had."""
+    try:
+        import pyseccomp as sc  # 5 ms; only where a bwrap worker starts
+        f = sc.SyscallFilter(sc.ALLOW)
+        for call in ("unshare", "clone"):
+            f.add_rule(sc.ERRNO(errno.EPERM), call, sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
+        f.add_rule(sc.ERRNO(errno.EPERM), "setns")
+        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        fd = os.memfd_create("grpo_wb_seccomp")
+        try:
+            with os.fdopen(os.dup(fd), "wb") as out:
+                f.export_bpf(out)
+            os.lseek(fd, 0, os.SEEK_SET)
+            return os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
+    except (ImportError, OSError, RuntimeError, ValueError, AttributeError) as e:
+        return f"libseccomp unavailable here ({type(e).__name__}: {e})"
+
+
+def _filter_fd(bpf: bytes) -> int:
+    """A file descriptor holding ``bpf`` from its start, for one bwrap to read."""
+    fd = os.memfd_create("grpo_wb_seccomp")
+    os.write(fd, bpf)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 class SandboxUnavailable(UserError):
     """The isolation asked for cannot be had here: an error, never a silent fallback."""
 
@@ -373,18 +414,27 @@ class Worker:
         # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
         # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
         argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
+        seccomp_fd = None
         if mode == "bwrap":
             prefix = bwrap_command(limits)
             if prefix is None:  # never start an unwrapped worker in place of a bwrap one
                 self.kill()
                 listener.close()
                 raise WorkerDied("bubblewrap (bwrap) is not on PATH")
+            bpf = userns_filter()
+            if isinstance(bpf, bytes):
+                seccomp_fd = _filter_fd(bpf)
+                prefix += ["--seccomp", str(seccomp_fd)]
             argv = prefix + argv
         errlog = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=errlog, start_new_session=True, bufsize=0,
+                                         pass_fds=() if seccomp_fd is None else (seccomp_fd,),
                                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": HASH_SEED})
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+                seccomp_fd = None
             msg = self._recv(_STARTUP_TIMEOUT)
         except (OSError, WorkerDied) as e:
             self.kill()
@@ -394,6 +444,8 @@ class Worker:
             raise WorkerDied(f"could not start a {mode} sandbox worker: {e}" + (f" ({said})" if said else "")) from None
         finally:
             listener.close()
+            if seccomp_fd is not None:  # Popen failed before it could be closed
+                os.close(seccomp_fd)
         self._errlog = errlog  # read back when the worker dies: its last words say why
         self.hello = msg.get("hello", {})
         self.cfg = cfg
@@ -412,6 +464,8 @@ class Worker:
                "network": c.get("network", "unknown"),
                "network_isolated": str(c.get("network", "")).startswith("blocked"),
                "private_tmp": bool(c.get("tmp_private")),
+               "userns": c.get("userns", "unknown"),
+               "userns_closed": str(c.get("userns", "")).startswith("closed"),
                "root_entries": c.get("root_entries", []), "environment": c.get("environment", []),
                "limits": limits,
                "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
@@ -696,7 +750,7 @@ def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, 
 
 
 STRICT_PROOFS = ("its own PID namespace", "no network", "a uid other than the caller's", "a private /tmp",
-                 "the limits in force")
+                 "the limits in force", "user namespaces closed")
 """What ``--isolation strict`` demands of every worker, each measured (:meth:`Worker.report`)."""
 
 
@@ -711,6 +765,10 @@ def unproved(rep: dict[str, Any]) -> list[str]:
         missing.append(f"a uid other than the caller's (children run as uid {rep.get('child_uid')})")
     if not rep.get("private_tmp"):
         missing.append("a private /tmp (children see the caller's)")
+    if not rep.get("userns_closed"):
+        why = userns_filter() if rep.get("mode") == "bwrap" and isinstance(userns_filter(), str) else ""
+        missing.append(f"user namespaces closed (a child's unshare of one: {rep.get('userns')}"
+                       + (f"; {why}" if why else "") + ")")
     unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
     if unset or not rep.get("limits"):
         missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")
@@ -743,5 +801,6 @@ def describe_isolation(rep: dict[str, Any]) -> str:
     pidns = "PID namespace" if rep.get("pid_namespace") else "no PID namespace"
     tmp = "private /tmp" if rep.get("private_tmp") else "shared /tmp"
     limits = "limits in force" if rep.get("limits_set") else "limits NOT all set"
+    limits += ", user namespaces closed" if rep.get("userns_closed") else ", user namespaces OPEN"
     fb = f"; fell back: {rep['fallback_reason']}" if rep.get("fallback_reason") else ""
     return f"{rep['mode']} sandbox ({rep.get('isolation', 'best')}), {uid}, {net}, {fs}, {pidns}, {tmp}, {limits}{fb}"

@@ -9,8 +9,14 @@ cases and call cases translate to each; assert tests only to verl's
 ``assert_case``, which its sandbox_fusion scorer reads). ``trl`` writes a TRL
 dataset: ``prompt`` (the chat messages when the source had them) plus the task
 columns grpo_wb's TRL reward reads. Every row gains the caller's ``grpo_wb_*``
-columns. ``.parquet`` output is Parquet (what verl's ``data.train_files`` and
-``load_dataset("parquet")`` read), anything else JSON lines.
+columns. The output path says the container (:func:`grpo_wb.tasks.rows.output_kind`):
+``.parquet`` is Parquet (what verl's ``data.train_files`` and ``load_dataset("parquet")``
+read), ``.arrow`` an Arrow stream (``Dataset.from_file``), a path ending in ``/`` (or an
+existing ``save_to_disk`` folder) a ``save_to_disk`` folder (``load_from_disk``), and
+``.jsonl``/``.jsonl.gz``/``.json`` JSON lines; any other path is refused. Rows written as
+they came keep their source's Arrow types and ``datasets`` features (the ``huggingface``
+schema metadata), read again from the source file, which the export re-reads anyway to
+check each row's hash: a source that is gone stops the export, naming it.
 """
 from __future__ import annotations
 

@@ -589,7 +589,61 @@ def __grpo_wb_run(run, skipif=(), xfail=()):
                 raise AssertionError("[XPASS(strict)]")
             return
     run()
+
+class __grpo_wb_Module:
+    """The test module, as setup_module(module) sees it: its globals."""
+    def __getattr__(self, name):
+        try:
+            return globals()[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        globals()[name] = value
+
+    def __delattr__(self, name):
+        globals().pop(name, None)
+
+def __grpo_wb_xunit(run, msetup=None, mteardown=None, fsetup=None, fteardown=None, func=None):
+    __grpo_wb_call(msetup, __grpo_wb_Module())
+    try:
+        __grpo_wb_call(fsetup, func)
+        try:
+            run()
+        finally:
+            __grpo_wb_call(fteardown, func)
+    finally:
+        __grpo_wb_call(mteardown, __grpo_wb_Module())
 '''
+
+#: registers the completion's names as a module ``solution`` (before the test module runs)
+_SOLUTION_MODULE = ("__import__('sys').modules['solution'] = __import__('types').SimpleNamespace("
+                    "**{k: v for k, v in globals().items() if not k.startswith('__')})")
+
+#: pytest's module-level xunit setup and teardown functions (the first of each group that the module defines)
+_XUNIT_NAMES = {"msetup": ("setUpModule", "setup_module"), "mteardown": ("tearDownModule", "teardown_module"),
+                "fsetup": ("setup_function",), "fteardown": ("teardown_function",)}
+
+
+def _xunit(body: list[ast.stmt]) -> dict[str, str]:
+    """The module's ``setup_module`` / ``teardown_module`` / ``setup_function`` / ``teardown_function``, by role."""
+    defined = {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = {}
+    for role, names in _XUNIT_NAMES.items():
+        name = next((n for n in names if n in defined), None)
+        if name:
+            found[role] = name
+    return found
+
+
+def _xunit_run(run: str, xunit: dict[str, str] | None, func: str | None = None) -> str:
+    """``run`` between the module's xunit setup and teardown (``setup_function``: for test functions only)."""
+    roles = {k: v for k, v in (xunit or {}).items() if func is not None or k in ("msetup", "mteardown")}
+    if not roles:
+        return run
+    args = "".join(f", {k}={v}" for k, v in roles.items()) + (f", func={func}" if func and
+                                                              ("fsetup" in roles or "fteardown" in roles) else "")
+    return f"__grpo_wb_xunit(lambda: {run}{args})"
 
 _UNITTEST_BASES = {"unittest.TestCase", "TestCase", "unittest.IsolatedAsyncioTestCase", "IsolatedAsyncioTestCase"}
 
@@ -677,7 +731,7 @@ def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
 
 
 def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str],
-                 module_marks: list[ast.expr]) -> list[TestCase]:
+                 module_marks: list[ast.expr], xunit: dict[str, str] | None = None) -> list[TestCase]:
     """The tests pytest collects from a test class: ``test*`` methods, inherited ones from classes of the module too.
 
     A ``unittest.TestCase`` subclass runs each method through ``TestCase.debug`` (setUp, tearDown, cleanups,
@@ -710,14 +764,14 @@ def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], 
             if any(_decorator_name(d) in ("unittest.skip", "skip") for d in fn.decorator_list) or any(
                     _decorator_name(d) in ("unittest.skip", "skip") for c in chain for d in c.decorator_list):
                 continue  # unittest.skip: never runs
-            code = _wrap(src, f"__grpo_wb_unittest({cls.name}, {name!r})",
+            code = _wrap(src, _xunit_run(f"__grpo_wb_unittest({cls.name}, {name!r})", xunit),
                          _marks(fn.decorator_list) + class_marks + module_marks)
             if code is not None:
                 tests.append(TestCase(name=f"{cls.name}::{name}", code=code))
             continue
         static = any(_decorator_name(d) == "staticmethod" for d in fn.decorator_list)
         for suffix, kwargs in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static):
-            code = _wrap(src, f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'})",
+            code = _wrap(src, _xunit_run(f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'})", xunit),
                          _marks(fn.decorator_list) + class_marks + module_marks)
             if code is not None:
                 tests.append(TestCase(name=f"{cls.name}::{name}{suffix}", code=code))
@@ -771,12 +825,21 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
     unit: set[str] = set()
     collected = 0
     helpers = False
+    # `import solution (as s)`, `from solution import f as g` and imports inside a test need a module named
+    # solution: the completion's names, registered before the test module runs
+    top = set(map(id, tree.body))
+    needs_module = any(
+        isinstance(n, ast.Import) and any(a.name == "solution" for a in n.names)
+        or isinstance(n, ast.ImportFrom) and n.module == "solution"
+        and (id(n) not in top or any(a.asname not in (None, a.name) for a in n.names))
+        for n in ast.walk(tree))
+    xunit = _xunit(tree.body)
+    if needs_module:
+        keep.append(ast.parse(_SOLUTION_MODULE).body[0])
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "solution":
-            continue
-        if isinstance(node, ast.Import) and any(a.name == "solution" for a in node.names):
-            keep.append(ast.parse("solution = __import__('types').SimpleNamespace(**globals())").body[0])
-            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "solution" \
+                and all(a.asname in (None, a.name) for a in node.names):
+            continue  # the names are in scope already
         keep.append(node)
         if _autouse(node) or isinstance(node, ast.ClassDef) and any(_autouse(n) for n in node.body):
             raise RowError(f"an autouse fixture ({getattr(node, 'name', '?')}), which grpo_wb does not run")
@@ -790,7 +853,7 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
                     raise RowError(f"{node.name}: a parametrized test class (not supported)")
                 collected += sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
                                  for n in node.body)
-                tests += _class_tests(module, node, classes, unit, module_marks)
+                tests += _class_tests(module, node, classes, unit, module_marks, xunit)
                 helpers = True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
             if isinstance(node, ast.AsyncFunctionDef):
@@ -799,9 +862,11 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
             marks = _marks(node.decorator_list) + module_marks
             for suffix, kwargs in _expand_test(module, node, node.name):
                 run = f"{node.name}(**{kwargs})" if kwargs else f"{node.name}()"
+                if xunit:
+                    run = _xunit_run(run, xunit, node.name)
                 code = _wrap(module, run, marks)
                 if code is not None:
-                    helpers = helpers or code != run
+                    helpers = helpers or code != run or bool(xunit)
                     tests.append(TestCase(name=node.name + suffix, code=code))
     if not tests:
         raise RowError("every test is skipped" if collected else "the test module defines no test functions")

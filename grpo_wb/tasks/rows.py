@@ -13,19 +13,25 @@ Parquet and Arrow need the ``[datasets]`` extra (pyarrow); JSON and JSONL need
 nothing.
 
 :func:`row_hash` fingerprints a row so an export can check that the source file
-still holds the row a task was imported from.
+still holds the row a task was imported from. :func:`write_rows` writes rows back as
+JSON lines, Parquet, an Arrow stream or a ``save_to_disk`` folder (:func:`output_kind`
+says which a path asks for), keeping a Parquet/Arrow source's column types and
+``datasets`` features.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
 import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from grpo_wb.errors import UserError, one_line, require
-from grpo_wb.jsonio import atomic_open, atomic_write_jsonl, iter_jsonl, read_json
+from grpo_wb.jsonio import atomic_open, atomic_write_jsonl, dumps, iter_jsonl, read_json
 
 PYARROW_HINT = "reading Parquet or Arrow needs pyarrow: pip install 'grpo_wb[datasets]'"
 BATCH_ROWS = 1024
@@ -231,37 +237,146 @@ def rows_at(src: RowSource, wanted: set[int]) -> dict[int, Any]:
     return found
 
 
-def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: RowSource | None = None) -> str:
-    """Write rows as Parquet (``.parquet``) or JSON lines (anything else), atomically; return the container.
+OUTPUT_TYPES = ((".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"),
+                (".parquet", "parquet"), (".arrow", "arrow"))
+OUTPUT_HINT = "end it with .jsonl, .jsonl.gz, .json (JSON lines), .parquet, .arrow, or / for a save_to_disk folder"
+DATASETS_HINT = "writing a save_to_disk folder needs datasets: pip install 'grpo_wb[datasets]'"
 
-    With ``schema_from`` a Parquet or Arrow source, its column types are kept for the columns it has, so
-    structs, lists and nulls come back as they went in; new columns get inferred types.
+
+def output_kind(path: str | Path) -> str:
+    """What ``write_rows`` writes at ``path``: ``jsonl``, ``parquet``, ``arrow`` or ``save_to_disk``.
+
+    A folder is a path written with a trailing ``/``, or one that is a folder already (a ``save_to_disk``
+    folder an export may replace); any other path needs one of the suffixes of :data:`OUTPUT_TYPES`. A path
+    with no suffix is refused, not guessed.
     """
-    path = Path(path)
-    if not path.name.lower().endswith(".parquet"):
-        atomic_write_jsonl(path, rows)
+    text = str(path)
+    if text.endswith(("/", os.sep)) or Path(text).is_dir():
+        return "save_to_disk"
+    name = Path(text).name.lower()
+    for ext, kind in OUTPUT_TYPES:
+        if name.endswith(ext):
+            return kind
+    raise UserError(f"unknown output type: {OUTPUT_HINT}", path=text)
+
+
+def _is_dataset_folder(path: Path) -> bool:
+    return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
+
+
+def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: RowSource | None = None) -> str:
+    """Write rows as :func:`output_kind` says, atomically; return the container written.
+
+    ``jsonl``: JSON lines (gzipped for ``.gz``), what ``load_dataset("json")`` reads; ``parquet``: what
+    ``load_dataset("parquet")`` and verl's ``data.train_files`` read; ``arrow``: an Arrow IPC stream, what
+    ``Dataset.from_file`` reads; ``save_to_disk``: a ``Dataset`` folder, what ``load_from_disk`` reads (needs
+    ``datasets``). With ``schema_from`` a Parquet, Arrow or ``save_to_disk`` source, its column types are kept
+    for the columns it has (structs, lists and nulls come back as they went in; new columns get inferred types),
+    and so are its ``datasets`` features (the ``huggingface`` schema metadata: ``ClassLabel``, ``Sequence``,
+    ``Value('int32')`` load back as they were) when every row fits the source's types.
+    """
+    kind = output_kind(path)
+    if kind == "save_to_disk":  # checked before any work: a folder that is not a dataset is never replaced
+        folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise UserError("is a file, not a folder (a trailing / asks for a save_to_disk folder)", path=str(path))
+        if folder.is_dir() and any(folder.iterdir()) and not _is_dataset_folder(folder):
+            raise UserError("is a folder that is not a save_to_disk dataset; refusing to replace it", path=str(path))
+    if kind == "jsonl":
+        if str(path).lower().endswith(".gz"):
+            with atomic_open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+                for r in rows:
+                    gz.write((dumps(r) + "\n").encode("utf-8", "backslashreplace"))
+        else:
+            atomic_write_jsonl(path, rows)
         return "jsonl"
+    table = _table(rows, schema_from, str(path), {"parquet": "Parquet", "arrow": "Arrow"}.get(kind, "dataset"))
+    if kind == "parquet":
+        with atomic_open(path, "wb") as f:
+            _parquet().write_table(table, f)
+    elif kind == "arrow":
+        pa = _pyarrow()
+        with atomic_open(path, "wb") as f:
+            with pa.ipc.new_stream(f, table.schema) as w:
+                w.write_table(table)
+    else:
+        _write_folder(Path(path), table)
+    return kind
+
+
+def _table(rows: list[dict[str, Any]], schema_from: RowSource | None, path: str, what: str):
+    """One Arrow table of every row's columns, typed (and described) as the source was where the rows fit."""
     pa = _pyarrow()
-    pq = _parquet()
     columns: dict[str, None] = {}
     for r in rows:  # every row's columns, in order of first appearance (Arrow would take the first row's)
         columns.update(dict.fromkeys(r))
     rows = [{k: r.get(k) for k in columns} for r in rows]
     try:
         table = pa.Table.from_pylist(rows)
-        if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
-            source = _source_schema(schema_from)
-            fields = [source.field(n) if n in source.names else table.schema.field(n) for n in table.column_names]
-            try:  # the source's column types, where every row fits them
-                table = pa.Table.from_pylist(rows, schema=pa.schema(fields))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-                pass
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-        raise UserError(f"these rows do not make one Parquet table ({one_line(e, 160)}); write JSON lines "
-                        "(a .jsonl path) instead", path=str(path)) from None
-    with atomic_open(path, "wb") as f:
-        pq.write_table(table, f)
-    return "parquet"
+        raise UserError(f"these rows do not make one {what} table ({one_line(e, 160)}); write JSON lines "
+                        "(a .jsonl path) instead", path=path) from None
+    if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
+        source = _source_schema(schema_from)
+        fields = [source.field(n) if n in source.names else table.schema.field(n) for n in table.column_names]
+        try:  # the source's column types, where every row fits them
+            typed = pa.Table.from_pylist(rows, schema=pa.schema(fields))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            return table
+        meta = _features_metadata(source)
+        return typed.replace_schema_metadata(meta) if meta else typed
+    return table
+
+
+def _features_metadata(schema) -> dict[bytes, bytes] | None:
+    """The ``huggingface`` schema metadata's features, without the source's fingerprint (these are other rows)."""
+    raw = (schema.metadata or {}).get(b"huggingface")
+    try:
+        features = json.loads(raw)["info"]["features"] if raw else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return {b"huggingface": json.dumps({"info": {"features": features}}).encode()} if features else None
+
+
+def _write_folder(path: Path, table) -> None:
+    """``Dataset.save_to_disk`` into a temporary sibling, renamed into place (an old dataset folder is replaced
+    only once the new one is whole)."""
+    datasets = require("datasets", DATASETS_HINT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    old = None
+    try:
+        bars = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()
+        try:
+            datasets.Dataset(table).save_to_disk(str(tmp / "dataset"))
+        finally:
+            if bars:
+                datasets.enable_progress_bars()
+        new = tmp / "dataset"
+        os.chmod(new, 0o777 & ~_umask())
+        if path.exists():
+            old = tmp / "old"
+            os.replace(path, old)
+        os.replace(new, path)
+    except BaseException:
+        if old is not None and not path.exists():
+            os.replace(old, path)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def id_prefix(fmt: str, src: RowSource) -> str:
+    """The start of an imported task's id: ``FORMAT``, or ``FORMAT/SPLIT`` for a split of a ``DatasetDict`` folder
+    (so rows of different splits never share an id: ``verl/train/12``, ``verl/test/12``)."""
+    return f"{fmt}/{src.split}" if src.split else fmt
 
 
 def _source_schema(src: RowSource):
