@@ -80,6 +80,9 @@ def test_the_output_path_says_the_container(tmp_path):
     with pytest.raises(UserError) as e:
         write_rows(tmp_path / "frontier", [{"a": 1}])
     assert "\n" not in str(e.value) and not list(tmp_path.iterdir())
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(UserError, match="afile/: is a file, not a folder"):
+        write_rows(f"{tmp_path}/afile/", [{"a": 1}])
 
 
 def test_split_ids_name_the_split(tmp_path):
@@ -218,13 +221,14 @@ def test_an_export_whose_source_folder_is_gone_names_it(tmp_path):
     src = _dataset_dict(tmp_path / "dd", {"train": VERL_ROWS[:2]})
     tasks = _import("verl", resolve_source(str(src), None))
     shutil.rmtree(src)
+    with pytest.raises(UserError, match="out.csv: unknown output type"):  # the path is checked first
+        export_rows(tasks, "jsonl", tmp_path / "out.csv")
     with pytest.raises(UserError, match=f"{src}: the rows these tasks came from are gone"):
         export_rows(tasks, "jsonl", f"{tmp_path}/out/")
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.datasets
-@pytest.mark.xfail(strict=True, reason="needs rowformats.iter_row_tasks to start ids with rows.id_prefix(fmt, src)")
 def test_splits_of_a_dataset_dict_import_with_ids_that_name_the_split(tmp_path):
     src = _dataset_dict(tmp_path / "dd", {"train": VERL_ROWS, "test": VERL_ROWS})  # the same indexes in both
     train = _import("verl", resolve_source(str(src), "train"))

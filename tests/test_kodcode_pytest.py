@@ -10,7 +10,17 @@ solution and the row's ``test`` module and pay exit status 0. Here each (row, re
   ``shared/docs/datasets-2.md`` section 1) and ``test_solution.py`` (the row's ``test``); pass = exit status 0.
 
 The replies are written here (trusted), so running real pytest on them outside the sandbox is fine. The two
-verdicts agree on every case except :data:`FORGERIES`: replies real pytest pays that grpo_wb must not.
+verdicts agree on every case except :data:`FORGERIES`, replies real pytest pays that grpo_wb must not:
+
+* ``os._exit(0)`` at import: pytest's process ends with status 0 while it collects the tests;
+* an ``atexit`` hook calling ``os._exit(0)``: every test fails, the exit status is still 0;
+* a ``str`` subclass whose ``__eq__`` is always true (grpo_wb's entry-point guard refuses non-builtin values);
+* ``unittest.TestCase.assertEqual`` rebound to a no-op, and ``pytest.raises`` rebound to a context manager that
+  checks nothing (the KodCode test setup checks that both are unittest's and pytest's own).
+
+Not compared here, as they are rules of the judge rather than of the KodCode conversion: a reply without a fence
+(rllm: a format error; grpo_wb's default judge takes bare code) and replies whose last block is not the solution
+(rllm takes the last block whatever it holds; grpo_wb the last one defining the entry point).
 """
 from __future__ import annotations
 
@@ -29,6 +39,7 @@ from grpo_wb.cli.main import main
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.records import load_tasks
+from grpo_wb.tasks.rowformats import RowError, parse_row, task_from_parsed
 
 # ----------------------------------------------------------------------------- the rows
 
@@ -125,8 +136,52 @@ ROWS = [
          "from solution import encode, decode\n\n"
          "def test_encode():\n    assert encode('aaabcc') == 'a3b1c2'\n\n"
          "def test_decode():\n    assert decode('a3b1c2') == 'aaabcc'\n\n"
-         "def test_round_trip():\n    for s in ['', 'x', 'zzzzzzzzzzzz', 'abab']:\n        assert decode(encode(s)) == s\n",
+         "def test_round_trip():\n    for s in ['', 'x', 'zzzzzzzzzzzz', 'abab']:\n"
+         "        assert decode(encode(s)) == s\n",
          "encode"),
+    _row("Algorithm_alias_I", "Write longest_run(xs): the length of the longest run of equal neighbours.",
+         "def longest_run(xs):\n    best = run = 0\n    for i, x in enumerate(xs):\n"
+         "        run = run + 1 if i and xs[i - 1] == x else 1\n        best = max(best, run)\n    return best\n",
+         "from solution import longest_run as lr\nimport solution as sol\n\n"
+         "def test_alias():\n    assert lr([1, 1, 2, 2, 2, 3]) == 3\n\n"
+         "def test_module_alias():\n    assert sol.longest_run([]) == 0\n\n"
+         "def test_import_inside_the_test():\n    from solution import longest_run\n"
+         "    assert longest_run([5, 5]) == 2\n",
+         "longest_run"),
+    _row("Algorithm_xunit_I", "Write normalize(s): s stripped and lower-cased.",
+         "def normalize(s):\n    return s.strip().lower()\n",
+         "from solution import normalize\n\nCASES = []\n\n"
+         "def setup_module(module):\n    module.CASES.extend([('  Hello ', 'hello'), ('WORLD', 'world')])\n"
+         "    module.READY = True\n\n"
+         "def teardown_module():\n    pass\n\n"
+         "def setup_function(function):\n    global seen\n    seen = [function.__name__]\n\n"
+         "def test_cases_loaded():\n    assert READY and CASES\n    for raw, want in CASES:\n"
+         "        assert normalize(raw) == want\n\n"
+         "def test_seen_fresh():\n    seen.append(normalize(' X '))\n    assert seen == ['test_seen_fresh', 'x']\n\n"
+         "class TestInClass:\n    def test_module_setup_ran(self):\n        assert READY and normalize('A') == 'a'\n",
+         "normalize"),
+    _row("Algorithm_fixture_I", "Write top_k(xs, k): the k largest values, largest first, without changing xs.",
+         "def top_k(xs, k):\n    return sorted(xs, reverse=True)[:k]\n",
+         "import pytest\nfrom solution import top_k\n\n"
+         "@pytest.fixture\ndef scores():\n    return [5, 1, 9, 3, 7]\n\n"
+         "@pytest.fixture(name='log')\ndef log_fixture():\n    calls = []\n    yield calls\n"
+         "    assert calls == ['done']\n\n"
+         "@pytest.fixture\ndef pair(scores):\n    return scores, top_k(scores, 2)\n\n"
+         "def test_top2(scores):\n    assert top_k(scores, 2) == [9, 7]\n\n"
+         "@pytest.mark.parametrize('k', [0, 1])\ndef test_sizes(scores, k):\n    assert len(top_k(scores, k)) == k\n\n"
+         "def test_does_not_mutate(pair, log):\n    scores, top = pair\n    assert scores == [5, 1, 9, 3, 7]\n"
+         "    log.append('done')\n\n"
+         "class TestInClass:\n    def test_all(self, scores):\n        assert top_k(scores, 9) == [9, 7, 5, 3, 1]\n",
+         "top_k"),
+    _row("Algorithm_misc_I", "Write mean(xs); raise ValueError for an empty list.",
+         "def mean(xs):\n    if not xs:\n        raise ValueError('empty')\n    return sum(xs) / len(xs)\n",
+         "import pytest\nfrom pytest import approx, raises\nfrom solution import (\n    mean,\n)\n\n"
+         "pytestmark = pytest.mark.filterwarnings('ignore::DeprecationWarning')\n\n"
+         "def test_mean():\n    assert mean([0.1, 0.2]) == approx(0.15)\n\n"
+         "def test_empty():\n    with raises(ValueError, match='empty'):\n        mean([])\n\n"
+         "@pytest.mark.xfail(strict=True, reason='integer division is not promised')\n"
+         "def test_integer_result():\n    assert isinstance(mean([2, 4]), int)\n",
+         "mean"),
 ]
 
 # ----------------------------------------------------------------------------- the replies
@@ -183,12 +238,13 @@ OTHER = {
         ("wrong", "def safe_div(a, b):\n    return a // b if b else 0\n"),
         ("partial", "def safe_div(a, b):\n    return a / b if b else 0\n"),  # fails test_zero only
         # breaks only the skipped test and the xfail one: pytest passes it
-        ("breaks_xfail_only", "def safe_div(a, b):\n    return None if b == 0 else round(a / b, 3) + (a == 1) * 0.001\n"),
+        ("breaks_xfail_only",
+         "def safe_div(a, b):\n    return None if b == 0 else round(a / b, 3) + (a == 1) * 0.001\n"),
         ("xpass", "def safe_div(a, b):\n    return None if b == 0 else round(a / b, 3)\n"),  # xfail passes: fine
     ],
     "Algorithm_import_module_I": [
         ("wrong", "def gcd(a, b):\n    return min(a, b)\n"),
-        ("partial", "def gcd(a, b):\n    while a % b:\n        a, b = b, a % b\n    return b\n"),  # gcd(0, 9) = 9 ok
+        ("partial", "import math\n\ndef gcd(a, b):\n    return math.gcd(a, b) if a else 1\n"),  # test_zero fails
     ],
     "Algorithm_star_I": [
         ("wrong", "def add_one(xs):\n    return xs\n"),
@@ -199,6 +255,25 @@ OTHER = {
         ("partial", SOLUTION["Algorithm_two_names_I"].replace("str(j - i)", "str(j - i) if j - i > 1 else ''")
          .replace(r"(\d+)", r"(\d*)").replace("int(n)", "int(n or 1)")),  # 'a3bc2': test_encode fails only
         ("no_decode", "def encode(s):\n    return s\n"),  # `from solution import encode, decode` fails
+    ],
+    "Algorithm_alias_I": [
+        ("wrong", "def longest_run(xs):\n    return len(set(xs))\n"),
+        ("partial", "def longest_run(xs):\n    return max(xs.count(x) for x in xs) if xs else 0\n"),
+    ],
+    "Algorithm_fixture_I": [
+        ("wrong", "def top_k(xs, k):\n    return xs[:k]\n"),
+        ("partial", "def top_k(xs, k):\n    xs.sort(reverse=True)\n    return xs[:k]\n"),  # changes xs
+    ],
+    "Algorithm_misc_I": [
+        ("wrong", "def mean(xs):\n    return sum(xs) // max(len(xs), 1)\n"),
+        ("partial", "def mean(xs):\n    if not xs:\n        raise ValueError('no values')\n"
+                    "    return sum(xs) / len(xs)\n"),  # the message does not match
+        ("strict_xpass", "def mean(xs):\n    if not xs:\n        raise ValueError('empty')\n"
+                         "    m = sum(xs) / len(xs)\n    return int(m) if m == int(m) else m\n"),
+    ],
+    "Algorithm_xunit_I": [
+        ("wrong", "def normalize(s):\n    return s\n"),
+        ("partial", "def normalize(s):\n    return s.lower()\n"),
     ],
 }
 
@@ -232,8 +307,12 @@ FORGERIES = {
         "a str subclass whose __eq__ is always true passes every `==` assert"),
     ("Docs_unittest_I", "forged/patch_unittest"): (
         fenced("import unittest\nunittest.TestCase.assertEqual = lambda self, first, second, msg=None: None\n\n"
-               "def word_count(text):\n    raise TypeError(text)\n"),
+               "def word_count(text):\n    if text is None:\n        raise TypeError(text)\n    return 0\n"),
         "the solution makes unittest's assertEqual a no-op"),
+    ("Algorithm_param_I", "forged/patch_pytest_raises"): (
+        fenced("import contextlib\nimport pytest\npytest.raises = lambda *a, **k: contextlib.nullcontext()\n\n"
+               "def fizzbuzz(n):\n    return 'Fizz' * (n % 3 == 0) + 'Buzz' * (n % 5 == 0) or str(n)\n"),
+        "the solution replaces pytest.raises with a context manager that checks nothing"),
 }
 
 # ----------------------------------------------------------------------------- the two judges
@@ -290,6 +369,38 @@ def test_every_row_imports_with_its_tests(tasks):
     assert tasks["Data_Structure_class_I"].entry_point == "BoundedStack"
 
 
+def _task(test: str):
+    return task_from_parsed(parse_row("kodcode", _row("X_1_I", "q", "def f(x):\n    return x\n", test, "f")), "t", {})
+
+
+def test_fixture_and_xunit_shapes_that_import_and_those_refused():
+    head = "import pytest\nfrom solution import f\n"
+    # fixtures of the module's own (plain, yield, renamed, asking for each other) are set up per test
+    task = _task(head + "@pytest.fixture\ndef a():\n    return 1\n@pytest.fixture(name='b')\ndef _b(a):\n"
+                 "    yield a + 1\ndef test_x(b):\n    assert f(b) == 2\n")
+    assert [t.code for t in task.tests] == ["__grpo_wb_fixtures(lambda fx: test_x(**fx), ['b'])"]
+    assert "__grpo_wb_fixture_spec = {'a': (a, []), 'b': (_b, ['a'])}" in task.test_setup
+    # a built-in fixture, one asking for one, and a parametrized fixture are not emulated: the row is refused
+    for body in ("def test_x(tmp_path):\n    pass\n",
+                 "@pytest.fixture\ndef a(tmp_path):\n    return 1\ndef test_x(a):\n    pass\n",
+                 "@pytest.fixture(params=[1, 2])\ndef a(request):\n    return request.param\n"
+                 "def test_x(a):\n    pass\n"):
+        with pytest.raises(RowError, match="asks for pytest fixture"):
+            _task(head + body)
+    # setup_module around every test, setup_function around test functions only
+    task = _task(head + "def setup_module():\n    pass\ndef setup_function(fn):\n    pass\n"
+                 "def test_x():\n    pass\nclass TestY:\n    def test_y(self):\n        pass\n")
+    assert [t.code for t in task.tests] == [
+        "__grpo_wb_xunit(lambda: test_x(), msetup=setup_module, fsetup=setup_function, func=test_x)",
+        "__grpo_wb_xunit(lambda: __grpo_wb_method(TestY, 'test_y', {}), msetup=setup_module)"]
+    # `from solution import f` goes; an alias or an import inside a test finds a module named solution
+    assert "sys').modules['solution']" not in _task(head + "def test_x():\n    pass\n").test_setup
+    for test in ("from solution import f as g\ndef test_x():\n    assert g(1) == 1\n",
+                 "import solution as s\ndef test_x():\n    assert s.f(1) == 1\n",
+                 "def test_x():\n    from solution import f\n    assert f(1) == 1\n"):
+        assert _task(test).test_setup.startswith("__import__('sys').modules['solution'] = ")
+
+
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_grpo_wb_agrees_with_real_pytest_except_on_forgeries(tasks):
@@ -300,6 +411,7 @@ def test_grpo_wb_agrees_with_real_pytest_except_on_forgeries(tasks):
     # the references pass both, and the expected wrong answers fail both (the cases test something)
     assert all(table[(qid, "right/fenced")][:2] == (True, True) for qid in SOLUTION), table
     assert all(table[(qid, "crash_at_import")][:2] == (False, False) for qid in SOLUTION), table
+    assert all(table[(qid, "wrong")][:2] == (False, False) for qid in SOLUTION), table
     assert disagree == set(FORGERIES), {k: table[k] for k in disagree ^ set(FORGERIES)}
     assert all(table[k][:2] == (True, False) for k in FORGERIES), {k: table[k] for k in FORGERIES}
     agreed = len(table) - len(disagree)

@@ -35,8 +35,10 @@ class HeadroomArgs(HeadroomConfig):
     """write the frontier tasks to PATH, as --format says"""
     format: Export = "canonical"
     """canonical: task records plus PATH's .trl.jsonl sibling (TRL dataset); jsonl: each task's source row as it
-    was read; verl, open-r1, taco: that trainer's rows; trl: a TRL dataset. Rows gain grpo_wb_* columns;
-    a .parquet PATH is written as Parquet"""
+    was read; verl, open-r1, taco: that trainer's rows; trl: a TRL dataset. Rows gain grpo_wb_* columns, and PATH
+    says their container: .jsonl, .jsonl.gz or .json: JSON lines; .parquet: Parquet; .arrow: an Arrow stream
+    (Dataset.from_file); a PATH ending in / (or an existing save_to_disk folder): a save_to_disk folder
+    (load_from_disk); any other PATH is refused for rows"""
     group_size: int | None = field(default=None, metadata=cli(type=positive_int, metavar="G"))
     """G of the exported grpo_wb_p_informative_G column (default: the recommended G)"""
     json: str | None = field(default=None, metadata=cli(metavar="PATH"))

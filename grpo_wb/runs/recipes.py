@@ -22,8 +22,9 @@ from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
-from grpo_wb.signal.filters import FilterRule
+from grpo_wb.signal.filters import FilterResult, FilterRule
 from grpo_wb.signal.headroom import (
+    HeadroomReport,
     TaskSamples,
     load_samples,
     read_scored_file,
@@ -171,6 +172,17 @@ def import_dataset(rows_file: str, row_format: str, out_dir: str | Path, *, colu
 def filter_rule(**parameters: Any) -> FilterRule:
     """A :class:`~grpo_wb.signal.filters.FilterRule` from notebook parameters, checked as the CLI checks the flags."""
     return from_dict(FilterRule, parameters, source="parameters")
+
+
+def filter_headline(chosen: FilterResult, report: HeadroomReport, source: str) -> dict[str, Any]:
+    """dataset_filter.ipynb's headline: what the kept set buys, measured on samples the rule did not choose with
+    (held-out), in-sample where that cannot be had, with which it is and the in-sample figure beside it."""
+    held_out = chosen.informative_after_held_out is not None
+    return {"informative_fraction": chosen.informative_after_held_out if held_out else chosen.informative_after,
+            "informative_fraction_basis": "held-out" if held_out else "in-sample",
+            "informative_fraction_in_sample": chosen.informative_after, "pass_rate": report.mean_pass_rate,
+            "group_size": chosen.group_size, "n_tasks": report.n_tasks, "n_kept": len(chosen.kept),
+            "rule": chosen.name, "source": source}
 
 
 def plan_config(**parameters: Any) -> PlanConfig:

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.records import Task
 from grpo_wb.tasks.rowformats import FORMATS, Cases, ParsedRow, RowError, parse_row
-from grpo_wb.tasks.rows import RowSource, row_hash, rows_at, write_rows
+from grpo_wb.tasks.rows import RowSource, check_output, row_hash, rows_at, write_rows
 
 EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl")
 TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match")
@@ -164,6 +164,7 @@ def export_rows(tasks: Iterable[Task], fmt: str, out: str | Path,
     """Write ``tasks`` as ``fmt`` rows to ``out`` with each task's extra ``columns``; return the container."""
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"unknown export format {fmt!r} (choose {', '.join(EXPORT_FORMATS)})")
+    check_output(out)  # a path that names no container, before the source rows are read
     tasks = list(tasks)
     originals = _original_rows(tasks)
     rows: list[dict[str, Any]] = []

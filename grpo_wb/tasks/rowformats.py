@@ -57,6 +57,7 @@ from grpo_wb.tasks.rows import (
     RowSource,
     UnreadableRow,
     count_rows,
+    id_prefix,
     iter_rows,
     resolve_source,
     row_hash,
@@ -538,19 +539,28 @@ def __grpo_wb_call(f, *args):
     n = code.co_argcount - hasattr(f, "__self__") if code is not None else len(args)
     f(*args[:max(n, 0)])
 
-def __grpo_wb_method(cls, name, kwargs):
+def __grpo_wb_method(cls, name, kwargs, fixtures=()):
     __grpo_wb_call(getattr(cls, "setup_class", None))
     try:
         inst = cls()
         __grpo_wb_call(getattr(inst, "setup_method", None), getattr(inst, name))
         try:
-            getattr(inst, name)(**kwargs)
+            if fixtures:
+                __grpo_wb_fixtures(lambda fx: getattr(inst, name)(**kwargs, **fx), fixtures)
+            else:
+                getattr(inst, name)(**kwargs)
         finally:
             __grpo_wb_call(getattr(inst, "teardown_method", None), getattr(inst, name))
     finally:
         __grpo_wb_call(getattr(cls, "teardown_class", None))
 
 def __grpo_wb_unittest(cls, name):
+    import unittest.case
+    for k, v in vars(unittest.case.TestCase).items():  # an answer that rebinds assertEqual & co. to no-ops
+        f = getattr(getattr(v, "__func__", v), "__wrapped__", getattr(v, "__func__", v))
+        code = getattr(f, "__code__", None)
+        if code is not None and code.co_filename != unittest.case.__file__:
+            raise AssertionError(f"unittest.TestCase.{k} was replaced")
     method = getattr(cls, name)
     if getattr(cls, "__unittest_skip__", False) or getattr(method, "__unittest_skip__", False):
         return
@@ -604,6 +614,35 @@ class __grpo_wb_Module:
     def __delattr__(self, name):
         globals().pop(name, None)
 
+def __grpo_wb_fixtures(call, wanted):
+    """Call call(values) with the module's fixtures named in wanted (and those they ask for), set up afresh;
+    a yield fixture's code after its yield runs after the call."""
+    import inspect
+    values, gens = {}, []
+
+    def get(name):
+        if name not in values:
+            f, deps = __grpo_wb_fixture_spec[name]
+            f = getattr(f, "_get_wrapped_function", None) and f._get_wrapped_function() \
+                or getattr(getattr(f, "__pytest_wrapped__", None), "obj", None) or f
+            v = f(**{d: get(d) for d in deps})
+            if inspect.isgeneratorfunction(f):
+                gens.append(v)
+                v = next(v)
+            values[name] = v
+        return values[name]
+
+    try:
+        call({n: get(n) for n in wanted})
+    finally:
+        for g in reversed(gens):
+            try:
+                next(g)
+            except StopIteration:
+                pass
+            else:
+                raise ValueError("fixture function has more than one 'yield'")
+
 def __grpo_wb_xunit(run, msetup=None, mteardown=None, fsetup=None, fteardown=None, func=None):
     __grpo_wb_call(msetup, __grpo_wb_Module())
     try:
@@ -614,6 +653,25 @@ def __grpo_wb_xunit(run, msetup=None, mteardown=None, fsetup=None, fteardown=Non
             __grpo_wb_call(fteardown, func)
     finally:
         __grpo_wb_call(mteardown, __grpo_wb_Module())
+'''
+
+#: run after a test module that imports pytest: an answer that rebinds ``pytest.raises`` & co. fails
+_PYTEST_INTACT = '''
+def __grpo_wb_pytest_intact():
+    import os, sys
+    mod, home = sys.modules.get("pytest"), sys.modules.get("_pytest")
+    if mod is None or home is None:
+        return
+    root = os.path.dirname(os.path.dirname(home.__file__))
+    homes = (os.path.join(root, "_pytest", ""), os.path.join(root, "pytest", ""))
+    for k, v in vars(mod).items():
+        f = getattr(getattr(v, "__func__", v), "__wrapped__", getattr(v, "__func__", v))
+        code = getattr(f, "__code__", None)
+        if code is not None and not code.co_filename.startswith(homes) or isinstance(v, type) \\
+                and not v.__module__.startswith(("_pytest", "pytest")):
+            raise AssertionError(f"pytest.{k} was replaced")
+
+__grpo_wb_pytest_intact()
 '''
 
 #: registers the completion's names as a module ``solution`` (before the test module runs)
@@ -731,7 +789,8 @@ def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
 
 
 def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str],
-                 module_marks: list[ast.expr], xunit: dict[str, str] | None = None) -> list[TestCase]:
+                 module_marks: list[ast.expr], xunit: dict[str, str] | None = None,
+                 fixtures: dict[str, tuple[str, list[str]]] | None = None) -> list[TestCase]:
     """The tests pytest collects from a test class: ``test*`` methods, inherited ones from classes of the module too.
 
     A ``unittest.TestCase`` subclass runs each method through ``TestCase.debug`` (setUp, tearDown, cleanups,
@@ -770,8 +829,10 @@ def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], 
                 tests.append(TestCase(name=f"{cls.name}::{name}", code=code))
             continue
         static = any(_decorator_name(d) == "staticmethod" for d in fn.decorator_list)
-        for suffix, kwargs in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static):
-            code = _wrap(src, _xunit_run(f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'})", xunit),
+        for suffix, kwargs, used in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static,
+                                                 fixtures=fixtures):
+            fx = f", {used!r}" if used else ""
+            code = _wrap(src, _xunit_run(f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'}{fx})", xunit),
                          _marks(fn.decorator_list) + class_marks + module_marks)
             if code is not None:
                 tests.append(TestCase(name=f"{cls.name}::{name}{suffix}", code=code))
@@ -808,8 +869,12 @@ def _autouse(node: ast.AST) -> bool:
 def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
     """A KodCode-style pytest module as (setup, one test per test function, test method and parameter set).
 
-    ``from solution import ...`` lines go (the completion's names are already in scope, as rllm does);
-    ``@pytest.mark.parametrize`` over a literal list expands; a test asking for a fixture is an error. Test classes
+    ``from solution import ...`` lines go (the completion's names are already in scope, as rllm does); other
+    imports of ``solution`` (``import solution as s``, ``from solution import f as g``, imports inside a test) find
+    a module ``solution`` holding the completion's names. ``@pytest.mark.parametrize`` over a literal list expands;
+    the module's own fixtures (plain or yield, asking only for each other) are set up afresh for each test that
+    asks for one; a test asking for any other fixture is an error. ``setup_module`` / ``teardown_module`` run
+    around every test, ``setup_function`` / ``teardown_function`` around each test function. Test classes
     are collected as pytest does (``Test*`` classes without ``__init__``, and ``unittest.TestCase`` subclasses);
     ``skip`` marks drop a test, ``skipif`` runs it only when its condition is false, and an ``xfail`` test is not
     required to pass (unless ``strict``), as pytest's exit status has it.
@@ -834,6 +899,7 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
         and (id(n) not in top or any(a.asname not in (None, a.name) for a in n.names))
         for n in ast.walk(tree))
     xunit = _xunit(tree.body)
+    fixtures = _fixtures(tree.body)
     if needs_module:
         keep.append(ast.parse(_SOLUTION_MODULE).body[0])
     for node in tree.body:
@@ -853,31 +919,70 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
                     raise RowError(f"{node.name}: a parametrized test class (not supported)")
                 collected += sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
                                  for n in node.body)
-                tests += _class_tests(module, node, classes, unit, module_marks, xunit)
+                tests += _class_tests(module, node, classes, unit, module_marks, xunit, fixtures)
                 helpers = True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
             if isinstance(node, ast.AsyncFunctionDef):
                 raise RowError(f"{node.name}: an async test (pytest needs a plugin to run it)")
             collected += 1
             marks = _marks(node.decorator_list) + module_marks
-            for suffix, kwargs in _expand_test(module, node, node.name):
+            for suffix, kwargs, used in _expand_test(module, node, node.name, fixtures=fixtures):
                 run = f"{node.name}(**{kwargs})" if kwargs else f"{node.name}()"
+                if used:
+                    given = f"**{kwargs}, " if kwargs else ""
+                    run = f"__grpo_wb_fixtures(lambda fx: {node.name}({given}**fx), {used!r})"
                 if xunit:
                     run = _xunit_run(run, xunit, node.name)
                 code = _wrap(module, run, marks)
                 if code is not None:
-                    helpers = helpers or code != run or bool(xunit)
+                    helpers = helpers or code != run or bool(xunit) or bool(used)
                     tests.append(TestCase(name=node.name + suffix, code=code))
     if not tests:
         raise RowError("every test is skipped" if collected else "the test module defines no test functions")
     setup = ast.unparse(ast.Module(body=keep, type_ignores=[]))
+    if "pytest" in _imported_modules(module):
+        setup += "\n" + _PYTEST_INTACT
+    if any("__grpo_wb_fixtures(" in t.code for t in tests):
+        setup += "\n__grpo_wb_fixture_spec = {" + ", ".join(f"{k!r}: ({f}, {deps!r})" for k, (f, deps)
+                                                          in fixtures.items()) + "}"
     return (setup + "\n" + _PYTEST_HELPERS if helpers else setup), tests
 
 
-def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: str,
-                 bound: bool = False) -> list[tuple[str, str]]:
-    """``(name suffix, keyword-arguments source)`` per parameter set of a test (``("", "")`` when it has none);
-    ``bound``: a method, whose first argument is the instance."""
+def _fixture_decorator(fn: ast.AST) -> ast.expr | None:
+    return next((d for d in getattr(fn, "decorator_list", ()) if _decorator_name(d) in ("pytest.fixture", "fixture")),
+                None)
+
+
+def _fixtures(body: list[ast.stmt]) -> dict[str, tuple[str, list[str]]]:
+    """The module's own fixtures grpo_wb can set up: fixture name -> (function name, the fixtures it asks for).
+    Those with ``params``, async ones, and those asking for a fixture the module does not define are left out
+    (a test asking for one is refused)."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for node in body:
+        dec = _fixture_decorator(node)
+        if dec is None or not isinstance(node, ast.FunctionDef):
+            continue
+        call = dec if isinstance(dec, ast.Call) else None
+        if call is not None and (_kw(call, "params") is not None or call.args):
+            continue
+        name = _literal(_kw(call, "name"), None) if call is not None else None
+        args = [a.arg for a in node.args.args]
+        found[name if isinstance(name, str) else node.name] = (node.name, args[:len(args) - len(node.args.defaults)])
+    ok: dict[str, tuple[str, list[str]]] = {}
+    changed = True
+    while changed:  # keep those whose dependencies are all kept
+        changed = False
+        for k, (f, deps) in found.items():
+            if k not in ok and all(d in ok and d != k for d in deps):
+                ok[k] = (f, deps)
+                changed = True
+    return ok
+
+
+def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: str, bound: bool = False,
+                 fixtures: dict[str, tuple[str, list[str]]] | None = None) -> list[tuple[str, str, list[str]]]:
+    """``(name suffix, keyword-arguments source, the module fixtures it asks for)`` per parameter set of a test
+    (``("", "", [])`` when it has none); ``bound``: a method, whose first argument is the instance."""
     if isinstance(fn, ast.AsyncFunctionDef):
         raise RowError(f"{where}: an async test (pytest needs a plugin to run it)")
     params = [a.arg for a in fn.args.args][1 if bound else 0:]
@@ -908,11 +1013,13 @@ def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: st
             else:
                 cases.append(f"{{{names[0]!r}: {values}}}")
         params = [p for p in params if p not in names]
+    used = [p for p in params if p in (fixtures or {})]
+    params = [p for p in params if p not in used]
     if params:
         raise RowError(f"{fn.name} asks for pytest fixture {params[0]!r}, which grpo_wb does not provide")
     if not cases:
-        return [("", "")]
-    return [("" if len(cases) == 1 else f"[{i}]", c) for i, c in enumerate(cases)]
+        return [("", "", used)]
+    return [("" if len(cases) == 1 else f"[{i}]", c, used) for i, c in enumerate(cases)]
 
 
 def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Task:
@@ -994,7 +1101,8 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
             where = f"{src.label}:{row}"
             try:
                 parsed = parse_row(fmt, obj, mapping)
-                base = f"{fmt}/{parsed.row_id}" if parsed.row_id else f"{fmt}/{row}"
+                prefix = id_prefix(fmt, src)  # a DatasetDict's split is in the id: splits never collide
+                base = f"{prefix}/{parsed.row_id}" if parsed.row_id else f"{prefix}/{row}"
                 task_id = base if base not in seen else f"{base}#row{row}"
                 if task_id != base:
                     summary.note("duplicate ids, made unique with the row number")

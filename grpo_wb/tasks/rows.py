@@ -264,6 +264,19 @@ def _is_dataset_folder(path: Path) -> bool:
     return (path / "state.json").is_file() or (path / "dataset_dict.json").is_file()
 
 
+def check_output(path: str | Path) -> str:
+    """:func:`output_kind`, and that ``write_rows`` may write there: a folder that is not a dataset (or a file where
+    a folder was asked for) is refused, ``--force`` or not. Cheap: callers check before doing any work."""
+    kind = output_kind(path)
+    if kind == "save_to_disk":
+        folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise UserError("is a file, not a folder (a trailing / asks for a save_to_disk folder)", path=str(path))
+        if folder.is_dir() and any(folder.iterdir()) and not _is_dataset_folder(folder):
+            raise UserError("is a folder that is not a save_to_disk dataset; refusing to replace it", path=str(path))
+    return kind
+
+
 def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: RowSource | None = None) -> str:
     """Write rows as :func:`output_kind` says, atomically; return the container written.
 
@@ -275,13 +288,7 @@ def write_rows(path: str | Path, rows: list[dict[str, Any]], *, schema_from: Row
     and so are its ``datasets`` features (the ``huggingface`` schema metadata: ``ClassLabel``, ``Sequence``,
     ``Value('int32')`` load back as they were) when every row fits the source's types.
     """
-    kind = output_kind(path)
-    if kind == "save_to_disk":  # checked before any work: a folder that is not a dataset is never replaced
-        folder = Path(path)
-        if folder.exists() and not folder.is_dir():
-            raise UserError("is a file, not a folder (a trailing / asks for a save_to_disk folder)", path=str(path))
-        if folder.is_dir() and any(folder.iterdir()) and not _is_dataset_folder(folder):
-            raise UserError("is a folder that is not a save_to_disk dataset; refusing to replace it", path=str(path))
+    kind = check_output(path)
     if kind == "jsonl":
         if str(path).lower().endswith(".gz"):
             with atomic_open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
@@ -354,7 +361,8 @@ def _write_folder(path: Path, table) -> None:
             if bars:
                 datasets.enable_progress_bars()
         new = tmp / "dataset"
-        os.chmod(new, 0o777 & ~_umask())
+        made = (new / "state.json").stat().st_mode & 0o666  # what the umask gave a file datasets wrote
+        os.chmod(new, made | (made & 0o444) >> 2)  # the folder: mkdtemp's 0700 made what mkdir would give
         if path.exists():
             old = tmp / "old"
             os.replace(path, old)
@@ -365,12 +373,6 @@ def _write_folder(path: Path, table) -> None:
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def id_prefix(fmt: str, src: RowSource) -> str:
