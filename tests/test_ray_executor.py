@@ -166,6 +166,8 @@ def _once_dispatched(holder, then):
     return th
 
 
+@pytest.mark.sandbox_breaks  # kills actors mid-run: a killed actor's sandbox worker can die (signal 9) and be
+# reported by that actor before it goes (seen once in a fresh-clone run); what is tested is the run's answer
 def test_killing_an_actor_mid_run_still_yields_complete_identical_results(cluster, real_requests, gate):
     reqs = _gated_first(real_requests[:200], gate)
     limits = _gated_limits(gate)
@@ -187,6 +189,8 @@ def test_killing_an_actor_mid_run_still_yields_complete_identical_results(cluste
     assert got == want
 
 
+@pytest.mark.sandbox_breaks  # kills actors mid-run: a killed actor's sandbox worker can die (signal 9) and be
+# reported by that actor before it goes (seen once in a fresh-clone run); what is tested is the run's answer
 def test_a_cluster_that_loses_every_actor_names_the_missing_completions(cluster, real_requests, gate):
     """The gate never opens: the first completion cannot be scored before the actors go, whenever they go."""
     reqs = _gated_first(real_requests[:120], gate)
@@ -355,6 +359,8 @@ def test_ray_without_an_address_starts_a_local_instance(cluster, tmp_path):
     assert len(rows) == len(load_tasks(TOY)) and all(r["passed"] for r in rows)
 
 
+@pytest.mark.sandbox_breaks  # kills actors mid-run: a killed actor's sandbox worker can die (signal 9) and be
+# reported by that actor before it goes (seen once in a fresh-clone run); what is tested is the run's answer
 def test_a_node_dying_mid_run_has_its_chunks_scored_elsewhere(cluster, real_requests, gate):
     """Last in this module: it takes a worker node out of the shared cluster."""
     gated = _gated_first([], gate)[0]
