@@ -82,7 +82,7 @@ def test_no_module_imports_grpo_wb_inside_a_function():
 
 
 # what `grpo-wb --help` must not load: the training extras, and the analysis libraries only some commands use
-HEAVY = ("torch", "transformers", "trl", "peft", "ray", "scipy", "matplotlib", "pandas", "pyarrow")
+HEAVY = ("torch", "transformers", "trl", "peft", "ray", "scipy", "matplotlib", "pandas", "pyarrow", "numpy")
 
 _LOADED = """
 import sys, types

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
+import lazy_loader
 
 if TYPE_CHECKING:  # matplotlib is imported by the first plot, so that the command line starts without it
     import pandas as pd
     from matplotlib.figure import Figure
+
+np = lazy_loader.load("numpy")  # imported by the first plot, as matplotlib is
 
 INFORMATIVE_COLOR = "#1f77b4"
 FLAT_COLOR = "#bbbbbb"

@@ -766,9 +766,9 @@ def unproved(rep: dict[str, Any]) -> list[str]:
     if not rep.get("private_tmp"):
         missing.append("a private /tmp (children see the caller's)")
     if not rep.get("userns_closed"):
-        why = userns_filter() if rep.get("mode") == "bwrap" and isinstance(userns_filter(), str) else ""
+        why = userns_filter() if rep.get("mode") == "bwrap" else b""  # a str says why there is no filter
         missing.append(f"user namespaces closed (a child's unshare of one: {rep.get('userns')}"
-                       + (f"; {why}" if why else "") + ")")
+                       + (f"; {why}" if isinstance(why, str) else "") + ")")
     unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
     if unset or not rep.get("limits"):
         missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")

@@ -16,9 +16,11 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
+import lazy_loader
 
 from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages, nanstd
+
+np = lazy_loader.load("numpy")  # imported by the first array built: the command line starts without it (0.1 s)
 
 
 @dataclass(frozen=True)
