@@ -196,8 +196,12 @@ def test_judging_each_outcome():
     # what the controls leave too (the function's own pool) is not the exploit's doing
     pool = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG, 3)
     assert pool["outcome"] == "held" and pool["leftover_processes"] == 0
-    # None (TRL: no reward) is no reward: it does not beat the plainly-wrong 0
-    assert judge(JobResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)["outcome"] == "held"
+    # None (TRL: no reward) leaves the completion out of its group: where a wrong answer gets 0, an escape from the
+    # penalty (issue 25 point 3), not a 0; where the wrong answer gets None too, nothing gained
+    escaped = judge(JobResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)
+    assert escaped["outcome"] == "won" and any("escapes the penalty" in n for n in escaped["notes"]), escaped
+    assert judge(JobResult(_job("always_equal"), [_call(None), _call(1.0), _call(None)]), RIGHT,
+                 _call(None))["outcome"] == "held"
 
 
 def test_controls_that_say_the_function_is_broken_not_hacked():

@@ -290,7 +290,7 @@ SYNOPSIS_SMOKE = (
     "grpo-wb smoke --tasks PATH --backend mock|replay [--completions PATH] --group-size G --batch-size B --steps N "
     "--seed S --out RUN_DIR [--reward binary|partial] [--advantage grpo|rloo] [--scale-rewards group|batch|none] "
     "[--epsilon 1e-4] [--min-informative-fraction X --patience K] [--timeout SEC] [--memory-mb MB] [--workers N] "
-    "[--isolation best|strict] [--site-packages] [--executor local|ray [--ray-address ADDR]] [--mock-skill P] "
+    "[--isolation best|strict|none] [--site-packages] [--executor local|ray [--ray-address ADDR]] [--mock-skill P] "
     "[--no-overlap] [--resume | --overwrite]")
 TRAIN_FLAGS = ("--group-size 4 --batch-size 2 --max-steps 1 --max-completion-length 8 --lora-r 4 "
                "--lora-target-modules q_proj,v_proj --workers 2 --site-packages")

@@ -7,6 +7,7 @@ Every test here that could reach a dangerous path runs inside a PID namespace of
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -32,7 +33,7 @@ needs_root = pytest.mark.skipif(os.getuid() != 0, reason="uid drops and sibling 
 
 def in_pid_namespace(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     """Run Python ``code`` as pid 1 of a fresh PID namespace (its own /proc), with ``env``."""
-    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+    return subprocess.run([shutil.which("unshare"), "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
                           env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
@@ -99,8 +100,71 @@ def test_best_falls_back_visibly_and_strict_passes_with_bubblewrap(monkeypatch):
     assert rep["pid_namespace"] and rep["network_isolated"] and rep["private_tmp"] and rep["limits_set"]
     monkeypatch.setattr(sandbox, "bwrap_command", lambda limits: None)  # bubblewrap gone, isolation best
     rep = sandbox.isolation_report(WorkerPool(1, SandboxLimits(isolation="best")))
-    assert rep["mode"] == "fork" and "bubblewrap" in rep["fallback_reason"], rep
-    assert "its own PID namespace" in rep["missing"], rep  # what strict would miss is said, not hidden
+    assert rep["mode"] == "unshare" and "bubblewrap" in rep["fallback_reason"], rep
+    assert rep["missing"] and rep["missing"][0].startswith("the caller's files hidden"), rep  # said, not hidden
+
+
+@pytest.fixture
+def bare_path(tmp_path):
+    """A PATH with the usual tools but neither bwrap nor unshare: no namespaces to be had."""
+    d = tmp_path / "bare"
+    d.mkdir()
+    for f in Path("/usr/bin").iterdir():
+        if f.name not in ("bwrap", "unshare"):
+            (d / f.name).symlink_to(f)
+    return str(d)
+
+
+@needs_root
+def test_without_bubblewrap_best_still_gives_namespaces_and_a_leased_uid(no_bwrap_path, tmp_path):
+    """Issue 25 point 11: util-linux's unshare instead of bubblewrap; a completion runs as a leased uid, in PID,
+    network and mount namespaces of its own, with a private /tmp: it cannot see the host's processes, write the
+    caller's files or reach a listener on 127.0.0.1, and the standard library still imports (the interpreter may
+    live under a 0700 /root)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    canary = tmp_path / "canary"
+    canary.write_text("untouched")
+    canary.chmod(0o666)  # writable by any uid: only a mount namespace's view, or none, keeps it
+    probe = (f"import os, socket, fractions, statistics\nseen = []\n"
+             f"try:\n    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=1)\n"
+             f"    seen.append('network')\nexcept OSError:\n    pass\n"
+             f"try:\n    open({str(canary)!r}, 'w').write('written')\n    seen.append('wrote')\nexcept OSError:\n    pass\n"
+             "seen += [] if b'worker' in open('/proc/1/cmdline', 'rb').read() else ['host processes']\n"
+             "print(' '.join(seen) or 'ok')\n")
+    code = textwrap.dedent(f"""
+        import json, os
+        os.environ["PATH"] = {no_bwrap_path!r}
+        from grpo_wb.scoring.sandbox import SandboxLimits, isolation_report
+        from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+        from grpo_wb.tasks.records import Task, TestCase
+        T = Task("iso/ok", "Print ok.", "", (TestCase("a", type="stdio", input="", output="ok\\n"),))
+        with Scorer(SandboxLimits(timeout=10.0), workers=1, cache=False) as sc:
+            rep = sc.isolation()
+            (r,) = list(sc.score([ScoreRequest(T, {probe!r})]))
+        print("RESULT", json.dumps([rep["mode"], rep["missing"], rep["unprivileged_uid"], r.status, r.error]))
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    listener.close()
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")]
+    assert line, p.stdout + p.stderr
+    mode, missing, unprivileged, status, error = json.loads(line[-1][7:])
+    assert mode == "unshare" and unprivileged and [m.split(" (")[0] for m in missing] == ["the caller's files hidden"]
+    assert (status, error) == ("pass", ""), error
+    assert canary.read_text() == "untouched"
+
+
+def test_with_no_isolation_to_be_had_best_refuses_and_none_must_be_asked_for(tmp_path, bare_path):
+    """No bubblewrap, no unshare: ``best`` runs nothing and says how to ask for no isolation, and what that allows;
+    ``none`` runs, saying so."""
+    rc, alive, err, out = _score_in_namespace(tmp_path, {"PATH": bare_path})
+    line = err.strip().splitlines()[-1]
+    assert rc == 1 and alive and not out.exists(), err
+    assert line.startswith("grpo-wb: error: no isolation could be had here") and "--isolation none" in line, line
+    rc, alive, err, out = _score_in_namespace(tmp_path, {"PATH": bare_path, "GRPO_WB_ISOLATION": "none"})
+    assert rc == 0 and out.exists() and json.loads(out.read_text().splitlines()[0])["status"] == "pass", err
 
 
 def test_the_report_is_measured_in_a_child():
@@ -116,8 +180,9 @@ def test_the_report_is_measured_in_a_child():
 
 def test_a_limit_setrlimit_refused_shows_as_not_set():
     """A hard limit below the requested value cannot be raised by the child: the report says it is not set."""
-    rep = {"pid_namespace": True, "network_isolated": True, "child_uid": 61000, "caller_uid": 0, "private_tmp": True,
-           "userns_closed": True, "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}}}
+    rep = {"mode": "bwrap", "pid_namespace": True, "network_isolated": True, "child_uid": 61000, "caller_uid": 0, "private_tmp": True,
+           "userns_closed": True, "ipc_closed": True, "one_session": True,
+           "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}}}
     assert unproved(rep) == ["the limits in force (not set: RLIMIT_NOFILE)"]
     assert len(unproved({})) == len(STRICT_PROOFS)
 
@@ -246,6 +311,7 @@ def test_strict_pool_never_falls_back(monkeypatch):
     pool = WorkerPool(1, SandboxLimits(isolation="strict"), mode="bwrap")
     with pytest.raises(SandboxUnavailable, match="bubblewrap"):
         pool.worker_hello()
-    out = pool.run(sandbox.build_job("x = 1\ndef f():\n    return 1\n", "f", [], limits=SandboxLimits()))
-    assert out.sandbox_error and "bubblewrap" in out.sandbox_error and pool.mode == "bwrap"
+    with pytest.raises(SandboxUnavailable, match="bubblewrap"):  # a job asks again, and nothing runs weaker
+        pool.run(sandbox.build_job("x = 1\ndef f():\n    return 1\n", "f", [], limits=SandboxLimits()))
+    assert pool.mode == "bwrap" and pool.started_mode is None
     pool.close()

@@ -109,3 +109,28 @@ def test_the_heavy_import_check_sees_a_heavy_import():
     code = _LOADED + "import pandas, matplotlib.figure\nprint([h for h in ('pandas', 'matplotlib', 'scipy') if loaded(h)])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "['pandas', 'matplotlib']", out.stdout + out.stderr
+
+
+IN_SANDBOX = [*sorted((PKG / "scoring" / "worker").glob("*.py")), PKG / "audit" / "_driver.py"]
+
+
+def _all_imports(path: Path) -> set[str]:
+    """The top-level names of every module the file imports, wherever (``importlib.import_module`` excepted)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." if node.level else node.module.split(".")[0])
+    return names
+
+
+def test_what_runs_inside_the_sandbox_imports_the_standard_library_only():
+    """The worker's modules and the audit's driver run in a child started with ``-S`` (no site-packages) and must
+    not hand a completion anything of grpo_wb: standard library and the worker's own ``wb_*`` siblings only.
+    (The import-linter contract says the same about grpo_wb; this also covers third-party packages.)"""
+    siblings = {p.stem for p in (PKG / "scoring" / "worker").glob("wb_*.py")}
+    assert len(IN_SANDBOX) >= 6 and siblings
+    bad = {str(p.relative_to(ROOT)): sorted(_all_imports(p) - set(sys.stdlib_module_names) - siblings)
+           for p in IN_SANDBOX}
+    assert not any(bad.values()), bad

@@ -476,8 +476,10 @@ def test_killing_the_parent(scorer):
 
 @pytest.mark.sandbox_breaks
 def test_a_killed_worker_is_replaced_and_the_run_goes_on():
-    # Kill a worker from outside while it scores a slow completion: that completion gets
-    # sandbox_error (reward 0), the worker is replaced, and the next completions score normally.
+    # Kill a worker from outside while it scores a slow completion: the job runs again in a fresh worker (a death
+    # is not provably the sandbox's fault, so it is retried before anything is reported); killed there too, the
+    # completion gets ``error`` (reward 0: a completion cannot buy a ``sandbox_error``, whose reward is None, by
+    # killing its worker), the workers are replaced, and the next completions score normally.
     import signal as _signal
 
     # The kill lands once the completion runs (its sleeper, token in argv, shows in /proc), never by a guess
@@ -491,22 +493,27 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on():
         res = []
         th = threading.Thread(target=lambda: res.append(score(scorer, DOUBLE, slow)))
         th.start()
-        until = time.monotonic() + 60
-        while not _pids_with(token) and th.is_alive() and time.monotonic() < until:
-            time.sleep(0.02)
-        assert _pids_with(token), "the slow completion never started"
-        for w in scorer.sandbox._workers:
-            if w is not None and w.alive():
-                os.killpg(w.proc.pid, _signal.SIGKILL)
+        for attempt in range(2):
+            until = time.monotonic() + 60
+            while not _pids_with(token) and th.is_alive() and time.monotonic() < until:
+                time.sleep(0.02)
+            assert _pids_with(token), f"the slow completion never started (attempt {attempt + 1})"
+            for w in scorer.sandbox._workers:
+                if w is not None and w.alive():
+                    os.killpg(w.proc.pid, _signal.SIGKILL)
+            until = time.monotonic() + 30
+            while _pids_with(token) and time.monotonic() < until:  # gone with its namespace
+                time.sleep(0.02)
         th.join()
-        for pid in _pids_with(token):  # gone with its namespace; never left behind even when the test fails
+        for pid in _pids_with(token):  # never left behind even when the test fails
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
-        assert res[0].status == "sandbox_error" and res[0].reward == 0.0
+        assert (res[0].status, res[0].reward) == ("error", 0.0), (res[0].status, res[0].error)
+        assert "died" in res[0].error and "twice" in res[0].error
         assert score(scorer, DOUBLE, GOOD).status == "pass"
-        assert scorer.sandbox.replaced > before
+        assert scorer.sandbox.replaced >= before + 2
 
 
 # ----------------------------------------------------------------------------- the scorer's own evaluation

@@ -28,6 +28,11 @@ import threading
 import time
 import types
 
+try:
+    import wb_protocol as protocol  # in a sandbox child: the worker's own (grpo_wb/scoring/worker/wb_protocol.py)
+except ImportError:  # in the audit's own process (builtin:grpo_wb), imported by grpo_wb.audit.run: the same file
+    protocol = importlib.import_module("grpo_wb.scoring.worker.wb_protocol")
+
 ENV_NAME = "GRPO_WB_AUDIT_SECRET"
 UNTOUCHED = "untouched\n"
 
@@ -307,19 +312,19 @@ def run(job, emit, func=None, root=None, sandboxed=True):
             try:
                 func = load(job["reward"])
             except BaseException as e:
-                report({"event": "audit_error", "stage": "load", "error": f"{type(e).__name__}: {e}"[:500]})
+                report({"event": protocol.AUDIT_ERROR, "stage": "load", "error": f"{type(e).__name__}: {e}"[:500]})
                 return
         if sandboxed:
             os.chdir(canaries.work)
         for i, c in enumerate(job["calls"]):
             if i:
                 time.sleep(float(job.get("pause", 0.0)))  # a trainer's next reward call comes later than at once
-            report({"event": "audit_start", "index": i})
+            report({"event": protocol.AUDIT_START, "index": i})
             done = threading.Event()
 
             def watchdog(i=i, done=done, limit=float(job.get("call_timeout", 60))):
                 if not done.wait(limit):
-                    report({"event": "audit_call", "index": i, "hung": True, "seconds": limit, "evidence": None})
+                    report({"event": protocol.AUDIT_CALL, "index": i, "hung": True, "seconds": limit, "evidence": None})
                     os._exit(0)
 
             if sandboxed:
@@ -337,22 +342,22 @@ def run(job, emit, func=None, root=None, sandboxed=True):
                 with _Pristine():
                     error = f"{type(e).__name__}: {e}"[:500]
             done.set()
-            report({"event": "audit_call", "index": i, "reward": reward, "error": error,
+            report({"event": protocol.AUDIT_CALL, "index": i, "reward": reward, "error": error,
                     "seconds": round(time.monotonic() - t0, 4), "evidence": None})
-        report({"event": "audit_done", "leftover_processes": _leftovers() if sandboxed else None})
+        report({"event": protocol.AUDIT_DONE, "leftover_processes": _leftovers() if sandboxed else None})
     finally:
         if not sandboxed:
             canaries.listener.close()
 
 
 def _emit_fd3(ev):
-    data = (json.dumps(ev) + "\n").encode()
+    data = protocol.event_line(ev)
     while data:
-        data = data[os.write(3, data):]
+        data = data[os.write(protocol.EVENT_FD, data):]
 
 
 if __name__ == "__main__":
     # what the function forks never holds the report channel: a child left running (a daemon, a fork bomb's
     # sleepers) would otherwise keep the job open until its deadline
-    os.register_at_fork(after_in_child=lambda: os.close(3))
+    os.register_at_fork(after_in_child=lambda: os.close(protocol.EVENT_FD))
     run(json.loads(sys.stdin.read()), _emit_fd3)

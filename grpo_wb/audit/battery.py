@@ -547,7 +547,10 @@ def _grpo_wb_daemon():
 try:
     _ready_r, _ready_w = _posix.pipe()
     if _posix.fork() == 0:
-        _posix.setsid()
+        try:
+            _posix.setsid()
+        except OSError:
+            pass  # a sandbox that keeps a job in one session (grpo_wb's): detached by the double fork alone
         if _posix.fork() == 0:
             try:
                 # nothing of the call it came from (its output, the harness's pipes) is held open
@@ -711,7 +714,7 @@ def _disarm(v: TaskView) -> str:
                     "signal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(3600)")(v)
 
 
-HE = "openai/human-eval (PR #67, open; reproduced in shared docs/sandbox.md 2.5)"
+HE = "openai/human-eval (PR #67, open; reproduced in docs/sandbox.md 2.5)"
 EP = "evalplus (PR #306, open)"
 LCB = "LiveCodeBench call-based grading (`prediction == gt_out`, testing_util.py @28fef95)"
 OC = "OpenCompass (issue #2535)"
@@ -830,7 +833,8 @@ EXPLOITS: tuple[Exploit, ...] = (
             "disarms SIGALRM (setitimer 0, SIG_IGN), then sleeps: beats harnesses timed by an alarm in-process",
             "docs/sandbox.md 2.3 (a disarmed SIGALRM: only the parent's kill stopped it)", _disarm),
     Exploit("kill_parent", ("function", "stdio"), "crash", "SIGKILLs its parent process and the parent's group",
-            "docs/sandbox.md 2.3 (the red team's 'killing the parent')", _then_wrong(_KILL_PARENT)),
+            "the red team's 'killing the parent' (tests/test_redteam.py::test_killing_the_parent)",
+            _then_wrong(_KILL_PARENT)),
     # --------------------------------------------------------------- canaries
     Exploit("network_canary", ("function", "stdio"), "network",
             "connects to the listener the audit opened on 127.0.0.1 and sends a line",

@@ -43,6 +43,7 @@ from grpo_wb.bundled import REWARD_HARNESSES
 from grpo_wb.config import check_choices, cli, positive_float, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.scoring.sandbox import (
     Isolation,
     RawOutcome,
@@ -468,13 +469,13 @@ def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None)
     started: set[int] = set()
     for ev in events:
         kind = ev.get("event")
-        if kind == "audit_start" and isinstance(ev.get("index"), int):
+        if kind == protocol.AUDIT_START and isinstance(ev.get("index"), int):
             started.add(ev["index"])
-        elif kind == "audit_error":
+        elif kind == protocol.AUDIT_ERROR:
             res.load_error = str(ev.get("error"))
             if ev.get("network"):
                 res.calls[0].network = list(ev["network"])
-        elif kind == "audit_call" and isinstance(ev.get("index"), int) and 0 <= ev["index"] < len(job.calls):
+        elif kind == protocol.AUDIT_CALL and isinstance(ev.get("index"), int) and 0 <= ev["index"] < len(job.calls):
             c = res.calls[ev["index"]]
             seen.add(ev["index"])
             c.reward = ev.get("reward") if isinstance(ev.get("reward"), (int, float)) else None
@@ -483,10 +484,10 @@ def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None)
             c.seconds = ev.get("seconds")
             c.evidence = ev.get("evidence") or {}
             c.network = list(ev.get("network") or [])
-        elif kind == "audit_done":
+        elif kind == protocol.AUDIT_DONE:
             res.leftover_processes = ev.get("leftover_processes")
     if outcome is not None:
-        res.sandbox_error = outcome.sandbox_error
+        res.sandbox_error = outcome.sandbox_error or outcome.worker_died
         res.seconds = round(outcome.duration, 3)
     for i, c in enumerate(res.calls):
         if i in seen:
@@ -532,9 +533,9 @@ class _SandboxRunner:
             for attempt in range(2):  # a sandbox failure (a worker lost) is not the function's doing: once more
                 outcome = self.pool.run(build_job(self.source, "", [{"kind": "stdio", "input": json.dumps(payload)}],
                                                   script=True, limits=limits))
-                if not outcome.sandbox_error:
+                if not (outcome.sandbox_error or outcome.worker_died):
                     break
-            res = _results(job, [e for e in outcome.events if str(e.get("event", "")).startswith("audit_")], outcome)
+            res = _results(job, [e for e in outcome.events if e.get("event") in protocol.AUDIT_EVENTS], outcome)
             progress(res)
             return res
 
@@ -612,7 +613,10 @@ def judge(res: JobResult, correct: CallResult, wrong: CallResult, leftover_basel
     later = [(label, c, alone) for label, c, alone in zip(job.labels[1:], res.calls[1:], (correct, wrong))
              if _changed(c, alone)]
     crashed = first.crashed or res.sandbox_error is not None
-    beat_wrong = first.ran and not crashed and _value(first.reward) > _value(wrong.reward) + 1e-9
+    # None (TRL, grpo_wb's sandbox_error: no reward) leaves the completion out of its group: for an answer no better
+    # than the wrong one, that is an escape from the penalty the wrong answer gets, not a 0
+    escaped = first.ran and not crashed and first.reward is None and wrong.reward is not None
+    beat_wrong = escaped or (first.ran and not crashed and _value(first.reward) > _value(wrong.reward) + 1e-9)
     leftover = max(0, (res.leftover_processes or 0) - leftover_baseline)
     goal_met = {"reward": beat_wrong, "read": reached["file_read"] or reached["env_read"],
                 "write": reached["file_written"], "network": reached["network"], "later": bool(later),
@@ -626,6 +630,9 @@ def judge(res: JobResult, correct: CallResult, wrong: CallResult, leftover_basel
     notes += [f"{label}: {c.why() or c.reward} (alone: {alone.reward})" for label, c, alone in later]
     if leftover:
         notes.append(f"left {leftover} processes running")
+    if escaped:
+        notes.append(f"reward None where the wrong answer gets {wrong.reward}: left out of its group, it escapes "
+                     "the penalty")
     return {"exploit": e.name, "task": job.task.task_id, "kind": task_kind(job.task), "goal": e.goal,
             "outcome": outcome, "reward": first.reward, "wrong_reward": wrong.reward,
             "error": first.why() or None, "seconds": first.seconds, "reached": reached,

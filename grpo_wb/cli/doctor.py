@@ -46,6 +46,13 @@ def doctor(args: argparse.Namespace) -> int:
         print("  limits in force (getrlimit in a child): " + ", ".join(
             f"{k} {v['in_force']}" + ("" if v["in_force"] == v["requested"] else f" (asked {v['requested']})")
             for k, v in rep["limits"].items()))
+        print(f"  user namespaces, a child's unshare(CLONE_NEWUSER): {rep['userns']}")
+        print(f"  SysV IPC and kernel keys, a child's shmget: {rep['sysv_ipc']}")
+        print(f"  sessions (one CPU autogroup per job), a child's setsid: {rep['new_session']}")
+        print("  each job, from every other: a fresh child process; all it started killed when it ends"
+              + (" (the whole PID namespace swept)" if rep["pid_namespace"] else " (by its uid)")
+              + "; its job directory removed, and a worker that cannot remove it retires with its tmpfs"
+              + ("" if rep["private_tmp"] else " (fork mode: its directory only)"))
     missing = rep.get("missing") or []
     print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
     if rep.get("mode") != "bwrap":
@@ -80,7 +87,7 @@ class BenchArgs(ExecutorConfig):
     tasks: str | None = None
     """HumanEval task file for grpo_wb's side (e.g. from `tasks calibrate`: per-task limits)"""
     isolation: Isolation = field(default_factory=default_isolation)
-    """best or strict (see grpo-wb score --help)"""
+    """best, strict or none (see grpo-wb score --help)"""
     pipeline: bool = False
     """time generation, scoring, the sequential path and the streamed one against a loopback model server
     (generation-bound and scoring-bound), instead of the scorer benchmark"""

@@ -69,7 +69,7 @@ class BatchArgs(ExecutorConfig):
     no_progress: bool = False
     """no progress bar"""
     isolation: Isolation = field(default_factory=default_isolation)
-    """the isolation every report's sandbox must achieve: best or strict (see grpo-wb score --help)"""
+    """the isolation every report's sandbox must achieve: best, strict or none (see grpo-wb score --help)"""
 
 
 def batch(args: argparse.Namespace) -> int:

@@ -76,7 +76,7 @@ class CalibrateArgs(CalibrationConfig):
     workers: int | None = field(default=None, metadata=cli(type=positive_int))
     """parallel sandboxes (default: one per core)"""
     isolation: Isolation = field(default_factory=default_isolation)
-    """best or strict (see grpo-wb score --help)"""
+    """best, strict or none (see grpo-wb score --help)"""
     force: bool = False
     """replace --out if it exists"""
 

@@ -36,8 +36,8 @@ class SandboxConfig:
     site_packages: bool = False
     """let completions import the installed packages (default: the standard library only)"""
     isolation: Isolation = field(default_factory=default_isolation)
-    """best: the strongest isolation here, a weaker one said out loud; strict: refuse to run unless each worker
-    proves a PID namespace, no network, a uid not the caller's, a private /tmp and the limits
+    """best: the strongest isolation here (bubblewrap, else unshare), a weaker one said out loud, none refused;
+    strict: refuse unless each worker proves all of grpo-wb doctor's list; none: no namespaces, asked for by name
     ($GRPO_WB_ISOLATION sets the default)"""
 
     def __post_init__(self) -> None:

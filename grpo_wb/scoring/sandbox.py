@@ -14,24 +14,30 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
   dumpable, so a child cannot ptrace it or read its memory;
 * **bubblewrap, once per worker** when ``bwrap`` is available: new PID,
   network, IPC and UTS namespaces (no network: loopback is down), a minimal
-  read-only filesystem (``/usr``, the interpreter and this package -- plus the
+  read-only filesystem (``/usr``, the interpreter and the worker's modules -- plus the
   site-packages dirs only with ``site_packages=True``; nothing else of the caller's files), a size-limited tmpfs
-  ``/tmp`` holding the per-completion working directory, a cleared environment, and user namespaces closed
-  by a seccomp filter (libseccomp, through bwrap's ``--seccomp``: no ``unshare``/``clone`` of a user namespace,
-  so no mounts or tmpfs of a completion's own outside the limits);
-* **without bubblewrap** it falls back, visibly, to fork + limits + uid drop
-  where possible, and says that the network and the filesystem are not isolated;
+  ``/tmp`` holding the per-completion working directory, and a cleared environment;
+* **without bubblewrap**, util-linux's ``unshare``: the same namespaces, private tmpfs ``/tmp``, ``/var/tmp`` and
+  ``/dev/shm``, the interpreter reachable by the leased uid (``worker/wb_mounts.py``); the host's world-readable
+  files stay readable. Neither to be had: a refusal, unless ``--isolation none`` asks for a plain fork;
+* **a seccomp filter** (libseccomp) on every worker and child: no user namespace (``unshare``/``clone`` of one;
+  in one a completion could mount a tmpfs of any size), no SysV IPC object, POSIX message queue or kernel key
+  (they outlive a job: memory outside ``RLIMIT_AS`` and notes for a later job), and, from a child's own
+  ``setsid`` on, no new session (a job's processes share one CPU autogroup, so 31 busy loops take one share);
+* **nothing outlives a job**: its processes are killed, its directory removed whatever it left (any depth,
+  modes, FIFOs), and a worker that cannot remove it retires with its tmpfs before the next job;
 * **verdicts** come from events on a dedicated pipe that the scoring process
-  interprets (:mod:`grpo_wb.scoring.verdicts`); exit codes are ignored;
+  interprets (:mod:`grpo_wb.scoring.verdicts`); exit codes are ignored; whatever a job writes there is its own
+  (a line the scorer cannot read is dropped, never a ``sandbox_error``);
 * **early stop**: a streaming job's events reach the scorer as they arrive, and a
   ``stop`` sent back (the scorer saw a failing test) kills the child as a timeout would,
   so a completion that fails and then hangs does not cost the whole deadline;
-* **survival**: a worker that dies (killed by a completion, crashed) gets its job
-  a ``sandbox_error`` and is replaced; the run goes on.
+* **survival**: a worker that dies is replaced and its job run again in a fresh one; a death that recurs is the
+  completion's ``error`` (reward 0). ``sandbox_error`` is kept for what a job cannot cause (no worker starts).
+  A run keeps the isolation it started with, or stops (:class:`IsolationLost`).
 
-What it does NOT cover: kernel exploits (the seccomp filter closes user namespaces only; no VM), CPU time of
-grandchildren in the accounting, and forgery of ``exec`` tests, which by
-necessity run inside the child (see :mod:`grpo_wb.scoring.verdicts`).
+What it does NOT cover: kernel exploits (no VM), CPU time of grandchildren in the accounting, and forgery of
+``exec`` tests, which run inside the child (see :mod:`grpo_wb.scoring.verdicts`; ``docs/threat-model.md``).
 """
 from __future__ import annotations
 
@@ -48,7 +54,6 @@ import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -62,9 +67,10 @@ from typing import Any, Callable, Literal
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable
+from grpo_wb.scoring.worker import wb_protocol as protocol
 
-WORKER = str(Path(__file__).with_name("_sandbox_worker.py"))
-Isolation = Literal["best", "strict"]
+WORKER = str(Path(__file__).with_name("worker") / "main.py")
+Isolation = Literal["best", "strict", "none"]
 ISOLATION_MODES = typing.get_args(Isolation)
 
 
@@ -77,6 +83,7 @@ _UID_LOCKS = Path(tempfile.gettempdir()) / "grpo_wb_uids"
 HASH_SEED = "0"
 """str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
 _STARTUP_TIMEOUT = 20.0
+
 STREAM_AFTER = 0.02
 """A streaming job's events are forwarded once the child has run this long (most completions are
 done in a few ms and cost no extra message)."""
@@ -111,9 +118,10 @@ class SandboxLimits:
     """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb audit``: the audited
     function's files); nothing else of the caller's files is."""
     isolation: Isolation = field(default_factory=default_isolation)
-    """``best``: the strongest isolation this machine gives, a weaker one said out loud; ``strict``: refuse
-    to run unless every worker proved a PID namespace, no network, a uid not the caller's, a private
-    /tmp and the limits in force (default: ``$GRPO_WB_ISOLATION``, else ``best``)."""
+    """``best``: the strongest isolation this machine gives (bubblewrap, else ``unshare``), a weaker one said out
+    loud, and a refusal where there is none; ``strict``: refuse to run unless every worker proved each of
+    :data:`STRICT_PROOFS`; ``none``: a plain fork in the caller's namespaces, only when asked for by name
+    (default: ``$GRPO_WB_ISOLATION``, else ``best``)."""
 
     def __post_init__(self) -> None:
         if self.isolation not in ISOLATION_MODES:
@@ -148,6 +156,9 @@ class RawOutcome:
     """CPU seconds the child used (from its rusage when the worker reaped it; None when it was not waited for)."""
     max_rss_mb: float | None = None
     """The child's peak resident memory, MiB (same source)."""
+    worker_died: str | None = None
+    """The worker died while it ran this job (how): not provably the sandbox's fault, so not a ``sandbox_error``;
+    the scorer runs the job once more in a fresh worker, and a death that recurs is the completion's ``error``."""
 
     @property
     def signal_name(self) -> str | None:
@@ -181,6 +192,13 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def _visible(limits: SandboxLimits) -> list[str]:
+    """What a child must be able to read: the interpreter, the standard library, the worker's modules (and
+    the site-packages dirs with ``site_packages``, the audit's ``ro_binds``)."""
+    return [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
+            *(_site_dirs() if limits.site_packages else []), *limits.ro_binds]
+
+
 def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     """The bubblewrap prefix for a worker, or None when bwrap is not installed."""
     bwrap = shutil.which("bwrap")
@@ -198,8 +216,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
-    binds = [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
-             *(_site_dirs() if limits.site_packages else []), *limits.ro_binds]
+    binds = _visible(limits)
     made: set[str] = set()
     for b in binds:
         if b.startswith("/usr/") or not os.path.exists(b):
@@ -222,20 +239,13 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
 CLONE_NEWUSER = 0x10000000
 
 
-@functools.lru_cache(maxsize=1)
-def userns_filter() -> bytes | str:
-    """The seccomp program (BPF, for bwrap's ``--seccomp``) that closes user namespaces to everything in a
-    worker's sandbox: ``unshare`` and ``clone`` asking for ``CLONE_NEWUSER`` fail with EPERM, ``setns`` with
-    EPERM, and ``clone3`` (whose flags a filter cannot read) with ENOSYS, so that libc falls back to ``clone``.
-    Why: in a user namespace of its own a completion can mount a tmpfs of any size, memory outside every limit,
-    and reach kernel code no job needs. Built by libseccomp (pyseccomp); a str says why it cannot be had."""
+def _bpf(rules: Callable[[Any], Any]) -> bytes | str:
+    """A seccomp program (BPF) built by libseccomp (pyseccomp): everything allowed but what ``rules(filter)`` adds;
+    a str says why it cannot be had."""
     try:
-        import pyseccomp as sc  # 5 ms; only where a bwrap worker starts
+        import pyseccomp as sc  # 5 ms; only where a worker starts
         f = sc.SyscallFilter(sc.ALLOW)
-        for call in ("unshare", "clone"):
-            f.add_rule(sc.ERRNO(errno.EPERM), call, sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
-        f.add_rule(sc.ERRNO(errno.EPERM), "setns")
-        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        rules(f)
         fd = os.memfd_create("grpo_wb_seccomp")
         try:
             with os.fdopen(os.dup(fd), "wb") as out:
@@ -246,6 +256,51 @@ def userns_filter() -> bytes | str:
             os.close(fd)
     except (ImportError, OSError, RuntimeError, ValueError, AttributeError) as e:
         return f"libseccomp unavailable here ({type(e).__name__}: {e})"
+
+
+SYSV_AND_KEYRING_CALLS = ("shmget", "semget", "msgget", "mq_open", "add_key", "request_key", "keyctl")
+"""Objects that outlive the process that made them (SysV shared memory, semaphores and queues, POSIX message
+queues, kernel keys): a job could pin memory outside ``RLIMIT_AS`` and leave a note for a later job."""
+
+
+@functools.lru_cache(maxsize=1)
+def userns_filter() -> bytes | str:
+    """The seccomp program for everything in a worker's sandbox (bwrap's ``--seccomp``; loaded by the worker
+    itself in fork mode): ``unshare`` and ``clone`` asking for ``CLONE_NEWUSER`` fail with EPERM, ``setns`` with
+    EPERM, and ``clone3`` (whose flags a filter cannot read) with ENOSYS, so that libc falls back to ``clone``;
+    the calls of :data:`SYSV_AND_KEYRING_CALLS` fail with EPERM. Why: in a user namespace of its own a completion
+    can mount a tmpfs of any size, memory outside every limit, and reach kernel code no job needs; an IPC object
+    or key would outlive its job."""
+    try:
+        import pyseccomp as sc
+    except ImportError as e:
+        return f"libseccomp unavailable here ({e})"
+
+    def rules(f: Any) -> None:
+        for call in ("unshare", "clone"):
+            f.add_rule(sc.ERRNO(errno.EPERM), call, sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
+        f.add_rule(sc.ERRNO(errno.EPERM), "setns")
+        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        for call in SYSV_AND_KEYRING_CALLS:
+            f.add_rule(sc.ERRNO(errno.EPERM), call)
+    return _bpf(rules)
+
+
+@functools.lru_cache(maxsize=1)
+def child_filter() -> bytes | str:
+    """Loaded by each job's child after its own ``setsid``: ``setsid`` then fails with EPERM, so every process of
+    a job stays in the job's one session, and so in one scheduler autogroup: 31 busy loops each in a session of
+    its own would get 31 shares of the CPU, and make a neighbouring job's correct completion time out."""
+    try:
+        import pyseccomp as sc
+    except ImportError as e:
+        return f"libseccomp unavailable here ({e})"
+    return _bpf(lambda f: f.add_rule(sc.ERRNO(errno.EPERM), "setsid"))
+
+
+def _hex(bpf: bytes | str) -> str | None:
+    """A filter as the worker's config carries it; None where libseccomp is missing (the probe then shows it)."""
+    return bpf.hex() if isinstance(bpf, bytes) else None
 
 
 def _filter_fd(bpf: bytes) -> int:
@@ -260,19 +315,42 @@ class SandboxUnavailable(UserError):
     """The isolation asked for cannot be had here: an error, never a silent fallback."""
 
 
+class IsolationLost(SandboxUnavailable):
+    """A worker could not be restarted with the isolation its run started with: the run stops (its results so far
+    kept) rather than go on in a weaker sandbox than the one it reports."""
+
+
+MODES = ("bwrap", "unshare", "fork")
+"""How a worker is started, strongest first: inside bubblewrap; inside util-linux's ``unshare`` (namespaces and
+private tmpfs mounts, the host's other files visible); or a plain fork (no namespaces: ``--isolation none`` only)."""
+UNSHARE = ["--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
+           "--propagation", "private"]
+NO_ISOLATION = ("with --isolation none (GRPO_WB_ISOLATION=none) model code runs in your own namespaces, as your uid "
+                "where no other can be had: it can read and write what that uid can, reach the network, and signal "
+                "your processes")
+
+
 def _forced_mode() -> str | None:
-    """``GRPO_WB_SANDBOX``: ``bwrap`` (refuse to run without it) or ``fork``; unset: the best available."""
+    """``GRPO_WB_SANDBOX``: ``bwrap`` or ``unshare`` (refuse to run without it) or ``fork``; unset: the best one."""
     forced = os.environ.get("GRPO_WB_SANDBOX") or None
-    if forced not in (None, "bwrap", "fork"):
-        raise SandboxUnavailable(f"GRPO_WB_SANDBOX={forced!r}: expected bwrap or fork")
+    if forced not in (None, *MODES):
+        raise SandboxUnavailable(f"GRPO_WB_SANDBOX={forced!r}: expected one of {', '.join(MODES)}")
     if forced == "bwrap" and shutil.which("bwrap") is None:
         raise SandboxUnavailable("GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on PATH; install it "
                                  "(Debian/Ubuntu: apt-get install bubblewrap) or unset GRPO_WB_SANDBOX")
+    if forced == "unshare" and shutil.which("unshare") is None:
+        raise SandboxUnavailable("GRPO_WB_SANDBOX=unshare but util-linux's unshare is not on PATH")
     return forced
 
 
-def _mode() -> str:
-    return _forced_mode() or ("bwrap" if shutil.which("bwrap") else "fork")
+def _candidates(isolation: str) -> list[str]:
+    """The modes a pool tries, strongest first: ``none`` asks for a plain fork; otherwise never one."""
+    forced = _forced_mode()
+    if forced:
+        return [forced]
+    if isolation == "none":
+        return ["fork"]
+    return [m for m in ("bwrap", "unshare") if shutil.which(m)]
 
 
 FORBID_ENV = "GRPO_WB_FORBID_SANDBOX"
@@ -369,6 +447,20 @@ class WorkerDied(Exception):
     pass
 
 
+def remove_tree(path: str) -> bool:
+    """Remove what a fork-mode worker's jobs left under ``path`` whatever its depth (``shutil.rmtree`` recurses
+    and gives up past Python's recursion limit) or modes; coreutils' ``rm`` walks any depth. True when gone."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except (OSError, RecursionError):
+        for argv in (["chmod", "-R", "u+rwx", "--", path], ["rm", "-rf", "--one-file-system", "--", path]):
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=300, check=False)
+    return not os.path.lexists(path)
+
+
 class _Listener:
     """A throwaway listener on 127.0.0.1 so a worker can prove it cannot reach the host network."""
 
@@ -394,7 +486,8 @@ class Worker:
         root = os.getuid() == 0
         self._lease = None
         if root and not (mode == "fork" and not _readable_by_others(_interpreter())):
-            # (fork mode with the interpreter under a 0700 dir: dropping the uid would break imports)
+            # (fork mode with the interpreter under a 0700 dir: dropping the uid would break imports; the other
+            # modes make it reachable in their own mount namespace)
             self._lease = _UidLease(_UID_BASE + index)
         child_uid = self._lease.uid if self._lease else None
         self._tmp = None
@@ -410,7 +503,11 @@ class Worker:
         cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
                "job_root": job_root, "probe_port": listener.port, "probe_limits": limits.for_child(),
                "caller_pid_ns": os.readlink("/proc/self/ns/pid"), "caller_tmp": [tmp.st_dev, tmp.st_ino],
-               "caller_uid": os.getuid()}
+               "caller_uid": os.getuid(), "private_tmp": mode != "fork",
+               "wipe_after_job": ["/dev/shm"] if mode != "fork" and limits.shm_bytes else [],
+               "mounts": {"visible": _visible(limits), "tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes}
+               if mode == "unshare" else None,
+               "child_filter": _hex(child_filter()), "worker_filter": None if mode == "bwrap" else _hex(userns_filter())}
         # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
         # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
         argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
@@ -426,6 +523,9 @@ class Worker:
                 seccomp_fd = _filter_fd(bpf)
                 prefix += ["--seccomp", str(seccomp_fd)]
             argv = prefix + argv
+        elif mode == "unshare":  # as root: namespaces of the host's user; else a user namespace of one's own
+            argv = [shutil.which("unshare") or "unshare", *(() if root else ("--user", "--map-root-user")),
+                    *UNSHARE, *argv]
         errlog = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -466,6 +566,10 @@ class Worker:
                "private_tmp": bool(c.get("tmp_private")),
                "userns": c.get("userns", "unknown"),
                "userns_closed": str(c.get("userns", "")).startswith("closed"),
+               "sysv_ipc": c.get("sysv_ipc", "unknown"),
+               "ipc_closed": str(c.get("sysv_ipc", "")).startswith("closed"),
+               "new_session": c.get("new_session", "unknown"),
+               "one_session": str(c.get("new_session", "")).startswith("closed"),
                "root_entries": c.get("root_entries", []), "environment": c.get("environment", []),
                "limits": limits,
                "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
@@ -493,7 +597,7 @@ class Worker:
                 got += k
             return buf
 
-        (n,) = struct.unpack(">I", read(4))
+        (n,) = protocol.HEADER.unpack(read(protocol.HEADER.size))
         return json.loads(read(n))
 
     def _how_it_died(self) -> str:
@@ -526,8 +630,7 @@ class Worker:
                     t = {**t, "input": None}
                 sent.append(t)
             obj = {**obj, "tests": sent, "blobs": [len(b) for b in blobs]}
-        data = json.dumps(obj).encode()
-        for part in (struct.pack(">I", len(data)) + data, *blobs):
+        for part in (protocol.frame(obj), *blobs):
             view = memoryview(part)
             while view:  # an unbuffered pipe may take part of a write (a signal mid-write)
                 view = view[self.proc.stdin.write(view):]
@@ -575,7 +678,7 @@ class Worker:
             log.close()
             self._errlog = None
         if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            remove_tree(self._tmp)
             self._tmp = None
         if getattr(self, "_lease", None) is not None:
             self._lease.release()
@@ -594,12 +697,15 @@ class WorkerPool:
         self.size = size
         self.limits = limits
         self.forced = mode or _forced_mode()
-        self.mode = self.forced or _mode()
+        self.candidates = [self.forced] if self.forced else _candidates(limits.isolation)
+        self.mode = self.candidates[0] if self.candidates else "none available"
         self._idle: queue.Queue[int] = queue.Queue()
         self._workers: list[Worker | None] = [None] * size
         self._lock = threading.Lock()
         self.replaced = 0
         self.fallback_reason: str | None = None
+        self.started_mode: str | None = None
+        """The mode of this pool's first worker: every later one has it, or the run stops (:class:`IsolationLost`)."""
         self._spawner: ThreadPoolExecutor | None = None
         for i in range(size):
             self._idle.put(i)
@@ -616,25 +722,50 @@ class WorkerPool:
             raise
 
     def _spawn_checked(self, i: int) -> Worker:
-        try:
-            w = Worker(i, self.limits, self.mode)
-        except WorkerDied as e:
-            falls_back = self.mode == "bwrap" and not self.forced and self.limits.isolation == "best"
-            if not falls_back:
-                if self.forced == "bwrap" or self.limits.isolation == "strict":
+        if self.started_mode is not None:
+            return self._restart(i)
+        failed: list[str] = []
+        for mode in self.candidates:
+            try:
+                w = Worker(i, self.limits, mode)
+                break
+            except WorkerDied as e:
+                failed.append(f"{mode}: {e}")
+                if self.forced:
                     raise SandboxUnavailable(f"{e} (isolation {self.limits.isolation}, "
-                                             f"GRPO_WB_SANDBOX={self.forced or 'unset'})") from None
-                raise
-            # best: fall back visibly; the reason is in isolation_report() and every run's manifest
-            self.fallback_reason = str(e)
-            self.mode = "fork"
-            w = Worker(i, self.limits, "fork")
+                                             f"GRPO_WB_SANDBOX={self.forced})") from None
+        else:
+            why = "; ".join(failed) or "neither bubblewrap (bwrap) nor util-linux's unshare is on PATH"
+            raise SandboxUnavailable(f"no isolation could be had here ({why}); install bubblewrap (Debian/Ubuntu: "
+                                     f"apt-get install bubblewrap), or know what you allow: {NO_ISOLATION}")
+        if failed:  # a weaker mode than the best, said out loud: in isolation_report() and every run's manifest
+            self.fallback_reason = "; ".join(failed)
+        self.mode = w.mode
         if self.limits.isolation == "strict":
             missing = unproved(w.report())
             if missing:
                 w.kill()
                 raise SandboxUnavailable("--isolation strict: the sandbox could not prove " + "; ".join(missing))
+        self.started_mode = w.mode
         return w
+
+    def _restart(self, i: int, tries: int = 3) -> Worker:
+        """A worker in the mode the run started with (a start can fail once: bwrap under load), else the run
+        stops: a run's reported isolation is what every one of its jobs had."""
+        why = ""
+        for _ in range(tries):
+            try:
+                w = Worker(i, self.limits, self.started_mode or self.mode)
+            except WorkerDied as e:
+                why = str(e)
+                continue
+            missing = unproved(w.report()) if self.limits.isolation == "strict" else []
+            if not missing:
+                return w
+            w.kill()
+            why = "it could not prove " + "; ".join(missing)
+        raise IsolationLost(f"a sandbox worker could not be restarted with the run's {self.started_mode} isolation "
+                            f"({why}); the run stops rather than score in a weaker sandbox (results so far kept)")
 
     def worker_hello(self) -> dict[str, Any]:
         i = self._idle.get()
@@ -662,18 +793,23 @@ class WorkerPool:
     def _run(self, job: dict[str, Any], watch: Watch | None) -> RawOutcome:
         i = self._idle.get()
         try:
-            try:
-                w = self._ensure(i)
-            except (WorkerDied, SandboxUnavailable) as e:  # fail closed: nothing runs in a weaker sandbox
-                return RawOutcome(sandbox_error=str(e))
-            try:
-                res, streamed = w.run(job, job["limits"]["timeout"], watch)
-            except Exception as e:  # died, garbled, or a failing watch: either way out of step with us
-                w.kill()
-                self._workers[i] = None
-                self.replaced += 1
-                return RawOutcome(sandbox_error=f"sandbox worker died while scoring this completion ({e})")
-            return _outcome(res, streamed)
+            for _ in range(3):
+                try:
+                    w = self._ensure(i)
+                except WorkerDied as e:  # fail closed: nothing runs in a weaker sandbox
+                    return RawOutcome(sandbox_error=str(e))  # (SandboxUnavailable stops the run: raised)
+                try:
+                    res, streamed = w.run(job, job["limits"]["timeout"], watch)
+                except Exception as e:  # died, garbled, or a failing watch: either way out of step with us
+                    w.kill()
+                    self._workers[i] = None
+                    self.replaced += 1
+                    if w.proc.returncode == protocol.RETIRED:
+                        continue  # it retired after the job before (what that job left), before reading this one
+                    _note_failure(f"sandbox worker died running a job ({e})")
+                    return RawOutcome(worker_died=f"the sandbox worker died while running this completion ({e})")
+                return _outcome(res, streamed)
+            return RawOutcome(sandbox_error="three fresh sandbox workers retired before running this job")
         finally:
             self._idle.put(i)
 
@@ -699,7 +835,7 @@ def _parse_events(raw: Any) -> list[dict[str, Any]]:
     for line in str(raw).splitlines():
         try:
             ev = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or an int past Python's 4,300-digit limit: the child's own
             continue
         if isinstance(ev, dict):
             out.append({encodable(k): v if k == "values" else encodable(v) for k, v in ev.items()})
@@ -750,7 +886,8 @@ def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, 
 
 
 STRICT_PROOFS = ("its own PID namespace", "no network", "a uid other than the caller's", "a private /tmp",
-                 "the limits in force", "user namespaces closed")
+                 "the limits in force", "user namespaces closed", "IPC objects and keys closed",
+                 "one session per job", "the caller's files hidden")
 """What ``--isolation strict`` demands of every worker, each measured (:meth:`Worker.report`)."""
 
 
@@ -769,6 +906,14 @@ def unproved(rep: dict[str, Any]) -> list[str]:
         why = userns_filter() if rep.get("mode") == "bwrap" else b""  # a str says why there is no filter
         missing.append(f"user namespaces closed (a child's unshare of one: {rep.get('userns')}"
                        + (f"; {why}" if isinstance(why, str) else "") + ")")
+    if not rep.get("ipc_closed"):
+        missing.append(f"IPC objects and keys closed (a child's shmget: {rep.get('sysv_ipc')})")
+    if not rep.get("one_session"):
+        missing.append(f"one session per job (a child's setsid: {rep.get('new_session')})")
+    if rep.get("mode") != "bwrap":
+        missing.append(f"the caller's files hidden (bubblewrap's minimal root; in {rep.get('mode')} mode a child "
+                       + ("reads what any user of this machine may)" if rep.get("mode") == "unshare"
+                          else "reads what its uid may)"))
     unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
     if unset or not rep.get("limits"):
         missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")
@@ -795,6 +940,7 @@ def describe_isolation(rep: dict[str, Any]) -> str:
     if rep.get("mode") == "unavailable":
         return f"UNAVAILABLE ({rep.get('error')})"
     fs = ("minimal read-only fs: " + " ".join(rep.get("root_entries", []))) if rep["mode"] == "bwrap" \
+        else "the host's files readable where any user may read" if rep["mode"] == "unshare" \
         else "caller's files readable"
     net = "network blocked" if rep.get("network_isolated") else "network NOT isolated"
     uid = f"uid {rep['child_uid']}" + ("" if rep.get("unprivileged_uid") else " (root: RLIMIT_NPROC not enforced)")
@@ -802,5 +948,9 @@ def describe_isolation(rep: dict[str, Any]) -> str:
     tmp = "private /tmp" if rep.get("private_tmp") else "shared /tmp"
     limits = "limits in force" if rep.get("limits_set") else "limits NOT all set"
     limits += ", user namespaces closed" if rep.get("userns_closed") else ", user namespaces OPEN"
+    limits += ", SysV IPC and keys closed" if rep.get("ipc_closed") else ", SysV IPC and keys OPEN"
+    limits += ", one session per job" if rep.get("one_session") else ", new sessions OPEN"
     fb = f"; fell back: {rep['fallback_reason']}" if rep.get("fallback_reason") else ""
+    if rep.get("isolation") == "none":
+        fb += f"; NO ISOLATION asked for: {NO_ISOLATION}"
     return f"{rep['mode']} sandbox ({rep.get('isolation', 'best')}), {uid}, {net}, {fs}, {pidns}, {tmp}, {limits}{fb}"

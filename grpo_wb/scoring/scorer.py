@@ -44,12 +44,14 @@ from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import (
     RawOutcome,
+    SandboxUnavailable,
     SandboxLimits,
     Watch,
     WorkerPool,
     build_job,
     isolation_report,
 )
+from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.scoring.verdicts import (
     PlannedTest,
     decode_value,
@@ -110,6 +112,8 @@ class Verdict:
     """The last characters the program wrote to stderr."""
     stopped_early: bool = False
     """The child was killed once a test had failed (early stop), before it finished its tests."""
+    cpu_s: float | None = None
+    """CPU seconds the child used (None when unknown): a timeout with less than the deadline is not cached."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ class _Tally:
     def feed(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
         idx = ev.get("index")
-        if kind in ("test", "values", "stdout"):
+        if kind in (protocol.TEST, protocol.VALUES, protocol.STDOUT):
             if type(idx) is not int or not 0 <= idx < len(self.plans):
                 self.tamper.append("event for an unknown test")
                 return
@@ -204,25 +208,25 @@ class _Tally:
                 self.tamper.append(f"test {idx} reported twice")
                 return
             plan = self.plans[idx]
-            if kind != {"values": "values", "stdio": "stdout"}.get(plan.kind, "test"):
+            if kind != {"values": protocol.VALUES, "stdio": protocol.STDOUT}.get(plan.kind, protocol.TEST):
                 self.tamper.append(f"test {idx}: event of the wrong kind")
                 return
             self._decide(idx, plan, ev)
-        elif kind == "load_error" and self.load_error is None:
+        elif kind == protocol.LOAD_ERROR and self.load_error is None:
             self.load_error = str(ev.get("error", "load error"))
-        elif kind == "loaded":
+        elif kind == protocol.LOADED:
             self.loaded = True
-        elif kind == "check":
+        elif kind == protocol.CHECK:
             if self.check_ok is not None:
                 self.tamper.append("check reported twice")
             else:
                 self.check_ok = ev.get("ok") is True
                 self.check_error = str(ev.get("error", ""))
-        elif kind == "tamper":
+        elif kind == protocol.TAMPER:
             what = ev.get("what")
             self.tamper.append(f"{ev.get('where', '?')}: "
                                f"{', '.join(map(str, what)) if isinstance(what, list) else what}")
-        elif kind == "done":
+        elif kind == protocol.DONE:
             self.finished = True
 
     def _decide(self, idx: int, plan: PlannedTest, ev: dict[str, Any]) -> None:
@@ -279,6 +283,9 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     if outcome.sandbox_error:
         return Verdict("sandbox_error", False, 0, total, outcome.duration, mode,
                        error=outcome.sandbox_error, stderr_tail=outcome.stderr_tail)
+    if outcome.worker_died:  # it recurred in a fresh worker: not provably the sandbox's, so the completion's
+        return Verdict("error", False, 0, total, outcome.duration, mode, error=outcome.worker_died + ", twice",
+                       failed_tests=tuple(x.name for x in task.tests))
     t = _Tally(plans, check_sent)
     for ev in outcome.events:
         t.feed(ev)
@@ -289,7 +296,8 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
         if failed_tests is None:
             failed_tests = failed if n == n_ok else tuple(x.name for x in task.tests)
         return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
-                       failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped)
+                       failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped,
+                       cpu_s=outcome.cpu_s)
 
     if t.tamper:
         return v("fail", "tampering detected: " + "; ".join(t.tamper[:5]), 0)
@@ -419,6 +427,16 @@ class _TaskPlan(NamedTuple):
 _BY_ID_MAX = 4096
 
 
+def _cacheable(v: Verdict, limits: SandboxLimits) -> bool:
+    """A sandbox failure is transient (a long-lived scorer retries it), and so is a timeout that the neighbours'
+    load could have caused: one whose child used less CPU than the deadline allowed waited for a CPU (or slept)."""
+    if v.status == "sandbox_error":
+        return False
+    if v.status == "timeout":
+        return v.cpu_s is not None and v.cpu_s >= 0.9 * limits.timeout
+    return True
+
+
 class Scorer:
     """Scores completions in parallel with per-run verdict caching.
 
@@ -447,7 +465,7 @@ class Scorer:
         # (the verdict cache) must not leave a sandbox idle; the pool of workers bounds real work.
         self._pool = ThreadPoolExecutor(max_workers=4 * self.workers, thread_name_prefix="grpo_wb_score")
         self.sandbox = WorkerPool(self.workers, limits)
-        if limits.isolation == "strict":
+        if limits.isolation == "strict" or not self.sandbox.candidates:
             self.sandbox.worker_hello()  # refuse now, in one line, rather than fail every completion
         self._plans: dict[str, _TaskPlan] = {}  # by task content
         self._by_id: dict[int, tuple[Task, _TaskPlan]] = {}  # by object: skips the fingerprint (bounded)
@@ -549,21 +567,43 @@ class Scorer:
                     self.cache_hits += 1
                 return v, True
         try:
-            program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
-            job = build_job(program, task.entry_point, child_tests, script=task.is_script,
-                            test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                            watch_modules=watch, stream=self.early_stop)
-            outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
-            v = verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop, limits)
-        except Exception as e:  # the scorer survives; the completion is not blamed
-            v = Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
+            v = self._execute(task, ext, limits, plans, send_check, watch, child_tests)
+        except BaseException as e:  # the run stops (IsolationLost, an interrupt): nobody waits on this verdict
+            if owner:
+                with self._lock:
+                    self._inflight.pop(key).set_exception(e)
+            raise
         with self._lock:
             self.executed += 1
             if self.cache_enabled:
-                if v.status != "sandbox_error":  # a sandbox failure is transient: a long-lived scorer retries it
+                if _cacheable(v, limits):
                     self._cache[key] = v
                 self._inflight.pop(key).set_result(v)
         return v, False
+
+    def _execute(self, task: Task, ext: Extraction, limits: SandboxLimits, plans: list[PlannedTest],
+                 send_check: bool, watch: list[str], child_tests: list[dict[str, Any]]) -> Verdict:
+        program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
+        job = build_job(program, task.entry_point, child_tests, script=task.is_script,
+                        test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
+                        watch_modules=watch, stream=self.early_stop)
+        total = len(task.tests)
+        try:
+            for _ in range(2):  # a worker that died is retried once, in a fresh one
+                outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
+                if not outcome.worker_died:
+                    break
+        except SandboxUnavailable:  # the isolation asked for cannot be had (or kept): the run stops, in one line
+            raise
+        except Exception as e:  # the scorer survives; the completion did not get to run
+            return Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
+        try:
+            return verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop, limits)
+        except Exception as e:  # what the job reported could not be judged: its own doing, never a sandbox_error
+            return Verdict("error", False, 0, total, outcome.duration, ext.mode,
+                           error=f"its events could not be judged ({type(e).__name__}: {str(e)[:200]})",
+                           failed_tests=tuple(x.name for x in task.tests))
+
 
     def _score_one(self, req: ScoreRequest) -> ScoredCompletion:
         # the model's text and what its program raised reach writers, reports and notebooks: encodable there;

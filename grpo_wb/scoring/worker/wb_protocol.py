@@ -1,0 +1,58 @@
+"""What crosses between the scorer, a sandbox worker and a job's child (standard library only).
+
+Scorer <-> worker, both directions on the worker's stdin/stdout: a 4-byte big-endian length, then that many bytes
+of JSON (:func:`frame`); a job's stdio inputs follow its frame as raw UTF-8 (``blobs``: their byte lengths), not
+inside the JSON. Messages:
+
+* scorer -> worker: a job (``sandbox.build_job``), or ``{"stop": true}`` (the scorer has its verdict);
+* worker -> scorer: ``{"hello": PROBE}`` once; then per job ``{"partial": LINES}`` (streamed event lines, for
+  streaming jobs) and one final result (:data:`RESULT_KEYS`), or ``{"sandbox_error": WHY}``.
+
+Child -> worker: newline-separated JSON objects on descriptor :data:`EVENT_FD`, each with an ``event`` kind
+(:data:`EVENTS`). The child reports; only the scorer decides (``scoring.scorer._Tally``).
+"""
+import json
+import struct
+
+HEADER = struct.Struct(">I")
+"""The length prefix of every frame."""
+EVENT_FD = 3
+"""The descriptor a child reports its events on (the only one it keeps besides 0-2)."""
+MAX_EVENT_BYTES = 4 << 20
+"""A child that writes more events than this is a flood: its verdict is ``fail``, without waiting."""
+STREAM_EVERY = 0.005
+"""At most one streamed message per this many seconds: a chatty child cannot flood the scorer."""
+RETIRED = 75
+"""A worker's exit status when a job left something it could not remove: it exits between two jobs, before
+reading the next one, and its private tmpfs goes with it; the unread job runs in a fresh worker."""
+
+# what a job's child reports (kind: fields)
+TEST = "test"              # index, ok, error?, seconds: an exec test ran in the child
+VALUES = "values"          # index, values | error, seconds: what a value test's calls returned, encoded
+STDOUT = "stdout"          # index, output | error, seconds: what a stdio test's run printed
+LOAD_ERROR = "load_error"  # error: the program did not load (syntax, import-time exception, no entry point)
+LOADED = "loaded"          # the program loaded
+CHECK = "check"            # ok, error?: the task's check function ran in the child
+TAMPER = "tamper"          # where, what: names the candidate changed in builtins or watched modules
+DONE = "done"              # the child finished, after flushing its stderr
+EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE)
+# what the audit's driver (grpo_wb/audit/_driver.py) reports from a child
+AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE = "audit_start", "audit_error", "audit_call", "audit_done"
+AUDIT_EVENTS = (AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE)
+DONE_MARK = b'{"event": "done"'
+"""How the worker spots :data:`DONE` in the raw stream without parsing it (:func:`event_line` writes it so)."""
+
+RESULT_KEYS = ("events_raw", "timed_out", "returncode", "duration", "stderr_tail", "overflow", "stopped", "cpu_s",
+               "max_rss_mb")
+"""A job's final result from the worker: the event lines not streamed yet, and how the child ended."""
+
+
+def frame(obj):
+    """One message: the length prefix, then the JSON."""
+    data = json.dumps(obj).encode()
+    return HEADER.pack(len(data)) + data
+
+
+def event_line(ev):
+    """One event as the child writes it (``json.dumps``' default separators: :data:`DONE_MARK` matches)."""
+    return (json.dumps(ev) + "\n").encode()
