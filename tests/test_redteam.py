@@ -163,15 +163,16 @@ def test_flooding_the_result_channel(scorer):
 # ----------------------------------------------------------------------------- patching builtins and the harness
 
 
-def test_patching_builtins_is_detected(scorer):
+def test_patching_builtins_reaches_no_exec_test(scorer):
+    # the exec test's loop would run zero times with range patched: it runs in the tester, not beside the candidate
     r = score(scorer, EXEC, "import builtins\nbuiltins.range = lambda *a: []\ndef double(x):\n    return 0\n")
-    assert "tampering" in r.error
+    assert r.error == "AssertionError", r.error
     assert_harmless(scorer, r)
 
 
-def test_patching_builtins_at_call_time_is_detected(scorer):
+def test_patching_builtins_at_call_time_reaches_no_exec_test(scorer):
     r = score(scorer, EXEC, body("import builtins\nbuiltins.range = lambda *a: []\nreturn 0"))
-    assert "tampering" in r.error
+    assert r.error == "AssertionError", r.error
     assert_harmless(scorer, r)
 
 

@@ -174,16 +174,20 @@ def _observe(r, key: str) -> str:
 
 
 def test_code_never_runs_in_scoring_process(scorer):
+    # the exec test asks the candidate's process what it sees (its pid, its module code's effect) and adds its own pid
     probe = make_task("assert candidate(1) == 2",
-                      "import os, sys\n"
-                      "_m = sys.modules.get('textwrap')\n"
-                      "assert False, 'PID=%d|TOUCHED=%r|' % (os.getpid(), getattr(_m, 'GRPO_WB_TOUCHED', None))",
+                      "import os\nassert False, 'TESTER=%d|' % os.getpid() + _observed()",
                       task_id="iso/pid")
-    completion = GOOD + "import textwrap\ntextwrap.GRPO_WB_TOUCHED = True\nGRPO_WB_FLAG = 1\n"
+    completion = GOOD + ("import os, sys, textwrap\ntextwrap.GRPO_WB_TOUCHED = True\nGRPO_WB_FLAG = 1\n"
+                         "def _observed():\n"
+                         "    return 'PID=%d|TOUCHED=%r|' % (os.getpid(), getattr(sys.modules.get('textwrap'), "
+                         "'GRPO_WB_TOUCHED', None))\n")
     r = score_one(scorer, probe, completion)
     assert (r.status, r.tests_passed, r.failed_tests) == ("fail", 1, ["t1"]), r
     assert _observe(r, "TOUCHED") == "True", "the completion's module code did not run before the tests"
     assert int(_observe(r, "PID")) != os.getpid()
+    assert int(_observe(r, "TESTER")) not in (os.getpid(), int(_observe(r, "PID"))), \
+        "the exec test ran in the candidate's process"
     assert not hasattr(textwrap, "GRPO_WB_TOUCHED"), "the completion changed a module of the scoring process"
     assert "GRPO_WB_FLAG" not in globals()
 

@@ -855,12 +855,12 @@ def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOut
 
 def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
               check: str | None = None, limits: SandboxLimits = SandboxLimits(),
-              watch_modules: list[str] | None = None, script: bool = False, stream: bool = False) -> dict[str, Any]:
+              script: bool = False, stream: bool = False) -> dict[str, Any]:
     """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``).
 
     ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``)."""
     return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
-            "check": check, "limits": limits.for_child(), "watch_modules": watch_modules or ["math"],
+            "check": check, "limits": limits.for_child(),
             "script": script, "stream_after": STREAM_AFTER if stream else None}
 
 

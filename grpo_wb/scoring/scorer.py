@@ -23,7 +23,6 @@ a ``fail`` in milliseconds rather than a ``timeout`` after the whole deadline.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
@@ -37,7 +36,6 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
-from grpo_wb.scoring import astlock
 from grpo_wb.scoring.extraction import Extraction, extract_program
 from grpo_wb.scoring.rules import TrainerRule, judged_task, trainer_rule, unrewardable
 from grpo_wb.scoring.feed import NOTHING, Feed
@@ -340,24 +338,6 @@ def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
     return watch
 
 
-def _imported_modules(task: Task) -> list[str]:
-    """Modules the tests rely on: the harness checks the completion did not patch them."""
-    names = {"math"}
-    for src in [task.test_setup, task.check or "", *(t.code for t in task.tests)]:
-        if "import" not in src:  # most tests import nothing: skip the parse
-            continue
-        try:
-            tree = astlock.parse(src)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names.add(node.module.split(".")[0])
-    return sorted(names)
-
-
 def _task_fingerprint(task: Task) -> str:
     """Everything about a task that changes a verdict. Texts are hashed as they are, each after its length (no
     JSON encoding of a test's stdin: a row can carry hundreds of MB of it)."""
@@ -418,8 +398,6 @@ class _TaskPlan(NamedTuple):
     plans: list[PlannedTest]
     send_check: bool
     """Whether ``check`` goes to the child (some test could not be a value test)."""
-    watch: list[str]
-    """Modules the child checks for tampering."""
     child_tests: list[dict[str, Any]]
     """The tests as sent to the child."""
 
@@ -498,7 +476,7 @@ class Scorer:
             plan = self._plans.get(key)
         if plan is None:
             plans, send = plan_task(task)
-            plan = _TaskPlan(key, plans, send, _imported_modules(task), [p.for_child() for p in plans])
+            plan = _TaskPlan(key, plans, send, [p.for_child() for p in plans])
             with self._lock:
                 self._plans[key] = plan
         with self._lock:
@@ -548,7 +526,7 @@ class Scorer:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
         limits = self.limits.with_timeout(task.timeout)
-        fingerprint, plans, send_check, watch, child_tests = self._plan(task)
+        fingerprint, plans, send_check, child_tests = self._plan(task)
         key = _cache_key(fingerprint, ext.program, limits)
         owner = False
         if self.cache_enabled:
@@ -567,7 +545,7 @@ class Scorer:
                     self.cache_hits += 1
                 return v, True
         try:
-            v = self._execute(task, ext, limits, plans, send_check, watch, child_tests)
+            v = self._execute(task, ext, limits, plans, send_check, child_tests)
         except BaseException as e:  # the run stops (IsolationLost, an interrupt): nobody waits on this verdict
             if owner:
                 with self._lock:
@@ -582,11 +560,11 @@ class Scorer:
         return v, False
 
     def _execute(self, task: Task, ext: Extraction, limits: SandboxLimits, plans: list[PlannedTest],
-                 send_check: bool, watch: list[str], child_tests: list[dict[str, Any]]) -> Verdict:
+                 send_check: bool, child_tests: list[dict[str, Any]]) -> Verdict:
         program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
         job = build_job(program, task.entry_point, child_tests, script=task.is_script,
                         test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                        watch_modules=watch, stream=self.early_stop)
+                        stream=self.early_stop)
         total = len(task.tests)
         try:
             for _ in range(2):  # a worker that died is retried once, in a fresh one

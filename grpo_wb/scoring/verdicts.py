@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from grpo_wb.scoring import astlock
+from grpo_wb.scoring.worker.wb_values import (MAX_INT_BITS, MAX_SAME_HASH, DecodeError, check_hashes,  # noqa: F401
+                                              decode_value)
 
 _SAFE_FUNCS: dict[str, Any] = {
     "abs": abs, "len": len, "sorted": sorted, "round": round, "min": min, "max": max, "sum": sum,
@@ -399,14 +401,8 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
 
 MAX_ITEMS = 1 << 20
 """Most elements (and characters of strings and bytes) a value in the scorer may have, in all."""
-MAX_INT_BITS = 1 << 16
-"""Most bits an integer in the scorer may have (about 19,700 decimal digits)."""
 MAX_STEPS = 100_000
 """Most AST nodes one budgeted evaluation may visit."""
-MAX_SAME_HASH = 16
-"""Most distinct members (or keys) one set, frozenset or dict in the scorer may hold under one hash value. Ints,
-floats and tuples hash deterministically (``n`` and ``n + k * (2**61 - 1)`` alike), and a hash table holding ``m``
-of them takes ``m**2`` comparisons to build: 60,000 took 50 s, with the GIL held."""
 _GROWING = (ast.Mult, ast.Pow, ast.Mod)
 """Operators whose result can be far larger than their operands (``'ab' * n``, ``2 ** n``, ``'%*d' % (n, 1)``)."""
 _ITERATING = {"range", "sum", "sorted", "min", "max", "all", "any", "list", "tuple", "set", "frozenset", "dict",
@@ -598,85 +594,17 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
-class DecodeError(ValueError):
-    pass
-
-
 def _spread(source: Any, pairs: bool) -> list:
     """What ``set``/``frozenset`` (or, with ``pairs``, ``dict``) would read from ``source``, as a list whose members
-    (or keys) are checked by :func:`_check_hashes` first. Past the bound, an :class:`EvalBudget`."""
+    (or keys) are checked by :func:`check_hashes` first. Past the bound, an :class:`EvalBudget`."""
     if isinstance(source, dict):
         items: list = list(source.items()) if pairs else list(source)
     else:
         items = [tuple(p) for p in source] if pairs else list(source)
     try:
-        _check_hashes([p[0] for p in items if len(p) == 2] if pairs else items)
+        check_hashes([p[0] for p in items if len(p) == 2] if pairs else items)
     except DecodeError as e:
         raise EvalBudget(str(e)) from None
     return items
 
 
-def _check_hashes(items: list, what: str = "members") -> None:
-    """Refuse (:class:`DecodeError`) ``items`` that are unhashable or of which more than :data:`MAX_SAME_HASH`
-    distinct ones share a hash, before a set or dict is built of them. Linear: hash values are counted (distinct
-    ints, which do not collide among themselves), and only a crowded hash's items are compared, each with at most
-    :data:`MAX_SAME_HASH` others."""
-    try:
-        hashes = [hash(x) for x in items]
-    except TypeError:
-        raise DecodeError(f"unhashable {what}") from None
-    counts = Counter(hashes)
-    crowded = {h for h, n in counts.items() if n > MAX_SAME_HASH}
-    if not crowded:
-        return
-    seen: dict[int, list] = {}
-    for x, h in zip(items, hashes):
-        if h in crowded:
-            group = seen.setdefault(h, [])
-            if not any(x is y or x == y for y in group):  # as a set tells members apart
-                if len(group) == MAX_SAME_HASH:
-                    raise DecodeError(f"more than {MAX_SAME_HASH} distinct {what} share one hash value "
-                                      f"(a set or dict of them takes quadratic time to build)")
-                group.append(x)
-
-
-def decode_value(obj: Any, depth: int = 0) -> Any:
-    """Rebuild a value the child encoded; anything off-format is an error (the test fails)."""
-    if depth > 64:
-        raise DecodeError("value nested too deeply")
-    if obj is None or type(obj) in (bool, str):
-        return obj
-    if type(obj) is int:
-        return obj
-    if type(obj) is float:
-        return obj
-    if type(obj) is list:
-        return [decode_value(v, depth + 1) for v in obj]
-    if type(obj) is dict and set(obj) == {"$", "v"}:
-        tag, v = obj["$"], obj["v"]
-        if tag == "tuple" and type(v) is list:
-            return tuple(decode_value(x, depth + 1) for x in v)
-        if tag == "dict" and type(v) is list:
-            keys, values = [], []
-            for pair in v:
-                if type(pair) is not list or len(pair) != 2:
-                    raise DecodeError("bad dict item")
-                keys.append(decode_value(pair[0], depth + 1))
-                values.append(decode_value(pair[1], depth + 1))
-            _check_hashes(keys, "keys")
-            return dict(zip(keys, values))
-        if tag in ("set", "frozenset") and type(v) is list:
-            items = [decode_value(x, depth + 1) for x in v]
-            _check_hashes(items)
-            return set(items) if tag == "set" else frozenset(items)
-        if tag == "bigint" and type(v) is str:
-            if len(v) > MAX_INT_BITS // 4 + 3:  # hex digits (the child encodes big ints in hex)
-                raise DecodeError("an integer larger than the scorer evaluates")
-            return int(v, 16) if v.lstrip("-").startswith("0x") else int(v)
-        if tag == "float" and v in ("nan", "inf", "-inf"):
-            return float(v)
-        if tag == "bytes" and type(v) is str:
-            return bytes.fromhex(v)
-        if tag == "complex" and type(v) is list and len(v) == 2:
-            return complex(float(v[0]), float(v[1]))
-    raise DecodeError(f"not an encoded builtin value: {reprlib.repr(obj)[:80]}")  # bounded, however large obj

@@ -415,6 +415,7 @@ def main():
     wb_child._prctl(wb_child.PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
     # Set once here what every child inherits (cheaper than per fork).
+    wb_child.HASH_SEED = os.environ.get("PYTHONHASHSEED")
     os.environ.clear()
     home = cfg.get("job_root", "/tmp")
     os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home})

@@ -8,6 +8,7 @@ import sys
 
 import wb_harness
 import wb_protocol as protocol
+import wb_remote
 
 _LIBC = None
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
@@ -49,6 +50,9 @@ def _load_seccomp(program):
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program[0]), 0, 0) == 0
 
 
+HASH_SEED = None
+"""The worker's ``PYTHONHASHSEED`` (set in main(), before it empties its environment): a candidate's process gets
+the same, so a set's order is the same in every process of every worker."""
 _CHILD_FILTER = None
 """Set in main(): the filter each job's child loads after its own setsid (``sandbox.child_filter``)."""
 
@@ -137,7 +141,8 @@ def child_main(job, wfd, errfd, jobdir, cfg):
     _child_setup(job["limits"], wfd, errfd, jobdir, cfg)
     emit = _emit_to(protocol.EVENT_FD)
     try:
-        wb_harness.run_harness(job, emit)
+        tester = start_candidate(job, cfg) if wb_harness.needs_tester(job) else None
+        wb_harness.run_harness(job, emit, tester)
     except BaseException:
         pass
     try:
@@ -150,6 +155,38 @@ def child_main(job, wfd, errfd, jobdir, cfg):
     except BaseException:
         pass
     os._exit(0)
+
+
+CANDIDATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "candidate.py")
+"""The candidate's process of a split job (:func:`wb_harness.needs_tester`)."""
+
+
+def start_candidate(job, cfg):
+    """Start the candidate's process of a split job: forked from this child after its set-up (uid, limits, seccomp,
+    session: all inherited), then exec'd, so that it holds nothing of this process's memory (the job's tests and
+    expected values, earlier jobs' leftovers) and not the event channel (descriptor 3 becomes its request pipe).
+    This process is made non-dumpable: the candidate, same uid, can neither trace it nor open its descriptors."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            hi_r, hi_w = os.dup(req_r), os.dup(rep_w)  # above 4, whatever the pipes got
+            os.dup2(hi_r, 3)  # over the event channel
+            os.dup2(hi_w, 4)
+            _close_above(4)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            env = dict(os.environ, **({"PYTHONHASHSEED": HASH_SEED} if HASH_SEED else {}))  # the worker's set order
+            os.execve(sys.executable, [sys.executable, "-s", "-P", "-S", "-B", CANDIDATE], env)
+        finally:
+            os._exit(127)
+    os.close(req_r)
+    os.close(rep_w)
+    _prctl(PR_SET_DUMPABLE, 0)
+    tester = wb_remote.Tester(rep_r, req_w)
+    tester.send({"program": job["program"], "entry_point": job["entry_point"],
+                 "extra_sys_path": cfg.get("extra_sys_path", [])})
+    return tester
 
 
 def _measure(cfg):

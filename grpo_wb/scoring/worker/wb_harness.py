@@ -1,7 +1,9 @@
 """What a job's child runs: the candidate, then its tests, reporting raw events (no verdicts here).
 
-Value tests report the values the candidate's calls returned (:mod:`wb_values`); stdio tests what a run printed;
-exec tests and ``check`` run here, in the candidate's process, and report pass or fail themselves.
+Value tests report the values the candidate's calls returned (:mod:`wb_values`); stdio tests what a run printed.
+A job with exec tests or a ``check`` is split (:func:`needs_tester`): this child is then the *tester*, which runs
+the tests and reports whether they passed, and the candidate runs in a process of its own that answers the tests'
+calls by value (:mod:`wb_remote`): it never holds the tests, their expected values or the event channel.
 """
 import builtins
 import sys
@@ -9,6 +11,7 @@ import time
 import warnings
 
 import wb_protocol as protocol
+from wb_remote import _Function as _RemoteFunction
 from wb_values import NotBuiltin, encode
 
 def _short(exc):
@@ -17,45 +20,6 @@ def _short(exc):
     except BaseException:
         msg = type(exc).__name__
     return msg if len(msg) <= 300 else msg[:297] + "..."
-
-
-def _snapshot(module_names):
-    snap = {"builtins": dict(builtins.__dict__)}
-    for name in module_names:
-        mod = sys.modules.get(name)
-        if mod is not None:
-            snap[name] = dict(vars(mod))
-    return snap
-
-
-def _tampered(snap):
-    """Names the completion changed in builtins or watched modules; restores them."""
-    found = []
-    for name, saved in snap.items():
-        mod = builtins if name == "builtins" else sys.modules.get(name)
-        if mod is None:
-            found.append(f"module {name} removed")
-            continue
-        current = vars(mod)
-        for k, v in saved.items():
-            if current.get(k, _MISSING) is not v:
-                found.append(f"{name}.{k}")
-        if name == "builtins":
-            for k in list(current):
-                if k not in saved:
-                    found.append(f"builtins.{k} added")
-        # restore whatever we can
-        try:
-            for k in list(current):
-                if k not in saved and name == "builtins":
-                    del current[k]
-            current.update(saved)
-        except BaseException:
-            pass
-    return found
-
-
-_MISSING = object()
 
 
 # ----------------------------------------------------------------------------- compiling ahead
@@ -103,33 +67,24 @@ def compile_ahead(job):
     _ahead(job["program"], "<candidate>", "exec")
 
 
-_BASELINE = None  # (snapshot, the worker modules' globals), taken once in the worker and inherited by every fork
-WORKER_MODULES = ("wb_protocol", "wb_values", "wb_harness", "wb_child")
+_BASELINE = None  # the worker modules' globals, taken once in the worker and inherited by every fork
+WORKER_MODULES = ("wb_protocol", "wb_values", "wb_remote", "wb_harness", "wb_child")
 
 
 def take_baseline():
-    """Snapshot builtins, the preloaded modules and the harness once, before any job (cheap forks)."""
+    """Snapshot the harness's modules once, before any job (cheap forks)."""
     global _BASELINE
-    names = [n for n, m in sys.modules.items() if m is not None and "." not in n and not n.startswith("_")]
-    _BASELINE = (_snapshot(names), {m: dict(vars(sys.modules[m])) for m in WORKER_MODULES if m in sys.modules})
+    _BASELINE = {m: dict(vars(sys.modules[m])) for m in WORKER_MODULES if m in sys.modules}
 
 
-def run_harness(job, emit):
-    """Execute the program and its tests, emitting raw events (no verdicts here)."""
+def run_harness(job, emit, tester=None):
+    """Execute the program and its tests, emitting raw events (no verdicts here); with ``tester`` (a split job:
+    :func:`needs_tester`), the program runs in the candidate's process at its other end."""
+    if tester is not None:
+        run_split(job, emit, tester)
+        return
     if _BASELINE is None:
         take_baseline()
-    full_snap, worker_globals = _BASELINE
-    # Patched builtins or modules matter only to tests decided here (exec tests, check): a value test's
-    # values are judged by the scorer, so patching gains nothing there. Snapshotting and checking touch
-    # every watched object (copy-on-write faults: ~0.9 ms a fork), so value-only jobs skip both.
-    decided_here = bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"])
-    snap = {}
-    if decided_here:
-        watched = set(job.get("watch_modules", [])) | {"json", "os", "sys", "math", "builtins"}
-        snap = {k: v for k, v in full_snap.items() if k in watched}
-        late = [n for n in watched - set(snap) if n in sys.modules]
-        if late:  # watched but not preloaded: snapshot them now
-            snap.update(_snapshot(late))
     ns = {"__name__": "__candidate__", "__builtins__": builtins}
     try:
         code = _compile(job["program"], "<candidate>", "exec")
@@ -145,43 +100,84 @@ def run_harness(job, emit):
     except BaseException as e:  # SystemExit included: leaving early passes nothing
         emit({"event": protocol.LOAD_ERROR, "error": _short(e)})
         return
-    found = _tampered(snap) if decided_here else []
-    for name, saved in worker_globals.items():  # the harness's own names (encode, ...) and its siblings'
+    # No test is decided in this process (exec tests are split off), so patched builtins gain nothing here; the
+    # harness's own names (encode, ...) and its siblings' are still checked: they report the values.
+    found = []
+    for name, saved in _BASELINE.items():
         current = vars(sys.modules[name])
         if any(current.get(k) is not v for k, v in saved.items() if k not in ("__builtins__", "_BASELINE")):
             found.append("harness globals" if name == "wb_harness" else f"{name} globals")
             current.update({k: v for k, v in saved.items() if k != "_BASELINE"})
     if found:
         emit({"event": protocol.TAMPER, "where": "module level", "what": found[:20]})
-    # LeetCode style: a class Solution with the entry point as a method is what is called, as APPS's, TACO's,
-    # prime_code's and LiveCodeBench's harnesses call Solution().fn, before any module-level name of that name
-    # (the APPS prelude's star imports bind merge, sqrt, product ...)
-    entry = None
-    cls = ns.get("Solution")
-    if isinstance(cls, type) and callable(getattr(cls, job["entry_point"], None)):
-        try:
-            entry = getattr(cls(), job["entry_point"])
-        except BaseException as e:
-            emit({"event": protocol.LOAD_ERROR, "error": _short(e)})
-            return
-    if entry is None:
-        entry = ns.get(job["entry_point"])
-    if not callable(entry):
-        emit({"event": protocol.LOAD_ERROR, "error": f"NameError: entry point {job['entry_point']!r} is not defined"})
+    try:
+        entry = find_entry(ns, job["entry_point"])
+    except BaseException as e:
+        emit({"event": protocol.LOAD_ERROR, "error": _short(e)})
         return
     emit({"event": protocol.LOADED})
-    setup = _compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
 
     def guarded(*args, **kwargs):
-        # In exec tests the comparison happens here, in the child: refuse return values
-        # that are not plain builtins, so an object with a forged __eq__ never reaches it.
+        # refuse return values that are not plain builtins: an object with a forged __eq__ never reaches a test
         result = entry(*args, **kwargs)
         encode(result)
         return result
 
-    # A class entry point (KodCode's `from solution import Stack`) returns instances the tests inspect
-    # themselves: there is no plain value to insist on, so a class is not guarded.
-    guard = not isinstance(entry, type)
+    run_tests(job, emit, ns, entry, guarded if guarded_entry(entry) else entry)
+
+
+def guarded_entry(entry):
+    """A class entry point (KodCode's ``from solution import Stack``) returns instances the tests inspect
+    themselves: there is no plain value to insist on, so a class is not guarded."""
+    return not isinstance(entry, type)
+
+
+def find_entry(ns, name):
+    """The function the tests call. LeetCode style: a class Solution with the entry point as a method is what is
+    called, as APPS's, TACO's, prime_code's and LiveCodeBench's harnesses call Solution().fn, before any
+    module-level name of that name (the APPS prelude's star imports bind merge, sqrt, product ...)."""
+    entry = None
+    cls = ns.get("Solution")
+    if isinstance(cls, type) and callable(getattr(cls, name, None)):
+        entry = getattr(cls(), name)
+    if entry is None:
+        entry = ns.get(name)
+    if not callable(entry):
+        raise NameError(f"entry point {name!r} is not defined")
+    return entry
+
+
+def needs_tester(job):
+    """Whether the job is split in two processes: its exec tests and ``check`` must not run beside the candidate."""
+    return not job.get("script") and (bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"]))
+
+
+def run_split(job, emit, tester):
+    """The tester's side of a split job: the candidate's process loads the program; the tests run here, on
+    proxies of its objects (:mod:`wb_remote`)."""
+    try:
+        hello = tester.recv()
+        if "load_error" in hello:
+            emit({"event": protocol.LOAD_ERROR, "error": str(hello["load_error"])[:300]})
+            return
+        names = {str(k): tester.decode(v) for k, v in dict(hello["loaded"]).items()}
+        entry = tester.decode(hello["entry"])
+    except BaseException as e:
+        emit({"event": protocol.LOAD_ERROR, "error": f"the candidate's process: {_short(e)}"})
+        return
+    emit({"event": protocol.LOADED})
+    guarded = entry
+    if hello.get("guard") and isinstance(entry, _RemoteFunction):
+        guarded = _RemoteFunction(tester, entry.h, entry.__name__, value=True)
+    ns = {**names, "__name__": "__candidate__", "__builtins__": builtins}
+    run_tests(job, emit, ns, entry, guarded)
+
+
+def run_tests(job, emit, ns, entry, guarded):
+    """Run the job's tests against ``entry`` (``guarded``: the same, answering plain values only) in copies of the
+    program's namespace ``ns``."""
+    setup = _compile(job["test_setup"], "<test_setup>", "exec") if job.get("test_setup") else None
+    guard = guarded is not entry
 
     def fresh_ns(exec_test=False):
         tns = dict(ns)
@@ -213,12 +209,6 @@ def run_harness(job, emit):
             except BaseException as e:
                 ev = {"event": protocol.TEST, "index": i, "ok": False,
                       "error": "AssertionError" if isinstance(e, AssertionError) and not str(e) else _short(e)}
-        if test["kind"] != "values":
-            # value tests are decided by the scorer from the values; exec tests ran here, so
-            # check (and undo) what the completion may have patched while they ran
-            found = _tampered(snap)
-            if found:
-                emit({"event": protocol.TAMPER, "where": f"test {i}", "what": found[:20]})
         ev["seconds"] = time.perf_counter() - t0
         emit(ev)
     if job.get("check"):
@@ -229,9 +219,6 @@ def run_harness(job, emit):
             ev = {"event": protocol.CHECK, "ok": True}
         except BaseException as e:
             ev = {"event": protocol.CHECK, "ok": False, "error": _short(e)}
-        found = _tampered(snap)
-        if found:
-            emit({"event": protocol.TAMPER, "where": "check", "what": found[:20]})
         emit(ev)
 
 
