@@ -10,7 +10,7 @@ import re
 import pytest
 
 from grpo_wb.cli.main import main
-from grpo_wb.scoring.bench import bench_big_inputs, measure_overhead
+from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, measure_overhead
 from grpo_wb.tasks.importers import import_humaneval
 
 
@@ -54,3 +54,14 @@ def test_the_big_input_row_prints_both_times_and_a_pass(capsys):
     assert [(r["tests"], r["mib"], r["passed"]) for r in rows] == [(3, 1, True), (1, 4, True)]
     printed = capsys.readouterr().out
     assert printed.count("subprocess.run") == 2 and printed.count("verdict pass") == 2
+
+
+@pytest.mark.sandbox
+def test_the_exec_test_row_prints_the_split_beside_the_value_path(capsys):
+    """Tiny sizes of `grpo-wb bench --set exec-tests`: every completion passes both ways, and the split's cost is
+    printed beside its anchors (the value path; the same loop in one process)."""
+    res = bench_exec_tests(n=6, calls=200)
+    assert (res["value_passed"], res["exec_passed"], res["loop_passed"]) == (6, 6, 1.0)
+    assert res["value_ms"] > 0 and res["exec_ms"] > 0 and res["loop_s"] > res["local_loop_s"] > 0
+    printed = capsys.readouterr().out
+    assert "value test" in printed and "exec test (split)" in printed and "verdict pass" in printed

@@ -429,6 +429,12 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("python -c 'from grpo_wb.scoring.bench import bench_big_inputs; bench_big_inputs(((3, 1), (1, 4)))'",),
         why="as written it pipes 500 MiB of stdin through both (a benchmark, not a test): the function the command "
             "calls, on 3 x 1 MiB and 1 x 4 MiB", marks=(SANDBOX,)),
+    "grpo-wb bench --set exec-tests": Run(
+        _prints(r"== exec tests", r"value test .* exec test \(split\) .* passed 20 / 20 of 20",
+                r"200 calls in one exec test: .* verdict pass"),
+        ("python -c 'from grpo_wb.scoring.bench import bench_exec_tests; bench_exec_tests(n=20, calls=200)'",),
+        why="as written it scores 800 completions and a test of 10,000 calls (a benchmark, not a test): the "
+            "function the command calls, on 20 and 200", marks=(SANDBOX,)),
     # ------------------------------------------------------------------ README / docs: audit
     "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),

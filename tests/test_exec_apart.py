@@ -268,6 +268,11 @@ def fill(d):
     d["k"] = 1
 def add(a, b):
     return a + b
+def deep(n):
+    x = []
+    for _ in range(n):
+        x = [x]
+    return x
 '''
 
 SEMANTICS = {
@@ -288,6 +293,8 @@ SEMANTICS = {
     "callbacks": "assert apply(lambda x: x * 10, [1, 2], times=2) == [100, 200]",
     "callbacks given handles": "assert apply(lambda s: len(s), [Stack.make(1), Stack.make(1, 2)]) == [1, 2]",
     "builtins given": "assert apply(str, [1]) == ['1'] and apply(len, ['ab']) == [2]",
+    "large values": "assert len(add(list(range(300000)), [1])) == 300001",
+    "values nested past the encoding's depth": "x = deep(100)\nfor _ in range(100):\n    x = x[0]\nassert x == []",
     "changes in place": "xs = [3, 1, 2]\nsort_in_place(xs)\nd = {}\nfill(d)\nassert xs == [1, 2, 3] and d == {'k': 1}",
 }
 

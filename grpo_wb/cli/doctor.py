@@ -12,7 +12,7 @@ from typing import Literal
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_float, positive_int
 from grpo_wb.runs.pipeline_bench import bench_pipeline
-from grpo_wb.scoring.bench import bench_big_inputs, main_bench
+from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, main_bench
 from grpo_wb.scoring.executors import ExecutorConfig
 from grpo_wb.scoring.sandbox import (
     Isolation,
@@ -53,6 +53,8 @@ def doctor(args: argparse.Namespace) -> int:
               + (" (the whole PID namespace swept)" if rep["pid_namespace"] else " (by its uid)")
               + "; its job directory removed, and a worker that cannot remove it retires with its tmpfs"
               + ("" if rep["private_tmp"] else " (fork mode: its directory only)"))
+        print("  exec tests and check, from the candidate: run in the job's child, which forks the candidate's process "
+              "before it reads them; calls cross by value")
     missing = rep.get("missing") or []
     print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
     if rep.get("mode") != "bwrap":
@@ -65,9 +67,10 @@ def doctor(args: argparse.Namespace) -> int:
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen", "import", "big-inputs"]] = field(
+    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests"]] = field(
         default_factory=list, metadata=cli(flags=("--set",)))
-    """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB"""
+    """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
+    exec-tests: what deciding exec tests apart from the candidate costs"""
     codegen: str | None = None
     """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int))
@@ -103,7 +106,9 @@ def bench(args: argparse.Namespace) -> int:
         bench_import()
     if "big-inputs" in sets:
         bench_big_inputs()
-    sets = [s for s in sets if s not in ("import", "big-inputs")]
+    if "exec-tests" in sets:
+        bench_exec_tests(workers=a.workers or default_workers())
+    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests")]
     if not sets:
         return 0
     main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,

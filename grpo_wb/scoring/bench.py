@@ -230,6 +230,49 @@ def bench_big_inputs(shapes: Iterable[tuple[int, int]] = BIG_INPUT_SHAPES, *, ti
     return rows
 
 
+def bench_exec_tests(n: int = 400, calls: int = 10_000, *, workers: int = 2, out=print) -> dict[str, float]:
+    """What deciding exec tests outside the candidate's process costs, beside its anchor: ``n`` correct completions
+    of one function scored through a value test (decided by the scorer: one process per job) and through an exec
+    test (split: the tester and the candidate's process); and one exec test that calls the candidate ``calls``
+    times, beside the same loop over a local function in this process."""
+    def task(kind: str, code: str) -> Task:
+        return Task(task_id=f"bench/{kind}", prompt="def magic(i):\n", entry_point="magic", timeout=60.0,
+                    tests=(TestCase(name=kind, code=code),))
+
+    value = task("value", "assert candidate(1) == 918273646")
+    split = task("exec", "for i in range(3):\n    assert candidate(i) == 918273645 + i")
+    loop = task("loop", f"for i in range({calls}):\n    assert candidate(i) == 918273645 + i")
+    comps = [f"def magic(i):\n    return 918273645 + i  # {k}\n" for k in range(n)]
+    res: dict[str, float] = {}
+    out(f"== exec tests: {n} correct completions, {workers} workers; one exec test of {calls} calls")
+    with Scorer(SandboxLimits(timeout=60.0), workers=workers, cache=False) as sc:
+        list(sc.score([ScoreRequest(value, comps[0]), ScoreRequest(split, comps[0])]))  # workers started
+        for name, t in (("value", value), ("exec", split)):
+            t0 = time.perf_counter()
+            rs = list(sc.score(ScoreRequest(t, c, i) for i, c in enumerate(comps)))
+            res[f"{name}_ms"] = (time.perf_counter() - t0) / n * 1000
+            res[f"{name}_passed"] = sum(r.passed for r in rs)
+        t0 = time.perf_counter()
+        (r,) = sc.score([ScoreRequest(loop, comps[0])])
+        res["loop_s"], res["loop_passed"] = time.perf_counter() - t0, float(r.passed)
+
+    def magic(i: int) -> int:
+        return 918273645 + i
+
+    t0 = time.perf_counter()
+    for i in range(calls):
+        assert magic(i) == 918273645 + i
+    res["local_loop_s"] = time.perf_counter() - t0
+    res["per_call_us"] = (res["loop_s"] - res["exec_ms"] / 1000) / calls * 1e6
+    out(f"   per completion: value test {res['value_ms']:6.2f} ms   exec test (split) {res['exec_ms']:6.2f} ms   "
+        f"ratio {res['exec_ms'] / res['value_ms']:5.2f}   passed {res['value_passed']:.0f} / {res['exec_passed']:.0f}"
+        f" of {n}")
+    out(f"   {calls} calls in one exec test: {res['loop_s']:6.3f} s   the same loop in one process "
+        f"{res['local_loop_s']:6.4f} s   about {res['per_call_us']:.0f} us a call   "
+        f"verdict {'pass' if res['loop_passed'] else 'not pass (expected pass)'}")
+    return res
+
+
 def read_samples(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` (all) lines of a samples file (``*.gz`` too)."""
     out = []

@@ -619,7 +619,9 @@ class Worker:
 
     def _send(self, obj: dict[str, Any]) -> None:
         """Length-prefixed JSON; the stdin of stdio tests follows it as raw UTF-8 (``blobs``: their byte lengths),
-        not inside the JSON: a row's tests can carry hundreds of MB of input, which JSON would escape and copy."""
+        not inside the JSON: a row's tests can carry hundreds of MB of input, which JSON would escape and copy.
+        A split job's tests come last, for its tester alone (``wb_protocol.split_job``)."""
+        obj, tests_frame = protocol.split_job(obj)  # a split job's tests: read by its tester, never by the worker
         blobs: list[bytes] = []
         tests = obj.get("tests")
         if isinstance(tests, list) and any(t.get("kind") == "stdio" for t in tests):
@@ -630,7 +632,7 @@ class Worker:
                     t = {**t, "input": None}
                 sent.append(t)
             obj = {**obj, "tests": sent, "blobs": [len(b) for b in blobs]}
-        for part in (protocol.frame(obj), *blobs):
+        for part in (protocol.frame(obj), *blobs, tests_frame):
             view = memoryview(part)
             while view:  # an unbuffered pipe may take part of a write (a signal mid-write)
                 view = view[self.proc.stdin.write(view):]

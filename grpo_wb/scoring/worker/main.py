@@ -205,6 +205,8 @@ def _probe(cfg):
 
 _DIRTY = []
 """What the last clean-up could not remove (the worker retires after sending the job's result)."""
+_UNREAD = []
+"""Set when a split job's tester never said it read its tests: stdin is out of step (the worker retires)."""
 
 
 def _wipe(path, keep_top=False):
@@ -300,12 +302,15 @@ def run_job(job, cfg, seq):
     os.close(wfd)
     timeout = payload["limits"]["timeout"]
     stream_after = payload.get("stream_after")
+    # A split job's tests follow on stdin, for the tester alone: stdin is not ours again until it says it read them
+    # (its first event). If it never does, where stdin stands is unknown: the worker retires after this job.
+    split = bool(payload.get("tester"))
     del payload
     deadline = t0 + timeout
     # streaming: complete lines of buf[:sent] went to the scorer already; buf[:ready] are complete lines
     flush_at = None if stream_after is None else t0 + stream_after
     sent = ready = 0
-    listen = [rfd] if flush_at is None else [rfd, 0]
+    listen = [rfd] if flush_at is None or split else [rfd, 0]
     buf = bytearray()
     timed_out = overflow = done = stopped = False
     while True:
@@ -322,6 +327,8 @@ def run_job(job, cfg, seq):
             if not chunk:
                 break
             buf += chunk
+            if split and 0 not in listen and flush_at is not None:
+                listen.append(0)
             if len(buf) > protocol.MAX_EVENT_BYTES:
                 overflow = True
                 break
@@ -364,6 +371,8 @@ def run_job(job, cfg, seq):
             _wipe(shared, keep_top=True)
         return status
 
+    if split and not buf:
+        _UNREAD.append(True)
     if done and not overflow:
         # The child said it is done (after flushing stderr): answer now, and let it exit and
         # clean up while the scorer reads the answer. Nothing is left running at the next job.
@@ -415,7 +424,6 @@ def main():
     wb_child._prctl(wb_child.PR_SET_PDEATHSIG, signal.SIGKILL)
     os.makedirs(cfg.get("job_root", "/tmp"), exist_ok=True)
     # Set once here what every child inherits (cheaper than per fork).
-    wb_child.HASH_SEED = os.environ.get("PYTHONHASHSEED")
     os.environ.clear()
     home = cfg.get("job_root", "/tmp")
     os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home})
@@ -452,7 +460,7 @@ def main():
         _send(result)
         if cleanup is not None:
             cleanup()
-        if _DIRTY or not _space_back(cfg):
+        if _DIRTY or _UNREAD or not _space_back(cfg):
             # What this job left cannot be removed: never hand it to the next job. The result is sent; the
             # next job, still unread, goes to a fresh worker with a fresh tmpfs (the scorer sees RETIRED).
             os._exit(protocol.RETIRED)

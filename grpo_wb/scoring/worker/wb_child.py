@@ -1,6 +1,7 @@
 """How a job's child is set up before it runs anything (session, descriptors, uid, limits, seccomp), and what a
 probe child set up the same way measures (the isolation report's facts)."""
 import ctypes
+import json
 import os
 import resource
 import signal
@@ -50,9 +51,6 @@ def _load_seccomp(program):
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program[0]), 0, 0) == 0
 
 
-HASH_SEED = None
-"""The worker's ``PYTHONHASHSEED`` (set in main(), before it empties its environment): a candidate's process gets
-the same, so a set's order is the same in every process of every worker."""
 _CHILD_FILTER = None
 """Set in main(): the filter each job's child loads after its own setsid (``sandbox.child_filter``)."""
 
@@ -102,10 +100,16 @@ def _set_limits(lim):
             pass  # refused: the probe child reports it as not set
 
 
-def _child_setup(limits, wfd, errfd, jobdir, cfg):
-    """Everything a job's child does before it runs anything: the probe child does exactly the same."""
+TESTS_FD = 4
+"""In a split job's tester, until it has read its tests: the worker's stdin, where they wait."""
+
+
+def _child_setup(limits, wfd, errfd, jobdir, cfg, keep_stdin=False):
+    """Everything a job's child does before it runs anything: the probe child does exactly the same.
+    ``keep_stdin``: a split job's tester keeps the worker's stdin as :data:`TESTS_FD`."""
     # Each line here costs copy-on-write page faults in a fresh fork: what can be set once in
     # the worker (environment, no_new_privs, sys.path, signal dispositions) is set there.
+    tests_src = os.dup(0) if keep_stdin else None
     os.setsid()
     if not OWN_PID_NS:  # in a PID namespace the child dies with the worker anyway
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -115,7 +119,9 @@ def _child_setup(limits, wfd, errfd, jobdir, cfg):
     os.dup2(errfd, 2)
     if wfd != protocol.EVENT_FD:
         os.dup2(wfd, protocol.EVENT_FD)
-    _close_above(protocol.EVENT_FD)
+    if tests_src is not None and tests_src != TESTS_FD:
+        os.dup2(tests_src, TESTS_FD)
+    _close_above(protocol.EVENT_FD if tests_src is None else TESTS_FD)
     os.chdir(jobdir)
     os.environ["HOME"] = os.environ["TMPDIR"] = jobdir
     uid = cfg.get("child_uid")
@@ -138,10 +144,11 @@ def _emit_to(wfd):
 
 
 def child_main(job, wfd, errfd, jobdir, cfg):
-    _child_setup(job["limits"], wfd, errfd, jobdir, cfg)
+    split = bool(job.get("tester"))
+    _child_setup(job["limits"], wfd, errfd, jobdir, cfg, keep_stdin=split)
     emit = _emit_to(protocol.EVENT_FD)
     try:
-        tester = start_candidate(job, cfg) if wb_harness.needs_tester(job) else None
+        tester = start_candidate(job, emit) if split else None
         wb_harness.run_harness(job, emit, tester)
     except BaseException:
         pass
@@ -157,36 +164,64 @@ def child_main(job, wfd, errfd, jobdir, cfg):
     os._exit(0)
 
 
-CANDIDATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "candidate.py")
-"""The candidate's process of a split job (:func:`wb_harness.needs_tester`)."""
+def start_candidate(job, emit):
+    """In a split job's child (the tester): fork the process that runs the candidate, then read the tests.
 
-
-def start_candidate(job, cfg):
-    """Start the candidate's process of a split job: forked from this child after its set-up (uid, limits, seccomp,
-    session: all inherited), then exec'd, so that it holds nothing of this process's memory (the job's tests and
-    expected values, earlier jobs' leftovers) and not the event channel (descriptor 3 becomes its request pipe).
-    This process is made non-dumpable: the candidate, same uid, can neither trace it nor open its descriptors."""
+    The fork comes first: this process then holds nothing a test needs to hide (the worker never read the tests,
+    :func:`wb_protocol.split_job`), and the candidate's process inherits exactly that. It gets no event channel
+    (its descriptor 3 is its request pipe) and waits until the tests are read, so it cannot disturb the reading.
+    This process is not dumpable: the candidate, same uid, can neither trace it nor open its descriptors."""
+    _prctl(PR_SET_DUMPABLE, 0)
+    _one_cpu()
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            hi_r, hi_w = os.dup(req_r), os.dup(rep_w)  # above 4, whatever the pipes got
-            os.dup2(hi_r, 3)  # over the event channel
-            os.dup2(hi_w, 4)
-            _close_above(4)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            env = dict(os.environ, **({"PYTHONHASHSEED": HASH_SEED} if HASH_SEED else {}))  # the worker's set order
-            os.execve(sys.executable, [sys.executable, "-s", "-P", "-S", "-B", CANDIDATE], env)
+            keep = [os.dup(req_r), os.dup(rep_w), os.dup(go_r)]  # above everything, whatever numbers the pipes got
+            for fd, at in zip(keep, (protocol.EVENT_FD, TESTS_FD, TESTS_FD + 1)):
+                os.dup2(fd, at)  # over the event channel and the worker's stdin
+            _close_above(TESTS_FD + 1)
+            if not OWN_PID_NS:
+                _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.read(TESTS_FD + 1, 1)  # the tests are read (or the tester is gone)
+            os.close(TESTS_FD + 1)
+            wb_harness.serve_candidate(job, wb_remote.Server(protocol.EVENT_FD, TESTS_FD))
         finally:
-            os._exit(127)
-    os.close(req_r)
-    os.close(rep_w)
-    _prctl(PR_SET_DUMPABLE, 0)
-    tester = wb_remote.Tester(rep_r, req_w)
-    tester.send({"program": job["program"], "entry_point": job["entry_point"],
-                 "extra_sys_path": cfg.get("extra_sys_path", [])})
-    return tester
+            os._exit(0)
+    for fd in (req_r, rep_w, go_r):
+        os.close(fd)
+    job.update(_read_tests(job["tester"]))
+    emit({"event": protocol.TESTS_READ})  # the worker's stdin is the worker's again
+    os.write(go_w, b"g")
+    os.close(go_w)
+    return wb_remote.Tester(rep_r, req_w)
+
+
+def _one_cpu():
+    """Keep the tester and the candidate's process (which take turns, never run together) on the CPU this process
+    is on: a call then hands over on one core, not by waking another (measured: 150 us a call across cores)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            cpu = int(f.read().rsplit(b")", 1)[1].split()[36])  # field 39, "processor"
+        os.sched_setaffinity(0, {cpu})
+    except (OSError, ValueError, IndexError):
+        pass
+
+
+def _read_tests(size):
+    """The tests the scorer sent after the job, from the worker's stdin (then closed here)."""
+    buf = bytearray(size)
+    view, got = memoryview(buf), 0
+    while got < size:
+        k = os.readv(TESTS_FD, [view[got:]])
+        if not k:
+            raise EOFError("the worker's stdin ended before the tests")
+        got += k
+    os.close(TESTS_FD)
+    (n,) = protocol.HEADER.unpack(buf[:protocol.HEADER.size])
+    return json.loads(bytes(buf[protocol.HEADER.size:protocol.HEADER.size + n]))
 
 
 def _measure(cfg):

@@ -1,7 +1,7 @@
 """What a job's child runs: the candidate, then its tests, reporting raw events (no verdicts here).
 
 Value tests report the values the candidate's calls returned (:mod:`wb_values`); stdio tests what a run printed.
-A job with exec tests or a ``check`` is split (:func:`needs_tester`): this child is then the *tester*, which runs
+A job with exec tests or a ``check`` is split (``wb_protocol.needs_tester``): this child is then the *tester*, which runs
 the tests and reports whether they passed, and the candidate runs in a process of its own that answers the tests'
 calls by value (:mod:`wb_remote`): it never holds the tests, their expected values or the event channel.
 """
@@ -58,7 +58,7 @@ def compile_ahead(job):
     for name, mode, src in (("<test_setup>", "exec", job.get("test_setup")), ("<check>", "exec", job.get("check"))):
         if src:
             _ahead(src, name, mode)
-    for i, test in enumerate(job["tests"]):
+    for i, test in enumerate(job.get("tests", ())):  # a split job's tests are not the worker's to see
         if test["kind"] == "values":
             for src in test["exprs"]:
                 _ahead(src, f"<test {i}>", "eval")
@@ -78,8 +78,8 @@ def take_baseline():
 
 
 def run_harness(job, emit, tester=None):
-    """Execute the program and its tests, emitting raw events (no verdicts here); with ``tester`` (a split job:
-    :func:`needs_tester`), the program runs in the candidate's process at its other end."""
+    """Execute the program and its tests, emitting raw events (no verdicts here); with ``tester`` (a split job),
+    the program runs in the candidate's process at its other end (:func:`serve_candidate`)."""
     if tester is not None:
         run_split(job, emit, tester)
         return
@@ -147,9 +147,18 @@ def find_entry(ns, name):
     return entry
 
 
-def needs_tester(job):
-    """Whether the job is split in two processes: its exec tests and ``check`` must not run beside the candidate."""
-    return not job.get("script") and (bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"]))
+def serve_candidate(job, server):
+    """The candidate's process of a split job: load the program, then answer the tester's calls until it is done."""
+    ns = {"__name__": "__candidate__", "__builtins__": builtins}
+    try:
+        exec(_compile(job["program"], "<candidate>", "exec"), ns)
+        entry = find_entry(ns, job["entry_point"])
+        hello = {"loaded": server.listing(ns), "entry": server.describe(entry), "guard": guarded_entry(entry)}
+    except BaseException as e:  # SystemExit included: leaving early passes nothing
+        server.send({"load_error": _short(e)})
+        return
+    server.send(hello)
+    server.serve()
 
 
 def run_split(job, emit, tester):

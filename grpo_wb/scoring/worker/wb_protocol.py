@@ -8,6 +8,11 @@ inside the JSON. Messages:
 * worker -> scorer: ``{"hello": PROBE}`` once; then per job ``{"partial": LINES}`` (streamed event lines, for
   streaming jobs) and one final result (:data:`RESULT_KEYS`), or ``{"sandbox_error": WHY}``.
 
+A job with exec tests or a ``check`` (:func:`needs_tester`) is sent in two parts (:func:`split_job`): its frame
+without the tests (``tester``: the byte length of what follows), then the tests as a frame of their own, which the
+worker never reads: the job's child (the tester) reads it from the worker's stdin, after it has forked the process
+that will run the candidate. So no process that ever runs a candidate holds a test, or held one.
+
 Child -> worker: newline-separated JSON objects on descriptor :data:`EVENT_FD`, each with an ``event`` kind
 (:data:`EVENTS`). The child reports; only the scorer decides (``scoring.scorer._Tally``).
 """
@@ -35,7 +40,8 @@ LOADED = "loaded"          # the program loaded
 CHECK = "check"            # ok, error?: the task's check function ran in the child
 TAMPER = "tamper"          # where, what: names the candidate changed in builtins or watched modules
 DONE = "done"              # the child finished, after flushing its stderr
-EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE)
+TESTS_READ = "tests_read"  # a split job's tester has read its tests (the worker may read its stdin again)
+EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE, TESTS_READ)
 # what the audit's driver (grpo_wb/audit/_driver.py) reports from a child
 AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE = "audit_start", "audit_error", "audit_call", "audit_done"
 AUDIT_EVENTS = (AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE)
@@ -56,3 +62,22 @@ def frame(obj):
 def event_line(ev):
     """One event as the child writes it (``json.dumps``' default separators: :data:`DONE_MARK` matches)."""
     return (json.dumps(ev) + "\n").encode()
+
+
+TESTER_KEYS = ("tests", "test_setup", "check")
+"""What a split job's tester reads itself and the worker never holds."""
+
+
+def needs_tester(job):
+    """Whether a job is split in two processes: its exec tests and ``check`` must not run beside the candidate."""
+    return "program" in job and not job.get("script") and (
+        bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"]))
+
+
+def split_job(job):
+    """``(the frame the worker reads, the frame only the tester reads)``; the second is empty for a job whose
+    tests are decided by the scorer (values, stdio)."""
+    if not needs_tester(job):
+        return job, b""
+    tests = frame({k: job[k] for k in TESTER_KEYS if k in job})
+    return {**{k: v for k, v in job.items() if k not in TESTER_KEYS}, "tester": len(tests)}, tests

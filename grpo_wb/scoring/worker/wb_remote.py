@@ -1,16 +1,17 @@
 """Exec tests decided outside the candidate's process: the two ends of the link between them.
 
 A job with exec tests or a ``check`` runs as two processes. The *tester* is the job's child: it holds the tests,
-their expected values and the event channel, and runs the tests (:mod:`wb_harness`). The *candidate's process* is a
-fresh interpreter (``candidate.py``, exec'd by the tester after its set-up: it holds none of the worker's memory, so
-no test of this job or of any other, and not the event channel) that loads the program and answers the tester's
-calls (:class:`Server`). Everything crosses by value (:mod:`wb_values`: exact builtin types); an object that is not a
-plain value stays where it is and crosses as a handle, which the tester sees as a proxy (:class:`Tester`): a class as
-a local class of the same name (an exception class as a subclass of its nearest builtin exception, so
+their expected values and the event channel, and runs the tests (:mod:`wb_harness`). The *candidate's process* was
+forked by the tester before the tester read its tests, from a worker that never read them (``wb_protocol.split_job``),
+so it holds no test of this job or of any other, and not the event channel; it loads the program and answers the
+tester's calls (:class:`Server`). Everything crosses by value (:mod:`wb_values`: exact builtin types); an object that
+is not a plain value stays where it is and crosses as a handle, which the tester sees as a proxy (:class:`Tester`): a
+class as a local class of the same name (an exception class as a subclass of its nearest builtin exception, so
 ``pytest.raises(IndexError)`` and ``except EmptyError`` behave), its instances as instances of it, a function as a
 callable, a generator as an iterator. A function of the test passed into the candidate (a key, a callback) is a
-callable there that runs in the tester and answers by value. So nothing the candidate does can write a test result:
-it can only answer the calls the tests make, and its answers are plain values or handles.
+callable there that runs in the tester and answers by value; a list, dict or set a call changed in place comes back
+changed. So nothing the candidate does can write a test result: it can only answer the calls the tests make, and its
+answers are plain values or handles.
 
 Not covered: a test that compares two of the candidate's objects asks the candidate's own ``__eq__`` (as pytest
 would); the entry point's return values must be plain values, so a forged ``__eq__`` there is refused. A test cannot
@@ -28,8 +29,11 @@ import types
 import wb_protocol as protocol
 from wb_values import DecodeError, NotBuiltin, decode_value, encode
 
-MAX_MESSAGE = 64 << 20
+MAX_MESSAGE = 256 << 20
 """The largest message either end reads: past it the link is broken (the test fails)."""
+LINK_ITEMS = 10 ** 7
+"""Most items one value crossing the link may have (the scorer's own bound is lower): a larger one, or one
+nested deeper than :func:`wb_values.encode` goes, crosses as a handle."""
 
 OPS = {name: getattr(operator, name) for name in (
     "eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
@@ -209,7 +213,10 @@ class Server(_Peer):
     where they can be (:func:`wb_values.encode`), handles where not."""
 
     def encode(self, value):
-        return encode(value, hook=self.describe)
+        try:
+            return encode(value, budget=[LINK_ITEMS], hook=self.describe)
+        except NotBuiltin:  # too large or too deep to send: the tester works on it where it is
+            return self.describe(value)
 
     def describe(self, obj):
         """The handle the tester gets for one of this process's objects."""
@@ -248,7 +255,7 @@ class Server(_Peer):
             result, sent = self.call_in(msg, self.objects[msg["h"]])
             if msg.get("value"):
                 try:
-                    return encode(result), sent
+                    return encode(result, budget=[LINK_ITEMS]), sent
                 except NotBuiltin as e:  # the entry point answers with plain values only
                     raise TypeError(f"NotBuiltin: {e}") from None
             return self.encode(result), sent
@@ -297,10 +304,7 @@ class Server(_Peer):
         for k, v in list(ns.items()):
             if type(k) is not str or k.startswith("__"):
                 continue
-            try:
-                out[k] = self.encode(v)
-            except NotBuiltin:  # too large to send as a value
-                out[k] = self.describe(v)
+            out[k] = self.encode(v)
         return out
 
 
@@ -333,7 +337,7 @@ class Tester(_Peer):
         self.classes = {}  # class handle (or builtin class name) -> local class
 
     def encode(self, value):
-        return encode(value, hook=self._ref)
+        return encode(value, budget=[LINK_ITEMS], hook=self._ref)
 
     def _ref(self, obj):
         if isinstance(obj, RemoteObject) and type(obj)._peer is self:
