@@ -1,7 +1,17 @@
-"""Source snippets of hostile completions shared by the sandbox and red-team tests."""
+"""Source snippets of hostile completions, and the one-completion scoring call, shared by the sandbox, red-team,
+early-stop and exec-test tests."""
 from __future__ import annotations
 
 import textwrap
+
+from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.tasks.records import Task
+
+
+def score_one(scorer: Scorer, task: Task, completion: str, **kw):
+    """The verdict of one completion (``kw``: the request's other fields)."""
+    (r,) = list(scorer.score([ScoreRequest(task=task, completion=completion, **kw)]))
+    return r
 
 
 def reachable_scan(hit: str, found: str, missed: str) -> str:

@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 from conftest import read_jsonl
+from hostile import score_one as score
 
 from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.scoring.rewards import RewardConfig
@@ -51,11 +52,6 @@ def scorer():
     with Scorer(SandboxLimits(timeout=TIMEOUT), workers=2, cache=False) as s:
         assert s.early_stop
         yield s
-
-
-def score(scorer: Scorer, task: Task, completion: str):
-    (r,) = list(scorer.score([ScoreRequest(task, completion)]))
-    return r
 
 
 def test_fail_then_hang_is_a_quick_fail(scorer):

@@ -10,10 +10,11 @@ import json
 import textwrap
 
 import pytest
+from hostile import score_one as score
 
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits, run_program
-from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.scoring.scorer import Scorer
 from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
@@ -36,11 +37,6 @@ def scorer():
     sc = Scorer(SandboxLimits(timeout=5.0), RewardConfig("partial"), workers=2, cache=False)
     yield sc
     sc.close()
-
-
-def score(scorer, task, completion):
-    (r,) = list(scorer.score([ScoreRequest(task, completion)]))
-    return r
 
 
 def assert_no_reward(scorer, r):

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 from hostile import reachable_scan
+from hostile import score_one as score
 
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
-from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+from grpo_wb.scoring.scorer import Scorer
 from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
@@ -51,11 +52,6 @@ def scorer():
         f"these tests need the bubblewrap sandbox (install Debian's 'bubblewrap'); got {iso}")
     yield sc
     sc.close()
-
-
-def score(scorer, task, completion):
-    (r,) = list(scorer.score([ScoreRequest(task, completion)]))
-    return r
 
 
 def assert_harmless(scorer, r):

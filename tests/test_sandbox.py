@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile import reachable_scan
+from hostile import reachable_scan, score_one
 
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import SandboxLimits, WorkerPool, build_job, run_program
@@ -37,12 +37,6 @@ def make_task(*tests: str, prompt: str = PROMPT, entry_point: str = "f", task_id
 
 DOUBLE = make_task("assert candidate(1) == 2", "assert candidate(3) == 6")
 THREE = make_task("assert candidate(1) == 2", "assert candidate(2) == 4", "assert candidate(5) == 10")
-
-
-def score_one(scorer: Scorer, task: Task, completion: str, **kw):
-    results = list(scorer.score([ScoreRequest(task=task, completion=completion, **kw)]))
-    assert len(results) == 1
-    return results[0]
 
 
 @pytest.fixture(scope="module")

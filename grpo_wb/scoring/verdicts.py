@@ -27,11 +27,10 @@ value", the comparison is taken out of the child's reach:
   evaluation order.
 
 Tests that do not fit (loops, helper functions of the test module, names the
-child defines) run in the child as before, after the completion's module code
-finished and with builtins checked and restored around them; they are
-``exec`` tests, reported as such, and a completion cannot do better than forge
-those. A task whose tests are all value tests never sends its ``check`` source
-to the child either.
+child defines) are ``exec`` tests: they run in the job's child, the tester, and
+the program in a process of its own that answers their calls by value and
+never holds them (``worker/wb_remote.py``). A task whose tests are all value
+tests never sends its ``check`` source to the sandbox either.
 """
 from __future__ import annotations
 
@@ -41,9 +40,7 @@ import functools
 import math
 import operator
 import re
-import reprlib
 import warnings
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 

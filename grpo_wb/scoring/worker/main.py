@@ -64,25 +64,13 @@ STDERR_TAIL = 2000
 # ----------------------------------------------------------------------------- the worker loop
 
 
-def _read_exact(fd, n):
-    """n bytes from fd, or None at EOF; read into one buffer (linear: a job can carry 200 MB of stdin)."""
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
-        k = os.readv(fd, [view[got:]])
-        if not k:
-            return None
-        got += k
-    return buf
-
-
 def _recv():
     """The next message from the scorer, or None at EOF."""
-    head = _read_exact(0, protocol.HEADER.size)
+    head = protocol.read_exact(0, protocol.HEADER.size)
     if head is None:
         return None
     (n,) = protocol.HEADER.unpack(head)
-    data = _read_exact(0, n)
+    data = protocol.read_exact(0, n)
     if data is None:
         return None
     msg = json.loads(data)
@@ -91,7 +79,7 @@ def _recv():
     if sizes:  # the stdin of stdio tests, raw, in test order (sandbox.Worker._send)
         stdio = [t for t in msg["tests"] if t.get("kind") == "stdio"]
         for t, size in zip(stdio, sizes):
-            blob = _read_exact(0, size)
+            blob = protocol.read_exact(0, size)
             if blob is None:
                 return None
             t["input"] = blob.decode("utf-8", "surrogatepass")
@@ -100,10 +88,7 @@ def _recv():
 
 
 def _send(obj):
-    view = memoryview(protocol.frame(obj))
-    while view:
-        n = os.write(1, view)
-        view = view[n:]
+    protocol.write_all(1, protocol.frame(obj))
 
 
 def _kill_leftovers(cfg, pgid):

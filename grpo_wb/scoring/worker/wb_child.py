@@ -212,13 +212,9 @@ def _one_cpu():
 
 def _read_tests(size):
     """The tests the scorer sent after the job, from the worker's stdin (then closed here)."""
-    buf = bytearray(size)
-    view, got = memoryview(buf), 0
-    while got < size:
-        k = os.readv(TESTS_FD, [view[got:]])
-        if not k:
-            raise EOFError("the worker's stdin ended before the tests")
-        got += k
+    buf = protocol.read_exact(TESTS_FD, size)
+    if buf is None:
+        raise EOFError("the worker's stdin ended before the tests")
     os.close(TESTS_FD)
     (n,) = protocol.HEADER.unpack(buf[:protocol.HEADER.size])
     return json.loads(bytes(buf[protocol.HEADER.size:protocol.HEADER.size + n]))

@@ -53,17 +53,13 @@ def compile_ahead(job):
     copy-on-write faults, the warm worker's does not. Only a clean compile is kept;
     the child compiles anything else under its own limits, with the same outcome as before.
 
-    The worker empties ``_CODE`` as soon as the child is forked: nothing of one job (its
-    program, its exec tests and their expected values) may reach another job's child."""
-    for name, mode, src in (("<test_setup>", "exec", job.get("test_setup")), ("<check>", "exec", job.get("check"))):
-        if src:
-            _ahead(src, name, mode)
-    for i, test in enumerate(job.get("tests", ())):  # a split job's tests are not the worker's to see
-        if test["kind"] == "values":
-            for src in test["exprs"]:
-                _ahead(src, f"<test {i}>", "eval")
-        elif test["kind"] == "exec":
-            _ahead(test["code"], f"<test {i}>", "exec")
+    The worker empties ``_CODE`` as soon as the child is forked: nothing of one job may reach another job's
+    child. A split job's tests, ``test_setup`` and ``check`` never reach the worker: only its program is here."""
+    if job.get("test_setup"):
+        _ahead(job["test_setup"], "<test_setup>", "exec")
+    for i, test in enumerate(job.get("tests", ())):
+        for src in test.get("exprs", ()):  # value tests' calls
+            _ahead(src, f"<test {i}>", "eval")
     _ahead(job["program"], "<candidate>", "exec")
 
 
@@ -116,20 +112,7 @@ def run_harness(job, emit, tester=None):
         emit({"event": protocol.LOAD_ERROR, "error": _short(e)})
         return
     emit({"event": protocol.LOADED})
-
-    def guarded(*args, **kwargs):
-        # refuse return values that are not plain builtins: an object with a forged __eq__ never reaches a test
-        result = entry(*args, **kwargs)
-        encode(result)
-        return result
-
-    run_tests(job, emit, ns, entry, guarded if guarded_entry(entry) else entry)
-
-
-def guarded_entry(entry):
-    """A class entry point (KodCode's ``from solution import Stack``) returns instances the tests inspect
-    themselves: there is no plain value to insist on, so a class is not guarded."""
-    return not isinstance(entry, type)
+    run_tests(job, emit, ns, entry, entry)  # value tests only: the scorer judges what the calls returned
 
 
 def find_entry(ns, name):
@@ -153,7 +136,9 @@ def serve_candidate(job, server):
     try:
         exec(_compile(job["program"], "<candidate>", "exec"), ns)
         entry = find_entry(ns, job["entry_point"])
-        hello = {"loaded": server.listing(ns), "entry": server.describe(entry), "guard": guarded_entry(entry)}
+        # a function must answer plain values; a class entry point (KodCode's ``from solution import Stack``)
+        # makes instances the tests inspect themselves: there is no plain value to insist on
+        hello = {"loaded": server.listing(ns), "entry": server.describe(entry), "guard": not isinstance(entry, type)}
     except BaseException as e:  # SystemExit included: leaving early passes nothing
         server.send({"load_error": _short(e)})
         return

@@ -17,6 +17,7 @@ Child -> worker: newline-separated JSON objects on descriptor :data:`EVENT_FD`, 
 (:data:`EVENTS`). The child reports; only the scorer decides (``scoring.scorer._Tally``).
 """
 import json
+import os
 import struct
 
 HEADER = struct.Struct(">I")
@@ -57,6 +58,25 @@ def frame(obj):
     """One message: the length prefix, then the JSON."""
     data = json.dumps(obj).encode()
     return HEADER.pack(len(data)) + data
+
+
+def read_exact(fd, n):
+    """n bytes from fd, or None at EOF; read into one buffer (linear: a job can carry 200 MB of stdin)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if not k:
+            return None
+        got += k
+    return buf
+
+
+def write_all(fd, data):
+    """All of ``data`` to fd (a pipe may take part of a write)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def event_line(ev):

@@ -22,7 +22,6 @@ microseconds).
 import builtins
 import json
 import operator
-import os
 import sys
 import types
 
@@ -97,27 +96,19 @@ class _Peer:
         return h
 
     def send(self, obj):
-        view = memoryview(protocol.frame(obj))
         try:
-            while view:
-                n = os.write(self.wfd, view)
-                view = view[n:]
+            protocol.write_all(self.wfd, protocol.frame(obj))
         except OSError as e:
             self._break(f"the other process is gone ({e.strerror})")
 
     def _read(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            try:
-                chunk = os.read(self.rfd, min(n - len(buf), 1 << 20))
-            except OSError as e:
-                chunk, why = b"", e.strerror
-            else:
-                why = "it exited"
-            if not chunk:
-                self._break(f"the candidate's process closed the link ({why})")
-            buf += chunk
-        return bytes(buf)
+        try:
+            buf = protocol.read_exact(self.rfd, n)
+        except OSError as e:
+            self._break(f"the other process closed the link ({e.strerror})")
+        if buf is None:
+            self._break("the other process closed the link (it exited)")
+        return buf
 
     def _break(self, why):
         self.broken = self.broken or why
