@@ -34,9 +34,13 @@ install: $(STAMP) sandbox
 
 HUMANEVAL := reports/data/humaneval.jsonl
 CHAT := reports/data/chat_replies_humaneval.jsonl
+MBPP_S := reports/data/mbpp_sanitized.jsonl
 
 $(HUMANEVAL): | $(STAMP)
 	$(BIN)/grpo-wb tasks import humaneval --out $@
+
+$(MBPP_S): | $(STAMP)
+	$(BIN)/grpo-wb tasks import mbpp --src data/external/mbpp/sanitized-mbpp.json.gz --out $@ --force
 
 # the raw chat-model replies to HumanEval bundled in data/external, as a samples file
 $(CHAT): | $(STAMP)
@@ -46,7 +50,7 @@ $(CHAT): | $(STAMP)
 # papermill batch: headroom and a replay smoke run on real model outputs (CodeGen-16B samples, chat-model
 # replies), smoke / headroom / compare notebooks on the toy tasks and HumanEval with the mock backend
 # (G = 4 and 8); the last line printed is the path of reports/index.html.
-demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT)
+demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT) $(MBPP_S)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 # the layer contract first (pyproject.toml [tool.importlinter]): a back edge fails the build before any test runs

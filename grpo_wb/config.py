@@ -36,14 +36,22 @@ T = TypeVar("T")
 # ----------------------------------------------------------------------------- values checked at parse time
 
 
-def positive_int(s: str) -> int:
+def _integer(s: str, least: int) -> int:
     try:
         v = int(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    if v < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {v}")
     return v
+
+
+def positive_int(s: str) -> int:
+    return _integer(s, 1)
+
+
+def non_negative_int(s: str) -> int:
+    return _integer(s, 0)
 
 
 def _number(s: str, ok: Callable[[float], bool], expected: str, problem: str) -> float:

@@ -33,7 +33,8 @@ BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
 COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),
               "backend": (["--completions", "samples.jsonl"], {"completions"}),
-              "resume": ([], set()), "overwrite": ([], set())}
+              "resume": ([], set()), "overwrite": ([], set()),
+              "drop": (["--audit", "DIR"], {"audit"}), "min_mutation_score": (["--audit", "DIR"], {"audit"})}
 
 
 def _subparser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
@@ -58,7 +59,9 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
 
 
 # a value the flag's field checks (any other would be refused, not ignored)
-VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn"}
+VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn",
+         (("tasks", "audit"), "mutants"): "3", (("tasks", "audit"), "against"): "humaneval",
+         (("filter",), "drop"): "broken"}
 
 
 def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> list[str]:
@@ -77,7 +80,7 @@ def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> l
         return [flag, "3,4"]
     if isinstance(action.nargs, int) and action.nargs > 1:  # --band LOW HIGH
         return [flag, *(str(0.2 + 0.1 * i) for i in range(action.nargs))]
-    if action.type in (int, float) or getattr(action.type, "__name__", "") in ("positive_int", "positive_float", "fraction"):
+    if action.type in (int, float) or getattr(action.type, "__name__", "") in ("positive_int", "non_negative_int", "positive_float", "fraction"):
         base = default if isinstance(default, (int, float)) else 1
         new = base + 1 if getattr(action.type, "__name__", "") in ("int", "positive_int") else min(1.0, base / 2 + 0.25)
         if new == base:

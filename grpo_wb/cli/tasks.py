@@ -1,4 +1,5 @@
-"""``grpo-wb tasks validate|calibrate|import``: check a task file, set per-task limits, convert public task sets."""
+"""``grpo-wb tasks validate|calibrate|import|audit``: check a task file, set per-task limits, convert public task sets,
+audit their tests."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,7 @@ from grpo_wb.cli.common import Command, refuse_to_overwrite
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_jsonl
+from grpo_wb.runs.task_audit import FLAGS, TaskAuditConfig, run_task_audit
 from grpo_wb.scoring.calibrate import CalibrationConfig, calibrate
 from grpo_wb.scoring.executors import SandboxConfig
 from grpo_wb.scoring.sandbox import Isolation, default_isolation
@@ -182,10 +184,51 @@ def import_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(kw_only=True)
+class AuditArgs(TaskAuditConfig):
+    """``grpo-wb tasks audit``."""
+
+    no_progress: bool = False
+    """no progress bar"""
+
+
+def audit_cmd(args: argparse.Namespace) -> int:
+    a = from_args(AuditArgs, args)
+    s = run_task_audit(a, progress=not a.no_progress and sys.stderr.isatty())
+    n = s["tasks"]
+    print(f"audited {n} tasks of {a.tasks} into {a.out}/ in {s['seconds']:.0f}s "
+          f"({s['seconds_per_task'] or 0:.2f}s a task); {s['clean']} clean")
+    for f in FLAGS:
+        if s["flags"][f]:
+            print(f"  {f:<18} {s['flags'][f]:>5}  ({s['flags'][f] / n:.0%})")
+    if s["broken_causes"]:
+        print("  broken by: " + ", ".join(f"{k} {v}" for k, v in sorted(s["broken_causes"].items(), key=lambda x: -x[1])))
+    m = s["mutation"]
+    if m["tasks"]:
+        raw, adj = m["score"], m["score_without_equivalent"]
+        print(f"  mutation score over {m['tasks']} tasks: mean {raw['mean']:.2f}, median {raw['quantiles']['0.5']:.2f}"
+              + (f"; without the likely equivalent mutants mean {adj['mean']:.2f}" if adj["mean"] is not None else ""))
+        print(f"  {m['survived']} of {m['mutants_run']} mutants survived: {m['likely_equivalent']} agree with the "
+              f"reference on every input tried (likely equivalent), {m['with_witness']} answer an input the tests "
+              f"lack differently")
+    if s.get("by_flag"):
+        print("  samples by flag (tasks: all pass / mixed / none pass):")
+        for f, row in s["by_flag"].items():
+            g = row["groups"]
+            print(f"    {f:<18} {row['tasks']:>5}: {g.get('all pass', 0)} / {g.get('mixed', 0)} / {g.get('none pass', 0)}")
+    for note in s["notes"][:20]:
+        print(f"note: {note}", file=sys.stderr)
+    if len(s["notes"]) > 20:
+        print(f"note: ... {len(s['notes']) - 20} more in {a.out}/summary.json", file=sys.stderr)
+    return 0
+
+
 COMMANDS = [
     Command(("tasks", "validate"), ValidateArgs, validate,
             "check a canonical task file; runs canonical solutions when it is well formed"),
     Command(("tasks", "calibrate"), CalibrateArgs, calibrate_cmd,
             "set each task's time limit from its canonical solution's runtime"),
     Command(("tasks", "import"), ImportArgs, import_cmd, "convert a public task set to the canonical format"),
+    Command(("tasks", "audit"), AuditArgs, audit_cmd,
+            "are the tests right? broken, flaky, weak and hackable tests, duplicated and contaminated prompts"),
 ]

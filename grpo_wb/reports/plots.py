@@ -336,3 +336,19 @@ def audit_outcomes(exploits: pd.DataFrame) -> Figure:
     ax.set_xlim(0, max(1.0, float(t["reward"].fillna(0).max())))
     ax.legend(handles=[Patch(color=c, label=o) for o, c in OUTCOME_COLORS.items()], loc="lower right", fontsize=8)
     return fig
+
+
+def mutation_scores(tasks: pd.DataFrame) -> Figure:
+    """The spread of the tasks' mutation scores: as run (every survivor a gap) and without the survivors that
+    agree with the reference on every input tried (likely equivalent)."""
+    fig = _figure((9, 3.2))
+    ax = fig.subplots()
+    if tasks.empty or tasks["mutation score"].dropna().empty:
+        return _empty(fig, ax, "mutation scores")
+    bins = np.linspace(0, 1, 11)
+    ax.hist([tasks["mutation score"].dropna(), tasks["without equivalent"].dropna()], bins=bins,
+            label=["killed / run", "killed / (run - likely equivalent)"], color=[FLAT_COLOR, INFORMATIVE_COLOR])
+    ax.set_xlabel("mutation score of the task's tests")
+    ax.set_ylabel("tasks")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.types import Completion, RolloutRequest
+from grpo_wb.tasks.mutants import mock_mutant
 from grpo_wb.tasks.records import Task
 
 _WRONG_WEIGHTS = {"wrong": 0.55, "syntax_error": 0.12, "no_code": 0.12, "runtime_error": 0.13, "slow": 0.08}
@@ -23,50 +24,6 @@ _PROSE = [
     "Sure! The idea is to loop over the input and keep track of the answer as we go.",
     "This can be solved with a simple approach; let me know if you want an explanation.",
 ]
-
-
-class _Mutator(ast.NodeTransformer):
-    """Apply one plausible bug: flip a comparison, an operator or a constant."""
-
-    _CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-            ast.NotEq: ast.Eq}
-    _BIN = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult,
-            ast.Mod: ast.FloorDiv}
-
-    def __init__(self, target: int):
-        self.target = target
-        self.seen = 0
-        self.done = False
-
-    def _hit(self) -> bool:
-        hit = self.seen == self.target and not self.done
-        self.seen += 1
-        if hit:
-            self.done = True
-        return hit
-
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        self.generic_visit(node)
-        if type(node.ops[0]) in self._CMP and self._hit():
-            node.ops[0] = self._CMP[type(node.ops[0])]()
-        return node
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        self.generic_visit(node)
-        if type(node.op) in self._BIN and self._hit():
-            node.op = self._BIN[type(node.op)]()
-        return node
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if isinstance(node.value, int) and not isinstance(node.value, bool) and self._hit():
-            return ast.copy_location(ast.Constant(node.value + 1), node)
-        return node
-
-    def visit_Return(self, node: ast.Return) -> ast.AST:
-        self.generic_visit(node)
-        if node.value is not None and self._hit():
-            node.value = ast.Constant(None)
-        return node
 
 
 def _function_source(task: Task) -> str | None:
@@ -82,22 +39,9 @@ def _function_source(task: Task) -> str | None:
 
 
 def _mutant(task: Task, rng: random.Random) -> str | None:
+    """The entry point with one plausible bug (the shared mutator's mock set: recorded runs replay unchanged)."""
     src = _function_source(task)
-    if src is None:
-        return None
-    tree = ast.parse(src)
-    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.name == task.entry_point), None)
-    if func is None:
-        return None
-    counter = _Mutator(10 ** 9)
-    counter.visit(ast.parse(ast.unparse(func)))
-    if counter.seen == 0:
-        return None
-    m = _Mutator(rng.randrange(counter.seen))
-    new_func = m.visit(func)
-    ast.fix_missing_locations(new_func)
-    return ast.unparse(new_func)
+    return None if src is None else mock_mutant(src, task.entry_point, rng)
 
 
 def _indent_of(task: Task) -> str:

@@ -80,8 +80,6 @@ def default_isolation() -> str:
 
 _UID_BASE = 61000
 _UID_LOCKS = Path(tempfile.gettempdir()) / "grpo_wb_uids"
-HASH_SEED = "0"
-"""str hashing seed of every worker: verdicts of completions that depend on set order are reproducible."""
 _STARTUP_TIMEOUT = 20.0
 
 STREAM_AFTER = 0.02
@@ -117,6 +115,9 @@ class SandboxLimits:
     ro_binds: tuple[str, ...] = ()
     """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb audit``: the audited
     function's files); nothing else of the caller's files is."""
+    hash_seed: int = 0
+    """``PYTHONHASHSEED`` of every worker: fixed, so a verdict that depends on set order is reproducible
+    (``grpo-wb tasks audit`` varies it to find the tests that do)."""
     isolation: Isolation = field(default_factory=default_isolation)
     """``best``: the strongest isolation this machine gives (bubblewrap, else ``unshare``), a weaker one said out
     loud, and a refusal where there is none; ``strict``: refuse to run unless every worker proved each of
@@ -207,7 +208,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
            "--die-with-parent", "--new-session", "--clearenv",
            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
-           "--setenv", "PYTHONHASHSEED", HASH_SEED,
+           "--setenv", "PYTHONHASHSEED", str(limits.hash_seed),
            # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
            "--ro-bind", "/usr", "/usr"]
@@ -531,7 +532,7 @@ class Worker:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=errlog, start_new_session=True, bufsize=0,
                                          pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": HASH_SEED})
+                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": str(limits.hash_seed)})
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
                 seccomp_fd = None

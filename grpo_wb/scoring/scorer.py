@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import reprlib
 import socket
 import threading
 from collections import deque
@@ -57,7 +58,7 @@ from grpo_wb.scoring.verdicts import (
     plan_test,
     stdio_matches,
 )
-from grpo_wb.tasks.records import Task
+from grpo_wb.tasks.records import Task, TestCase
 
 STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
 _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc")
@@ -112,6 +113,8 @@ class Verdict:
     """The child was killed once a test had failed (early stop), before it finished its tests."""
     cpu_s: float | None = None
     """CPU seconds the child used (None when unknown): a timeout with less than the deadline is not cached."""
+    failure: dict[str, str] = field(default_factory=dict)
+    """The first failing test as a person debugs it (:func:`failure_detail`): empty when none failed."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ class ScoredCompletion:
     """Whose rule judged it: a trainer's (:data:`grpo_wb.scoring.rules.RULES`) or ``grpo_wb``'s strict one."""
     unrewardable: str = ""
     """Judged for the trainer: why its trainer's reward cannot reward this task at all (empty when it can)."""
+    failure: dict[str, str] = field(default_factory=dict)
+    """The first failing test: its ``test`` name and ``kind``, the ``input`` (stdio) or ``code`` (the call), the
+    ``expected`` and ``actual`` output or values and the ``error``, each cut to :data:`DETAIL_CHARS` (read here,
+    in the scoring process: expected values never enter the sandbox)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -193,6 +200,7 @@ class _Tally:
     tamper: list[str] = field(default_factory=list)
     finished: bool = False
     loaded: bool = False
+    actual: dict[int, str] = field(default_factory=dict)  # a failed test's output or values, cut short
 
     def feed(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
@@ -236,6 +244,7 @@ class _Tally:
                 self.ok_idx.add(idx)
             else:
                 self.errors[idx] = "wrong output"
+                self.actual[idx] = _cut(out)
         elif plan.kind == "values":
             if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
                 self.errors[idx] = str(ev.get("error", "malformed values"))
@@ -250,6 +259,7 @@ class _Tally:
                 self.ok_idx.add(idx)
             else:
                 self.errors.setdefault(idx, "AssertionError")
+                self.actual[idx] = _cut(", ".join(_safe_repr(v) for v in values))
         elif ev.get("ok") is True:
             self.ok_idx.add(idx)
         else:
@@ -260,11 +270,51 @@ class _Tally:
         """Some test, the check or a tamper check failed: whatever comes next, this is no pass."""
         return bool(self.errors or self.tamper or (self.check_sent and self.check_ok is False))
 
+    def first_failure(self, task: Task) -> dict[str, str]:
+        """:func:`failure_detail` of the first test that failed, if one did."""
+        if not self.errors:
+            return {}
+        i = min(self.errors)
+        return failure_detail(task.tests[i], self.plans[i], self.errors[i], self.actual.get(i))
+
     def fail_reason(self) -> str:
         """The check's error when only the check failed, else the first failing test's."""
         if self.check_sent and self.check_ok is not True and len(self.ok_idx) == len(self.plans):
             return self.check_error or "check failed"
         return self.errors[min(self.errors)] if self.errors else ""
+
+
+DETAIL_CHARS = 600
+"""How much of a failing test's input, expected and actual output a result keeps."""
+
+
+def _cut(text: str, n: int = DETAIL_CHARS) -> str:
+    return text if len(text) <= n else text[:n] + f"... [{len(text) - n} more characters]"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = DETAIL_CHARS
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 20
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return _REPR.repr(value)
+    except Exception as e:  # a decoded value is plain data, but stay safe
+        return f"<unprintable {type(value).__name__}: {type(e).__name__}>"
+
+
+def failure_detail(test: TestCase, plan: PlannedTest, error: str, actual: str | None) -> dict[str, str]:
+    """A failing test told the way a person debugs it: what went in, what was expected, what came out."""
+    d = {"test": test.name, "kind": plan.kind, "error": _cut(error)}
+    if plan.kind == "stdio":
+        d["input"] = _cut(test.input)
+        d["expected"] = _cut(test.output)
+    else:
+        d["code"] = _cut(test.code)
+    if actual is not None:
+        d["actual"] = actual
+    return d
 
 
 def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list[PlannedTest], check_sent: bool,
@@ -295,7 +345,7 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
             failed_tests = failed if n == n_ok else tuple(x.name for x in task.tests)
         return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
                        failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped,
-                       cpu_s=outcome.cpu_s)
+                       cpu_s=outcome.cpu_s, failure=t.first_failure(task) if status != "pass" else {})
 
     if t.tamper:
         return v("fail", "tampering detected: " + "; ".join(t.tamper[:5]), 0)
@@ -599,7 +649,7 @@ class Scorer:
             failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
             meta=encodable(dict(req.meta)), stopped_early=v.stopped_early, extraction=ext.to_json(),
             judge=getattr(trainer_rule(req.task, self.reward.judge), "name", "grpo_wb"),
-            unrewardable=unrewardable(req.task, self.reward.judge))
+            unrewardable=unrewardable(req.task, self.reward.judge), failure=encodable(v.failure))
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order, each as soon as it and those before it are decided.

@@ -263,16 +263,21 @@ def apply_filter(samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Call
                         informative_after_held_out=held, held_out=how)
 
 
-def run_recipe(samples: Sequence[TaskSamples], recipe: str, group_size: int) -> FilterResult:
-    """A published rule (``RECIPES``) on the task set."""
+Step = tuple[str, Callable[[TaskSamples], "str | None"]]
+"""A part of a rule: its name, and why it drops a task (None: kept)."""
+
+
+def run_recipe(samples: Sequence[TaskSamples], recipe: str, group_size: int, first: Sequence[Step] = ()
+               ) -> FilterResult:
+    """A published rule (``RECIPES``) on the task set, after the parts ``first`` (a test audit's, say)."""
     if recipe not in RECIPES:
         raise UserError(f"unknown recipe {recipe!r} (choose {', '.join(RECIPES)})")
-    return apply_filter(samples, [(recipe, RECIPES[recipe])], name=recipe, group_size=group_size)
+    return apply_filter(samples, [*first, (recipe, RECIPES[recipe])], name=recipe, group_size=group_size)
 
 
-def run_rule(samples: Sequence[TaskSamples], rule: FilterRule) -> FilterResult:
-    """Our rule on the task set."""
-    steps = rule.steps()
+def run_rule(samples: Sequence[TaskSamples], rule: FilterRule, first: Sequence[Step] = ()) -> FilterResult:
+    """Our rule on the task set, after the parts ``first``."""
+    steps = [*first, *rule.steps()]
     if not steps:
         raise UserError("nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N "
                         "or --recipe NAME")
@@ -289,10 +294,12 @@ def results_frame(results: Sequence[FilterResult]):
                      ).set_index("rule")
 
 
-def compare_rules(samples: Sequence[TaskSamples], rule: FilterRule, recipes: Sequence[str]) -> list[FilterResult]:
-    """Our rule (when it has a part set) and each recipe, on the same samples, for a side-by-side table."""
-    return ([run_rule(samples, rule)] if rule.has_rule else []) + [run_recipe(samples, r, rule.group_size)
-                                                                   for r in recipes]
+def compare_rules(samples: Sequence[TaskSamples], rule: FilterRule, recipes: Sequence[str],
+                  first: Sequence[Step] = ()) -> list[FilterResult]:
+    """Our rule (when it has a part set, or ``first`` does) and each recipe, on the same samples, for a side-by-side
+    table; the parts ``first`` (a test audit's) go before each."""
+    ours = [run_rule(samples, rule, first)] if rule.has_rule or first else []
+    return ours + [run_recipe(samples, r, rule.group_size, first) for r in recipes]
 
 
 def pick(results: Sequence[FilterResult], name: str) -> FilterResult:

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Sequence
 from grpo_wb.config import cli, int_list, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
+from grpo_wb.signal.testflags import Audit, audit_columns
 from grpo_wb.signal.diagnostics import (
     informative_probability,
     informative_probability_model,
@@ -518,24 +519,29 @@ EXPORTS = ("canonical",) + EXPORT_FORMATS
 
 
 def export_tasks(report: HeadroomReport, task_ids: Sequence[str], tasks_file: str | Path, out: str | Path, *,
-                 fmt: str = "canonical", group_size: int | None = None) -> str:
+                 fmt: str = "canonical", group_size: int | None = None, audit: Audit | None = None) -> str:
     """Write the chosen tasks and say what was written, in one line.
 
     ``canonical``: the task records plus a TRL dataset beside them (``.trl.jsonl``). The other formats are
     rows (see :mod:`grpo_wb.tasks.rowexport`) with the ``grpo_wb_*`` columns at G (default: the recommended
-    G, else G_MIN).
+    G, else G_MIN). With a test ``audit`` (``grpo-wb tasks audit``'s records), rows also get the
+    ``grpo_wb_test_*`` columns and canonical records carry them in their metadata.
     """
     if fmt not in EXPORTS:
         raise UserError(f"unknown export format {fmt!r} (choose {', '.join(EXPORTS)})")
     chosen = _tasks_for(task_ids, tasks_file)
+    tested = (lambda tid: audit_columns(audit.get(tid))) if audit is not None else (lambda tid: {})
     if fmt == "canonical":
+        chosen = [dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)}) if audit is not None else t
+                  for t in chosen]
         trl = trl_path_for(out)
         write_tasks(out, chosen)
         atomic_write_jsonl(trl, [trl_record(t) for t in chosen])
         return f"{len(chosen)} tasks to {out} (canonical) and {trl} (TRL dataset)"
     g = group_size or report.recommended_g or G_MIN
     by_id = {t.task_id: t for t in report.tasks}
-    kind = export_rows(chosen, fmt, out, {t.task_id: export_columns(by_id[t.task_id], g) for t in chosen})
+    kind = export_rows(chosen, fmt, out, {t.task_id: {**export_columns(by_id[t.task_id], g), **tested(t.task_id)}
+                                          for t in chosen})
     return f"{len(chosen)} {fmt} rows to {out} ({kind}; grpo_wb_* columns at G={g})"
 
 

