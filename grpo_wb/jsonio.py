@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
+import orjson
+
 from grpo_wb.errors import UserError
 
 
@@ -179,16 +181,16 @@ class JsonlAppender:
         self.close()
 
 
-def open_text(path: str | os.PathLike):
-    """Open a text file, transparently gunzipping ``*.gz``; a missing file is a UserError."""
+def open_text(path: str | os.PathLike, *, binary: bool = False):
+    """Open a text file, transparently gunzipping ``*.gz`` (``binary``: its bytes); a missing file is a UserError."""
     p = Path(path)
     if not p.exists():
         raise UserError("no such file", path=str(path))
     if p.is_dir():
         raise UserError("is a directory, expected a file", path=str(path))
     if p.suffix == ".gz":
-        return gzip.open(p, "rt", encoding="utf-8")
-    return open(p, "r", encoding="utf-8")
+        return gzip.open(p, "rb") if binary else gzip.open(p, "rt", encoding="utf-8")
+    return open(p, "rb") if binary else open(p, "r", encoding="utf-8")
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -204,16 +206,29 @@ def read_json(path: str | os.PathLike) -> Any:
             raise UserError(f"cannot read: {e}", path=str(path)) from None
 
 
-def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
+def _fast_loads(line: bytes) -> Any:
+    """orjson's parser (several times json's speed), json's where orjson refuses what json reads (NaN, Infinity,
+    lone surrogates) or for its error message. orjson reads an integer past 64 bits as a float: for readers
+    that use only strings, booleans and ordinary numbers."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None = None,
+               fast: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line, or, with
-    ``on_bad``, yields ``on_bad(why)`` in its place (for callers that count and skip bad lines)."""
-    with open_text(path) as f:
+    ``on_bad``, yields ``on_bad(why)`` in its place (for callers that count and skip bad lines). ``fast``: parsed
+    by orjson (:func:`_fast_loads`: integers past 64 bits become floats)."""
+    _loads = _fast_loads if fast else json.loads
+    with open_text(path, binary=fast) as f:  # orjson reads UTF-8 bytes: no decoding to str and back
         try:
             for lineno, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line)
+                    yield lineno, _loads(line)
                 except json.JSONDecodeError as e:
                     if on_bad is not None:
                         yield lineno, on_bad(f"invalid JSON: {e.msg} (column {e.colno})")

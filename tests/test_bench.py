@@ -10,7 +10,9 @@ import re
 import pytest
 
 from grpo_wb.cli.main import main
+from grpo_wb.runs.analysis_bench import bench_analyses, write_results
 from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, measure_overhead
+from grpo_wb.signal.headroom import samples_from_scored_file
 from grpo_wb.tasks.importers import import_humaneval
 
 
@@ -65,3 +67,20 @@ def test_the_exec_test_row_prints_the_split_beside_the_value_path(capsys):
     assert res["value_ms"] > 0 and res["exec_ms"] > 0 and res["loop_s"] > res["local_loop_s"] > 0
     printed = capsys.readouterr().out
     assert "value test" in printed and "exec test (split)" in printed and "verdict pass" in printed
+
+
+def test_the_analyses_rows_print_the_streamed_reader_beside_the_every_row_one(capsys):
+    """Tiny sizes of `grpo-wb bench --set analyses`: each reader reads every row of the synthetic file, in a process
+    of its own, and the figures are printed side by side."""
+    res = bench_analyses([3000], anchor_max=3000)
+    assert [r["kind"] for r in res] == ["streamed", "clusters", "anchor"]
+    assert all(r["rows"] == 3000 and r["seconds"] > 0 and r["peak_mib"] > 0 for r in res)
+    printed = capsys.readouterr().out
+    assert re.search(r"3000 +\d+ +streamed", printed) and re.search(r"3000 +\d+ +anchor", printed)
+
+
+def test_the_synthetic_results_file_is_read_as_scored_rows(tmp_path):
+    write_results(tmp_path / "r.jsonl", 500, tasks=50)
+    samples = samples_from_scored_file(tmp_path / "r.jsonl")
+    assert len(samples) == 50 and sum(s.n for s in samples) == 500
+    assert 0 < sum(s.n_correct for s in samples) < 500

@@ -61,7 +61,7 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
 # a value the flag's field checks (any other would be refused, not ignored)
 VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn",
          (("tasks", "audit"), "mutants"): "3", (("tasks", "audit"), "against"): "humaneval",
-         (("filter",), "drop"): "broken"}
+         (("filter",), "drop"): "broken", (("bench",), "rows"): "5,6"}
 
 
 def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> list[str]:
@@ -82,7 +82,8 @@ def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> l
         return [flag, *(str(0.2 + 0.1 * i) for i in range(action.nargs))]
     if action.type in (int, float) or getattr(action.type, "__name__", "") in ("positive_int", "non_negative_int", "positive_float", "fraction"):
         base = default if isinstance(default, (int, float)) else 1
-        new = base + 1 if getattr(action.type, "__name__", "") in ("int", "positive_int") else min(1.0, base / 2 + 0.25)
+        new = base + 1 if getattr(action.type, "__name__", "") in ("int", "positive_int", "non_negative_int") \
+            else min(1.0, base / 2 + 0.25)
         if new == base:
             new = base / 4
         return [flag, str(new)]

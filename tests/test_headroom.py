@@ -322,3 +322,14 @@ def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
     assert f"pass@1: {rep.pass_at_k['1']:.4f}" in out and f"pass@10: {rep.pass_at_k['10']:.4f}" in out
     for g in (2, 4, 8, 16, 32):
         assert f"G={g}: {rep.point(g).expected_informative:.3f}" in out
+
+
+def test_scored_rows_keep_each_samples_pass_and_reward_in_order_with_unscored_ones():
+    """The streamed accumulation: rewards without the unscored, raw rewards with them in place, passes in order."""
+    rows = [{"task_id": "a", "passed": True, "reward": 1.0}, {"task_id": "b", "passed": False, "reward": 0.0},
+            {"task_id": "a", "passed": False, "reward": None, "unrewardable": "no tests"},
+            {"task_id": "a", "passed": False, "reward": 0.25}]
+    a, b = hr.samples_from_scored_rows(rows)
+    assert (a.task_id, a.n, a.n_correct, a.rewards, a.passes, a.raw_rewards, a.unrewardable) == \
+        ("a", 3, 1, (1.0, 0.25), (True, False, False), (1.0, None, 0.25), "no tests")
+    assert (b.rewards, b.raw_rewards, b.passes) == ((0.0,), (0.0,), (False,))

@@ -71,3 +71,26 @@ def test_encodable_text_shows_the_escape_and_joins_valid_pairs():
     json.dumps(clean, ensure_ascii=False).encode("utf-8")
     text = "plain ascii"
     assert jsonio.encodable(text) is text and jsonio.encodable(HOSTILE["ok"]) is HOSTILE["ok"]
+
+
+def test_the_fast_reader_reads_what_json_reads(tmp_path):
+    """orjson for the analyses, json where orjson refuses (NaN, lone surrogates); the same objects, the same errors."""
+    import gzip
+
+    lines = ['{"task_id": "a", "passed": true, "reward": 1.0, "meta": {"k": [1, 2.5, null]}}', "",
+             '{"task_id": "b", "passed": false, "reward": NaN}', '{"text": "\\ud800 caf\\u00e9 \u00e9"}']
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    for p in (path, gz):
+        slow, fast = list(iter_jsonl(p)), list(iter_jsonl(p, fast=True))
+        assert [n for n, _ in fast] == [1, 3, 4] and repr(fast) == repr(slow)
+    path.write_text('{"a": 1}\n{"a": \n')
+    errors = []
+    for fast in (False, True):
+        try:
+            list(iter_jsonl(path, fast=fast))
+        except Exception as e:  # noqa: BLE001 - the message is what is compared
+            errors.append(str(e))
+    assert errors[0] == errors[1] and errors[0].startswith(f"{path}:2: invalid JSON")

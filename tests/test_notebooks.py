@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from html import unescape as html_unescape
 from pathlib import Path
 
 import nbformat
@@ -14,6 +15,7 @@ from grpo_wb.reports import notebooks as reports
 from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.runs import load as runs
 from grpo_wb.signal import headroom as hr
+from grpo_wb.signal.clusters import cluster_file
 from grpo_wb.tasks.records import load_tasks
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
@@ -90,6 +92,9 @@ def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
     rep = hr.analyze(hr.samples_from_scored_file(out / "mock_scored.jsonl"), budget=16, ks=[1, 2])
     assert res.headline["recommended_g"] == rep.recommended_g
     assert res.headline["n_frontier"] == len(rep.frontier)
+    # the failure clusters shown are those of the rows scored (mock wrong answers: exceptions, timeouts, no code)
+    fc = cluster_file(out / "mock_scored.jsonl")
+    assert fc.failures and all(c.shape in html_unescape(html) for c in fc.top(10))
     if rep.frontier:
         assert [t.task_id for t in load_tasks(out / "frontier.jsonl")] == rep.frontier
         rows = [json.loads(x) for x in (out / "frontier.trl.jsonl").read_text().splitlines()]

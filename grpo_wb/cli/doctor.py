@@ -10,7 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Literal
 
 from grpo_wb.cli.common import Command
-from grpo_wb.config import cli, from_args, positive_float, positive_int
+from grpo_wb.config import cli, from_args, int_list, positive_float, positive_int
+from grpo_wb.runs.analysis_bench import bench_analyses
 from grpo_wb.runs.pipeline_bench import bench_pipeline
 from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, main_bench
 from grpo_wb.scoring.executors import ExecutorConfig
@@ -67,10 +68,16 @@ def doctor(args: argparse.Namespace) -> int:
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests"]] = field(
+    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses"]] = field(
         default_factory=list, metadata=cli(flags=("--set",)))
     """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
-    exec-tests: what deciding exec tests apart from the candidate costs"""
+    exec-tests: what deciding exec tests apart from the candidate costs; analyses: headroom's and the clusters'
+    reading of results files of --rows rows, streamed, beside the reader that keeps every row"""
+    rows: list[int] = field(default_factory=lambda: [1_000_000, 4_000_000, 10_000_000],
+                            metadata=cli(type=int_list, metavar="N,..."))
+    """analyses: the results files' sizes, in rows"""
+    anchor_max: int = field(default=1_000_000, metadata=cli(type=positive_int, metavar="N"))
+    """analyses: run the every-row reader only on files of at most N rows (it needs some 2.4 GB a million)"""
     codegen: str | None = None
     """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int))
@@ -108,7 +115,9 @@ def bench(args: argparse.Namespace) -> int:
         bench_big_inputs()
     if "exec-tests" in sets:
         bench_exec_tests(workers=a.workers or default_workers())
-    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests")]
+    if "analyses" in sets:
+        bench_analyses(a.rows, anchor_max=a.anchor_max)
+    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses")]
     if not sets:
         return 0
     main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,

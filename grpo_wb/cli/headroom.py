@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from grpo_wb.cli.common import Command
-from grpo_wb.config import cli, from_args, positive_int
+from grpo_wb.config import cli, from_args, non_negative_int, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
 from grpo_wb.runs.task_audit import read_audit
@@ -20,6 +20,7 @@ from grpo_wb.signal.headroom import (
     export_tasks,
     load_samples,
 )
+from grpo_wb.signal.clusters import FailureClusters, cluster_source
 from grpo_wb.signal.testflags import audit_lines
 
 Export = Literal[EXPORTS]
@@ -45,6 +46,9 @@ class HeadroomArgs(HeadroomConfig):
     """G of the exported grpo_wb_p_informative_G column (default: the recommended G)"""
     json: str | None = field(default=None, metadata=cli(metavar="PATH"))
     """write the whole report as JSON"""
+    clusters: int = field(default=0, metadata=cli(type=non_negative_int, metavar="N"))
+    """print the N largest failure clusters (kind and message shape, with counts and an example) and the tasks whose
+    samples all fail the same way (a scored results file; a run: its last step's rollouts)"""
     audit: str | None = field(default=None, metadata=cli(metavar="DIR"))
     """a grpo-wb tasks audit folder: say how many too-hard tasks are broken and how many frontier or too-easy ones
     have tests that pass wrong code; the export gets its grpo_wb_test_* columns"""
@@ -82,6 +86,18 @@ def print_report(rep: HeadroomReport) -> None:
         print(f"the trainer cannot reward: {len(rep.unrewardable)} ({few(rep.unrewardable)}); e.g. {why}")
 
 
+def print_clusters(fc: FailureClusters, n: int) -> None:
+    """The largest failure clusters and the tasks that fail one way, as ``headroom --clusters`` prints them."""
+    print(f"failures: {fc.failures} of {fc.rows} completions, in {len(fc.clusters)} clusters; the {min(n, len(fc.clusters))} "
+          "largest (failures, tasks, kind, message):")
+    for c in fc.top(n):
+        print(f"  {c.rows:>7} {len(c.tasks):>5}  {c.kind:<12}  {c.shape}  (e.g. {c.example.get('completion_id')})")
+    same = fc.same_way()
+    print(f"tasks whose samples all fail the same way: {len(same)}")
+    for s in same[:n]:
+        print(f"  {s.task_id} ({s.samples} samples, {s.kind}: {s.shape}{', test ' + s.test if s.test else ''}): {s.why}")
+
+
 def headroom(args: argparse.Namespace) -> int:
     """Print the headroom report; export the frontier when asked."""
     a = from_args(HeadroomArgs, args)
@@ -90,6 +106,8 @@ def headroom(args: argparse.Namespace) -> int:
     print_report(rep)
     if audit is not None:
         print("test audit: " + "; ".join(audit_lines({t.task_id: t.category for t in rep.tasks}, audit)))
+    if a.clusters:
+        print_clusters(cluster_source(a.input), a.clusters)
     if a.json:
         atomic_write_json(a.json, rep.to_json())
         print(f"wrote {a.json}")

@@ -235,13 +235,32 @@ def resolve_path_values(values: Mapping[str, Any], base: str | Path) -> dict[str
     return out
 
 
+def readable_tables() -> None:
+    """pandas' display options for reports: whole cells (an error message or a diff is not cut at 50 characters),
+    up to 200 rows, three decimals."""
+    import pandas as pd  # where used: every grpo-wb command imports this module
+
+    pd.set_option("display.max_colwidth", None)
+    pd.set_option("display.max_rows", 200)
+    pd.set_option("display.precision", 3)
+
+
 def write_headline(out_dir: str | Path, headline: Mapping[str, Any]):
     """Write ``headline.json`` (what the batch index shows) into ``out_dir``; return it as a table to display."""
     import pandas as pd  # where used: every grpo-wb command imports this module
 
     atomic_write_json(Path(out_dir) / HEADLINE_FILE, dict(headline))
-    return pd.DataFrame({"value": [v for v in headline.values()]}, index=pd.Index(list(headline), name="headline")) \
-        .astype({"value": str})
+    return pd.DataFrame({"value": [_readable(v) for v in headline.values()]},
+                        index=pd.Index(list(headline), name="headline"))
+
+
+def _readable(v: Any) -> str:
+    """A headline value as a reader wants it: floats to four significant digits (headline.json keeps them all)."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_readable(x) for x in v)
+    return str(v)
 
 
 # ----------------------------------------------------------------------------- results

@@ -22,6 +22,7 @@ from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
+from grpo_wb.signal.clusters import FailureClusters, cluster_file, cluster_source
 from grpo_wb.signal.filters import FilterResult, FilterRule
 from grpo_wb.signal.headroom import (
     HeadroomReport,
@@ -195,3 +196,14 @@ def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     path = Path(out_dir) / "plan.json"
     atomic_write_json(path, plan.to_json())
     return path
+
+
+def failure_clusters(input_path: str, out_dir: str | Path) -> FailureClusters:
+    """The failure clusters of what collect_samples scored: ``input_path`` (a scored file or a run), else the
+    scored rows it wrote into ``out_dir``."""
+    if input_path:
+        return cluster_source(input_path)
+    for name in ("scored.jsonl", "mock_scored.jsonl"):
+        if (Path(out_dir) / name).exists():
+            return cluster_file(Path(out_dir) / name)
+    raise UserError(f"{out_dir}: no scored rows to cluster (scored.jsonl or mock_scored.jsonl)")

@@ -36,7 +36,7 @@ import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from grpo_wb.config import cli, int_list, positive_int
 from grpo_wb.errors import UserError
@@ -116,27 +116,65 @@ def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable
 
 
 def _finish(acc: dict[str, list]) -> list[TaskSamples]:
-    return [TaskSamples(t, n, c, tuple(r), tuple(p), tuple(raw), why) for t, (n, c, r, p, raw, why) in acc.items()]
+    out = []
+    while acc:  # each task's lists freed as its tuples are made: the peak is one copy, not two
+        t, (n, c, r, p, raw, why) = next(iter(acc.items()))
+        del acc[t]
+        rewards = tuple(r)
+        out.append(TaskSamples(t, n, c, rewards, tuple(p), rewards if raw is r else tuple(raw), why))
+    return out
+
+
+_FLOATS: dict[float, float] = {}
+
+
+def _one(r: Any) -> float:
+    """A reward as a float, one shared object per value (binary rewards are two objects, not one per sample)."""
+    f = float(r)
+    if len(_FLOATS) < 4096:
+        return _FLOATS.setdefault(f, f)
+    return _FLOATS.get(f, f)
 
 
 def samples_from_scored_rows(rows: Iterable[dict[str, Any]]) -> list[TaskSamples]:
-    """Group ScoredCompletion JSON rows (``task_id``, ``passed``, ``reward``) by task, in first-seen order."""
+    """Group ScoredCompletion JSON rows (``task_id``, ``passed``, ``reward``) by task, in first-seen order.
+
+    Streamed: only each sample's pass and reward are kept (a few bytes each; a task's raw rewards are its rewards
+    until a sample has none), so memory grows with the samples, not with their text."""
     acc: dict[str, list] = {}
     for row in rows:
-        _merge(acc, row["task_id"], 1, int(bool(row["passed"])), [row.get("reward")], bool(row["passed"]),
-               str(row.get("unrewardable") or ""))
+        tid, passed, r = row["task_id"], bool(row["passed"]), row.get("reward")
+        slot = acc.get(tid)
+        if slot is None:
+            slot = acc[tid] = [0, 0, [], [], None, ""]
+            slot[4] = slot[2]  # raw rewards: the same list while every sample has one
+        slot[0] += 1
+        slot[1] += passed
+        slot[3].append(passed)
+        if r is None:
+            if slot[4] is slot[2]:
+                slot[4] = list(slot[2])
+            slot[4].append(None)
+        else:
+            f = _one(r)
+            slot[2].append(f)
+            if slot[4] is not slot[2]:
+                slot[4].append(f)
+        if not slot[5] and row.get("unrewardable"):
+            slot[5] = str(row["unrewardable"])
     return _finish(acc)
 
 
 def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
-    """Read a ``grpo-wb score`` results file; a line without task_id/passed is an error naming it."""
-    return samples_from_scored_rows(read_scored_file(path))
+    """Read a ``grpo-wb score`` results file, streamed; a line without task_id/passed is an error naming it."""
+    return samples_from_scored_rows(iter_scored_file(path, fast=True))
 
 
-def read_scored_file(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a ``grpo-wb score`` results file, each checked (task_id, passed, reward), in file order."""
-    rows = []
-    for lineno, obj in iter_jsonl(path):
+def iter_scored_file(path: str | Path, *, fast: bool = False) -> Iterator[dict[str, Any]]:
+    """The rows of a ``grpo-wb score`` results file, each checked (task_id, passed, reward), one at a time;
+    ``fast``: parsed by orjson (for readers of those fields only: see :func:`grpo_wb.jsonio.iter_jsonl`)."""
+    n = 0
+    for lineno, obj in iter_jsonl(path, fast=fast):
         if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) \
                 or not isinstance(obj.get("passed"), bool):
             raise UserError("not a scored completion (needs string task_id and boolean passed; "
@@ -144,10 +182,16 @@ def read_scored_file(path: str | Path) -> list[dict[str, Any]]:
         r = obj.get("reward")
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
             raise UserError(f"reward must be a number or null, got {r!r}", path=str(path), line=lineno)
-        rows.append(obj)
-    if not rows:
+        n += 1
+        yield obj
+    if not n:
         raise UserError("no scored completions in file", path=str(path))
-    return rows
+
+
+def read_scored_file(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``grpo-wb score`` results file, each checked, in file order, all in memory (for callers that
+    need every field; the estimates stream: :func:`samples_from_scored_file`)."""
+    return list(iter_scored_file(path))
 
 
 def samples_from_run(run_dir: str | Path) -> list[TaskSamples]:
