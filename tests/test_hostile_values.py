@@ -180,6 +180,16 @@ def test_a_forged_colliding_set_fails_the_completion_quickly(early_stop):
     assert v.tests_passed == (0 if early_stop else 1)  # after an early stop, only what came before the failure
 
 
+def test_a_huge_wrong_set_is_shown_cut_short():
+    """The failure detail of a wrong answer costs the scoring process no more than the comparison did."""
+    events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": [{"$": "set", "v": list(range(300_000, 0, -1))}]},
+              {"event": "values", "index": 1, "values": [{"$": "set", "v": [4, 5]}]}, {"event": "done"}]
+    v = cpu(verdict_from_outcome, SETS, RawOutcome(events=events), "continuation", *plan_task(SETS))
+    assert cpu.last < FAST
+    assert v.status == "fail" and v.failure["test"] == "t0" and v.failure["code"] == "assert candidate(123) == {1, 2, 3}"
+    assert v.failure["actual"].startswith("{") and v.failure["actual"].endswith("...}") and len(v.failure["actual"]) < 200
+
+
 # ----------------------------------------------------------------------------- tokens compared as numbers
 
 
