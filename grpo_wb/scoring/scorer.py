@@ -201,7 +201,7 @@ class _Tally:
     tamper: list[str] = field(default_factory=list)
     finished: bool = False
     loaded: bool = False
-    actual: dict[int, str] = field(default_factory=dict)  # a failed test's output or values, cut short
+    actual: dict[int, Any] = field(default_factory=dict)  # a failed test's output or values, shown only if first
 
     def feed(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
@@ -245,7 +245,7 @@ class _Tally:
                 self.ok_idx.add(idx)
             else:
                 self.errors[idx] = "wrong output"
-                self.actual[idx] = _cut(out)
+                self.actual[idx] = out
         elif plan.kind == "values":
             if "error" in ev or not isinstance(ev.get("values"), list) or len(ev["values"]) != len(plan.exprs):
                 self.errors[idx] = str(ev.get("error", "malformed values"))
@@ -262,7 +262,7 @@ class _Tally:
             else:
                 self.errors.setdefault(idx, "AssertionError")
                 if values is not None:  # a value refused while decoding (a forged set) is never shown
-                    self.actual[idx] = _cut(", ".join(_safe_repr(v) for v in values))
+                    self.actual[idx] = values
         elif ev.get("ok") is True:
             self.ok_idx.add(idx)
         else:
@@ -278,7 +278,10 @@ class _Tally:
         if not self.errors:
             return {}
         i = min(self.errors)
-        return failure_detail(task.tests[i], self.plans[i], self.errors[i], self.actual.get(i))
+        actual = self.actual.get(i)
+        if isinstance(actual, list):  # formatted here, once, for the one test shown
+            actual = ", ".join(_safe_repr(v) for v in actual)
+        return failure_detail(task.tests[i], self.plans[i], self.errors[i], None if actual is None else _cut(actual))
 
     def fail_reason(self) -> str:
         """The check's error when only the check failed, else the first failing test's."""

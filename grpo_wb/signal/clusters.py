@@ -42,7 +42,7 @@ def failure_kind(status: str, error: str) -> str:
         return "no code"
     if status == "sandbox_error":
         return "sandbox"
-    if status == "fail" and (not error or error.split(":")[0].strip() in _WRONG or error.startswith("AssertionError")):
+    if status == "fail" and (not error or error.split(":")[0].strip() in _WRONG):
         return "wrong answer"
     return "exception"
 
@@ -58,9 +58,9 @@ def message_shape(error: str) -> str:
 
 def signature(row: dict[str, Any]) -> tuple[str, str]:
     """The set-wide signature of a failing row: its kind and its message's shape."""
-    kind = failure_kind(str(row.get("status", "")), str(row.get("error") or ""))
-    shape = {"timeout": "timed out", "no code": message_shape(str(row.get("error") or "no code"))}.get(kind)
-    return kind, shape if shape is not None else (message_shape(str(row.get("error") or "")) or kind)
+    error = str(row.get("error") or "")
+    kind = failure_kind(str(row.get("status", "")), error)
+    return kind, "timed out" if kind == "timeout" else message_shape(error) or kind
 
 
 def _task_signature(row: dict[str, Any], sig: tuple[str, str]) -> tuple[str, ...]:
