@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # grpo-wb subprocess a test starts compiles the package again and pytest rewrites every test file on each run.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast install lab clean sandbox
+.PHONY: demo test test-fast install lab clean sandbox browser
 
 # The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
 # elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`).
@@ -20,6 +20,18 @@ sandbox:
 	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1)) || \
 	    echo "WARNING: could not install bubblewrap; the sandbox will not isolate network and files"; \
 	  else echo "WARNING: bubblewrap (bwrap) not found; install it for full sandbox isolation"; fi; }
+
+# The browser test opens a rendered report in headless Chromium driven by selenium: Debian's chromium and
+# chromium-driver, installed here as bubblewrap is (without them that test fails, naming what is missing).
+browser:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium and chromium-driver for the browser test"; \
+	    (apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && \
+	      apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null 2>&1)) || \
+	    echo "WARNING: could not install chromium; the browser test will fail"; \
+	  else echo "WARNING: chromium and chromedriver not found; install them for the browser test"; fi; }
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; run 'make PYTHON=python3 ...'"; exit 1; }
@@ -54,7 +66,7 @@ demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT) $(MBPP_S)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 # the layer contract first (pyproject.toml [tool.importlinter]): a back edge fails the build before any test runs
-test: $(STAMP) sandbox
+test: $(STAMP) sandbox browser
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 

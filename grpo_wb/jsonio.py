@@ -206,7 +206,7 @@ def read_json(path: str | os.PathLike) -> Any:
             raise UserError(f"cannot read: {e}", path=str(path)) from None
 
 
-def _fast_loads(line: bytes) -> Any:
+def fast_loads(line: bytes) -> Any:
     """orjson's parser (several times json's speed), json's where orjson refuses what json reads (NaN, Infinity,
     lone surrogates) or for its error message. orjson reads an integer past 64 bits as a float: for readers
     that use only strings, booleans and ordinary numbers."""
@@ -220,8 +220,8 @@ def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None =
                fast: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line, or, with
     ``on_bad``, yields ``on_bad(why)`` in its place (for callers that count and skip bad lines). ``fast``: parsed
-    by orjson (:func:`_fast_loads`: integers past 64 bits become floats)."""
-    _loads = _fast_loads if fast else json.loads
+    by orjson (:func:`fast_loads`: integers past 64 bits become floats)."""
+    _loads = fast_loads if fast else json.loads
     with open_text(path, binary=fast) as f:  # orjson reads UTF-8 bytes: no decoding to str and back
         try:
             for lineno, line in enumerate(f, start=1):

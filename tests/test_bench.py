@@ -73,8 +73,10 @@ def test_the_analyses_rows_print_the_streamed_reader_beside_the_every_row_one(ca
     """Tiny sizes of `grpo-wb bench --set analyses`: each reader reads every row of the synthetic file, in a process
     of its own, and the figures are printed side by side."""
     res = bench_analyses([3000], anchor_max=3000)
-    assert [r["kind"] for r in res] == ["streamed", "clusters", "anchor"]
-    assert all(r["rows"] == 3000 and r["seconds"] > 0 and r["peak_mib"] > 0 for r in res)
+    assert [r["kind"] for r in res] == ["streamed", "clusters", "explorer", "group", "anchor"]
+    # every reader reads every row; "group" fetches one task's rows (task/7: 1 of 3000 over 10,000 tasks)
+    assert [r["rows"] for r in res] == [3000, 3000, 3000, 1, 3000]
+    assert all(r["seconds"] > 0 and r["peak_mib"] > 0 for r in res)
     printed = capsys.readouterr().out
     assert re.search(r"3000 +\d+ +streamed", printed) and re.search(r"3000 +\d+ +anchor", printed)
 

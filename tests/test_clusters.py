@@ -86,5 +86,5 @@ def test_headroom_prints_the_clusters(tmp_path, capsys):
 
 def test_a_run_without_rollouts_is_one_line(tmp_path):
     (tmp_path / "run").mkdir()
-    with pytest.raises(UserError, match=r"run: has no last_rollouts.jsonl: failure clusters need scored rows"):
+    with pytest.raises(UserError, match=r"run: has no rollouts.jsonl or last_rollouts.jsonl: no scored rows to read"):
         cluster_source(tmp_path / "run")

@@ -629,6 +629,8 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         _report("reports/smoke_experiment"), needs=("notebooks",), marks=(SANDBOX, NB)),
     "grpo-wb report notebooks/task_headroom.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "
     "--out reports/headroom": Run(_report("reports/headroom"), needs=("notebooks", "toy", "scored"), marks=(NB,)),
+    "grpo-wb report notebooks/rollout_explorer.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "
+    "--out reports/explorer": Run(_report("reports/explorer"), needs=("notebooks", "toy", "scored"), marks=(NB,)),
     "grpo-wb report notebooks/dataset_filter.ipynb -p rows_file train.parquet -p row_format verl "
     "-p samples_file samples.jsonl": Run(
         _report("reports/dataset_filter"), needs=("notebooks", "train_parquet", "verl_samples"),

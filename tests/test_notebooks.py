@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html import unescape as html_unescape
 from pathlib import Path
 
@@ -23,10 +24,15 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_seven_templates_exist():
+def test_the_eight_templates_exist():
     assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
                                            "dataset_filter.ipynb", "data_strategy.ipynb", "reward_audit.ipynb",
-                                           "task_audit.ipynb"}
+                                           "task_audit.ipynb", "rollout_explorer.ipynb"}
+
+
+def explorer_groups(html: str) -> list[str]:
+    """The tasks whose group view a rendered report holds."""
+    return [html_unescape(t) for t in re.findall(r'<section class="wbx-group" data-task="([^"]+)"', html)]
 
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
@@ -79,6 +85,9 @@ def test_smoke_experiment_runs_a_new_smoke_run(tmp_path):
     assert (head["steps"], head["group_size"]) == (2, 2)
     assert res.headline["steps"] == 2
     assert "<code>2</code>" in html and "group_size" in html  # the injected value is shown
+    # the explorer holds every task of every step, read from the run's rollouts.jsonl
+    rollouts = [json.loads(x) for x in (tmp_path / "smoke" / "run" / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted(explorer_groups(html)) == sorted({r["task_id"] for r in rollouts}) and len(rollouts) == 2 * 3 * 2
 
 
 @pytest.mark.slow
@@ -95,6 +104,7 @@ def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
     # the failure clusters shown are those of the rows scored (mock wrong answers: exceptions, timeouts, no code)
     fc = cluster_file(out / "mock_scored.jsonl")
     assert fc.failures and all(c.shape in html_unescape(html) for c in fc.top(10))
+    assert sorted(explorer_groups(html)) == sorted(s.task_id for s in rep.tasks)
     if rep.frontier:
         assert [t.task_id for t in load_tasks(out / "frontier.jsonl")] == rep.frontier
         rows = [json.loads(x) for x in (out / "frontier.trl.jsonl").read_text().splitlines()]
@@ -138,6 +148,18 @@ def test_dataset_filter_on_the_bundled_apps_rows(tmp_path):
     kept = [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
     assert [r["problem_id"] for r in kept] == [int(t.split("/")[1]) for t in ours.kept]
     assert all(set(r) >= {"question", "input_output", "grpo_wb_pass_rate", "grpo_wb_p_informative_8"} for r in kept)
+    assert len(explorer_groups(html)) == len(samples) and 'class="wbx-diff"' in html  # stdio failures as diffs
+
+
+@pytest.mark.slow
+def test_rollout_explorer_over_a_run_directory(tmp_path):
+    run = shared_run(2)
+    res, nb, html = _run("rollout_explorer", tmp_path / "rx", {"input_path": str(run), "tasks_file": "", "per_task": 3})
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted(explorer_groups(html)) == sorted({r["task_id"] for r in rows})
+    assert res.headline["completions"] == len(rows) and res.headline["tasks"] == len({r["task_id"] for r in rows})
+    assert html.count('class="wbx-card"') <= 3 * res.headline["tasks"]
+    assert " completions from <code>rollouts.jsonl</code>" in html  # named, not with the machine's path
 
 
 ROW_FIXTURES = Path(__file__).parent / "fixtures" / "rows"

@@ -134,6 +134,24 @@ def test_render_html_hides_code_and_shows_parameters(tmp_path):
     assert "Report failed: boom in cell 3" in failed and "(default)" in failed
 
 
+def test_paths_under_the_base_folder_are_shown_relative_to_it(tmp_path):
+    page = f"<td>{tmp_path}/reports/data/humaneval.jsonl</td><td>/elsewhere/x.jsonl</td><td>{tmp_path}x/y</td>"
+    assert reports.shown_relative(page, tmp_path) == \
+        f"<td>reports/data/humaneval.jsonl</td><td>/elsewhere/x.jsonl</td><td>{tmp_path}x/y</td>"
+    assert reports.shown_relative(page, "/") == page
+
+
+@pytest.mark.notebooks
+def test_a_rendered_report_names_files_relative_to_the_folder_it_ran_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nb = make_notebook(tmp_path / "nb" / "p.ipynb", 'data_file: str = ""  # a path\nout_dir: str = ""  # out\n',
+                       ["print('completions from:', data_file)"])
+    (tmp_path / "data").mkdir()
+    res = reports.run_report(nb, tmp_path / "out", {"data_file": "data/s.jsonl"})
+    page = html_body((tmp_path / "out" / "report.html").read_text())
+    assert res.ok and "completions from: data/s.jsonl" in page and str(tmp_path) not in page
+
+
 # ----------------------------------------------------------------------------- with a kernel
 
 

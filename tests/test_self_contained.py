@@ -39,3 +39,13 @@ def test_the_repository_stays_small():
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     size = sum((ROOT / f).stat().st_size for f in files.split("\0") if f and (ROOT / f).is_file())
     assert size < 8 << 20, f"tracked files hold {size / 2**20:.1f} MiB"
+
+
+def test_every_relative_link_and_picture_in_the_docs_resolves():
+    """A link or image in README.md or docs/ that points inside the repository names a file that exists."""
+    broken = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
+            if not re.match(r"[a-z]+:", target) and not (doc.parent / target).exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert broken == []

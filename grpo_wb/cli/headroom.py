@@ -48,7 +48,7 @@ class HeadroomArgs(HeadroomConfig):
     """write the whole report as JSON"""
     clusters: int = field(default=0, metadata=cli(type=non_negative_int, metavar="N"))
     """print the N largest failure clusters (kind and message shape, with counts and an example) and the tasks whose
-    samples all fail the same way (a scored results file; a run: its last step's rollouts)"""
+    samples all fail the same way (a scored results file; a run: every step's rollouts)"""
     audit: str | None = field(default=None, metadata=cli(metavar="DIR"))
     """a grpo-wb tasks audit folder: say how many too-hard tasks are broken and how many frontier or too-easy ones
     have tests that pass wrong code; the export gets its grpo_wb_test_* columns"""

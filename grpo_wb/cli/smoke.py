@@ -39,7 +39,7 @@ def smoke(args: argparse.Namespace) -> int:
     print(f"{summary['steps_completed']}/{summary['steps_requested']} steps, {verdict}")
     print(f"mean informative-prompt fraction {mi:.3f}, mean pass rate {summary['mean_pass_rate']:.3f}, "
           f"mean parse-failure rate {summary['mean_parse_failure_rate']:.3f}")
-    print(f"results: {Path(a.out).resolve()}/ (metrics.jsonl, groups.jsonl, last_rollouts.jsonl, "
+    print(f"results: {Path(a.out).resolve()}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, "
           "checkpoint_manifest.json, summary.json)")
     return 0
 

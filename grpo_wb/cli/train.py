@@ -40,7 +40,7 @@ def train(args: argparse.Namespace) -> int:
     if chk:
         print(f"TRL's logged advantages vs grpo_wb's: {chk['steps_compared']} step(s), max |diff| "
               f"{chk['max_abs_advantage_diff']:.2e} ({'match' if chk['match'] else 'MISMATCH'})")
-    print(f"results: {out}/ (metrics.jsonl, groups.jsonl, last_rollouts.jsonl, checkpoint_manifest.json, "
+    print(f"results: {out}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, checkpoint_manifest.json, "
           "summary.json, checkpoint-*/)")
     return 0
 

@@ -38,6 +38,7 @@ import html
 import json
 import math
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -382,6 +383,15 @@ def render_html(nb, title: str) -> str:
     return body
 
 
+def shown_relative(text: str, root: str | Path) -> str:
+    """Paths under ``root`` (a batch's base folder, else the working directory) shown relative to it: a shared
+    report names files as the repository does, not as one machine lays them out."""
+    prefix = str(Path(root).resolve()).rstrip("/") + "/"
+    if prefix == "/":
+        return text
+    return re.sub(r"(?<![\w./-])" + re.escape(prefix), "", text)  # a whole path, not the tail of another
+
+
 # ----------------------------------------------------------------------------- running
 
 
@@ -436,7 +446,8 @@ def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[st
         res.error = f"{res.error}{where}"
     if nb is not None:
         try:
-            atomic_write_text(html_path, render_html(prepare_for_html(nb, declared, params, res.error), title))
+            page = render_html(prepare_for_html(nb, declared, params, res.error), title)
+            atomic_write_text(html_path, shown_relative(page, base_dir or os.getcwd()))
             res.html = str(html_path)
         except Exception as e:  # rendering must not hide the execution outcome
             if res.ok:

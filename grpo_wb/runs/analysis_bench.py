@@ -3,8 +3,11 @@
 A results file holds each completion's text; the estimates need a pass and a reward per sample. The streamed
 reader (:func:`grpo_wb.signal.headroom.samples_from_scored_file`, orjson, a few bytes a sample) is timed beside the
 anchor, the reader that keeps every row (:func:`~grpo_wb.signal.headroom.read_scored_file`, what the estimates read
-before), each in a fresh process so that its peak RSS is its own, on synthetic files shaped like a real one
-(CodeGen-16B's HumanEval rows: a completion of some 300 characters, a failure record, 10,000 tasks).
+before), each in a fresh process so that its peak RSS is its own (the seconds are the reading; ``analyze``'s on
+the samples read are printed apart), on synthetic files shaped like a real one
+(CodeGen-16B's HumanEval rows: a completion of some 300 characters, a failure record, 10,000 tasks). The
+explorer's pass (counts, clusters and the byte-offset index, :func:`grpo_wb.runs.explore.open_rollouts`) and one
+task's rows fetched through the saved index (``group``: the rows read, not the file) are timed too.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from grpo_wb.runs.explore import RolloutIndex, open_rollouts
 from grpo_wb.signal.clusters import cluster_file
 from grpo_wb.signal.headroom import analyze, read_scored_file, samples_from_scored_file, samples_from_scored_rows
 
@@ -58,18 +62,24 @@ def write_results(path: Path, rows: int, tasks: int = 10_000, seed: int = 0) -> 
 def _child(kind: str, path: str) -> None:
     """Run one reader in this (fresh) process and print what it cost."""
     t0 = time.perf_counter()
-    if kind == "anchor":
-        samples = samples_from_scored_rows(read_scored_file(path))
+    then = 0.0
+    if kind in ("anchor", "streamed"):
+        samples = samples_from_scored_rows(read_scored_file(path)) if kind == "anchor" else samples_from_scored_file(path)
         n = sum(s.n for s in samples)
+        t1 = time.perf_counter()
         analyze(samples)
-    elif kind == "streamed":
-        samples = samples_from_scored_file(path)
-        n = sum(s.n for s in samples)
-        analyze(samples)
+        then, t0 = time.perf_counter() - t1, t0 + (time.perf_counter() - t1)
+    elif kind == "explorer":
+        n = open_rollouts(path).rows
+    elif kind == "group":  # one task's rows through the saved index, as a notebook opens one task
+        index = RolloutIndex.load(Path(path))
+        assert index is not None, "no saved index: run the explorer kind first"
+        n = len(index.rows("task/7"))
     else:
         n = cluster_file(path).rows
     secs = time.perf_counter() - t0
-    print(json.dumps({"rows": n, "seconds": secs, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(json.dumps({"rows": n, "seconds": secs, "analyze_seconds": then,
+                      "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
 def measure(kind: str, path: Path) -> dict[str, Any]:
@@ -84,16 +94,18 @@ def bench_analyses(sizes: Sequence[int], anchor_max: int = 1_000_000, folder: st
     """Time and peak RSS of the streamed reader (and clusters) for each size, with the anchor up to ``anchor_max`` rows
     (it keeps every row: some 2.4 GB per million here)."""
     results = []
-    print(f"{'rows':>10} {'file MB':>8}  {'reader':<9} {'seconds':>8} {'rows/s':>9} {'peak MiB':>9}")
+    print(f"{'rows':>10} {'file MB':>8}  {'reader':<9} {'seconds':>8} {'rows/s':>9} {'peak MiB':>9} {'analyze s':>9}")
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for n in sizes:
             path = Path(d) / f"results_{n}.jsonl"
             size = write_results(path, n)
-            for kind in ("streamed", "clusters") + (("anchor",) if n <= anchor_max else ()):
+            for kind in ("streamed", "clusters", "explorer", "group") + (("anchor",) if n <= anchor_max else ()):
                 r = measure(kind, path)
                 r.update(kind=kind, file_mb=size / 1e6)
                 results.append(r)
-                print(f"{n:>10} {size / 1e6:>8.0f}  {kind:<9} {r['seconds']:>8.1f} {r['rows'] / r['seconds']:>9.0f} "
-                      f"{r['peak_mib']:>9.0f}")
+                rate = "" if kind == "group" else f"{r['rows'] / r['seconds']:>9.0f}"
+                then = f"{r['analyze_seconds']:>9.1f}" if kind in ("streamed", "anchor") else ""
+                print(f"{n:>10} {size / 1e6:>8.0f}  {kind:<9} {r['seconds']:>8.3g} {rate:>9} {r['peak_mib']:>9.0f} {then}")
             path.unlink()
+            RolloutIndex.index_path(path).unlink(missing_ok=True)
     return results

@@ -2,6 +2,7 @@
 
 ``metrics.jsonl``            one :class:`~grpo_wb.signal.diagnostics.StepMetrics` line per step
 ``groups.jsonl``             one :class:`~grpo_wb.signal.diagnostics.GroupStats` line per prompt per step (+ ``step``)
+``rollouts.jsonl``           every step's scored completions with ``step`` and ``advantage`` (the explorer reads it)
 ``last_rollouts.jsonl``      the last step's scored completions with their advantages (replaced each step)
 ``summary.json``             the steps' fractions and means (:func:`~grpo_wb.signal.diagnostics.run_summary`) + the run's own
 ``checkpoint_manifest.json`` what the run was, with the SHA-256 of every artifact
@@ -18,8 +19,10 @@ from typing import Any, Sequence
 
 from grpo_wb.jsonio import (
     JsonlAppender,
+    atomic_open,
     atomic_write_json,
     atomic_write_jsonl,
+    fast_loads,
     file_hashes,
     iter_jsonl,
     repair_jsonl_tail,
@@ -34,8 +37,8 @@ from grpo_wb.signal.diagnostics import (
 )
 from grpo_wb.version import __version__
 
-STEP_FILES = ("metrics.jsonl", "groups.jsonl")
-ARTIFACTS = ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json", "checkpoint_manifest.json")
+STEP_FILES = ("metrics.jsonl", "groups.jsonl", "rollouts.jsonl")
+ARTIFACTS = (*STEP_FILES, "last_rollouts.jsonl", "summary.json", "checkpoint_manifest.json")
 
 
 class RunWriter:
@@ -57,16 +60,23 @@ class RunWriter:
         return [row for _, row in iter_jsonl(p)]
 
     def truncate_from(self, step: int) -> None:
-        """Drop every line of steps ``>= step`` (a step that never finished, or one a resumed trainer repeats)."""
+        """Drop every line of steps ``>= step`` (a step that never finished, or one a resumed trainer repeats);
+        the files are filtered line by line (every step's rollouts can be large)."""
+        self.history = [r for r in self.history if int(r.get("step", 0)) < step]
         for name in STEP_FILES:
-            rows = self.history if name == "metrics.jsonl" else self._read(name)
-            keep = [r for r in rows if int(r.get("step", 0)) < step]
-            if len(keep) != len(rows):
-                self._files[name].close()
-                atomic_write_jsonl(self.run_dir / name, keep)
-                self._files[name] = JsonlAppender(self.run_dir / name)
-            if name == "metrics.jsonl":
-                self.history = keep
+            p = self.run_dir / name
+            if not p.exists():
+                continue
+            repair_jsonl_tail(p)  # a half-written last line is a crash's: drop it
+            with open(p, "rb") as f:
+                if all(int(fast_loads(line).get("step", 0)) < step for line in f if line.strip()):
+                    continue
+            self._files[name].close()
+            with open(p, "rb") as src, atomic_open(p, "wb") as dst:
+                for line in src:
+                    if line.strip() and int(fast_loads(line).get("step", 0)) < step:
+                        dst.write(line)
+            self._files[name] = JsonlAppender(p)
 
     def write_step(self, step: int, groups_scored: Sequence[Sequence[ScoredCompletion]],
                    rewards: Sequence[Sequence[float | None]], adv: AdvantageConfig, *, score_seconds: float,
@@ -76,9 +86,10 @@ class RunWriter:
         metrics = step_metrics(step, groups, [s.status for g in groups_scored for s in g],
                                score_seconds=score_seconds, cache_hits=cache_hits, finish_reasons=finish_reasons,
                                scale_rewards=adv.scale_rewards)
-        atomic_write_jsonl(self.run_dir / "last_rollouts.jsonl",
-                           [{**s.to_json(), "step": step, "advantage": a}
-                            for grp, g in zip(groups, groups_scored) for s, a in zip(g, grp.advantages)])
+        rollouts = [{**s.to_json(), "step": step, "advantage": a}
+                    for grp, g in zip(groups, groups_scored) for s, a in zip(g, grp.advantages)]
+        atomic_write_jsonl(self.run_dir / "last_rollouts.jsonl", rollouts)
+        self._files["rollouts.jsonl"].write_many(rollouts)
         for grp in groups:
             self._files["groups.jsonl"].write({"step": step, **grp.to_json()})
         self._files["metrics.jsonl"].write(metrics.to_json())

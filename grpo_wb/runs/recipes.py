@@ -22,7 +22,7 @@ from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
-from grpo_wb.signal.clusters import FailureClusters, cluster_file, cluster_source
+from grpo_wb.signal.clusters import FailureClusters, cluster_file, rows_file
 from grpo_wb.signal.filters import FilterResult, FilterRule
 from grpo_wb.signal.headroom import (
     HeadroomReport,
@@ -198,12 +198,25 @@ def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     return path
 
 
-def failure_clusters(input_path: str, out_dir: str | Path) -> FailureClusters:
-    """The failure clusters of what collect_samples scored: ``input_path`` (a scored file or a run), else the
+def scored_rows(input_path: str, out_dir: str | Path) -> Path:
+    """Where what collect_samples scored lies: ``input_path`` (a scored file or a run's rollouts), else the
     scored rows it wrote into ``out_dir``."""
     if input_path:
-        return cluster_source(input_path)
+        return rows_file(input_path)
     for name in ("scored.jsonl", "mock_scored.jsonl"):
         if (Path(out_dir) / name).exists():
-            return cluster_file(Path(out_dir) / name)
-    raise UserError(f"{out_dir}: no scored rows to cluster (scored.jsonl or mock_scored.jsonl)")
+            return Path(out_dir) / name
+    raise UserError(f"{out_dir}: no scored rows (scored.jsonl or mock_scored.jsonl)")
+
+
+def failure_clusters(input_path: str, out_dir: str | Path) -> FailureClusters:
+    """The failure clusters of what collect_samples scored (:func:`scored_rows`)."""
+    return cluster_file(scored_rows(input_path, out_dir))
+
+
+def run_tasks_file(run: Run, tasks_file: str = "") -> str:
+    """The task file a run used (its manifest's), else ``tasks_file``, for the explorer's prompts."""
+    used = str(run.config.get("tasks") or "")
+    return used if used and Path(used).exists() else tasks_file
+
+

@@ -63,7 +63,10 @@ def signature(row: dict[str, Any]) -> tuple[str, str]:
     return kind, "timed out" if kind == "timeout" else message_shape(error) or kind
 
 
-def _task_signature(row: dict[str, Any], sig: tuple[str, str]) -> tuple[str, ...]:
+def task_signature(row: dict[str, Any], sig: tuple[str, str] | None = None) -> tuple[str, ...]:
+    """The per-task signature of a failing row: its set-wide signature, its failing test, and a digest of the
+    output it gave (so the same wrong output on the same test is one way to fail)."""
+    sig = signature(row) if sig is None else sig
     f = row.get("failure") or {}
     test = str(f.get("test") or (row.get("failed_tests") or [""])[0])
     actual = f.get("actual")
@@ -142,7 +145,7 @@ class FailureClusters:
             c = self.clusters[sig] = Cluster(*sig, example=_example(row))
         c.rows += 1
         c.tasks.add(tid)
-        self.per_task.setdefault(tid, Counter())[_task_signature(row, sig)] += 1
+        self.per_task.setdefault(tid, Counter())[task_signature(row, sig)] += 1
 
     def add_all(self, rows: Iterable[dict[str, Any]]) -> "FailureClusters":
         for r in rows:
@@ -190,15 +193,26 @@ def cluster_file(path: str | Path) -> FailureClusters:
     return FailureClusters().add_all(iter_rows(path))
 
 
-def cluster_source(source: str | Path) -> FailureClusters:
-    """A scored results file's clusters, or a run directory's (its last step's rollouts: the rows a run keeps)."""
+RUN_ROLLOUTS = ("rollouts.jsonl", "last_rollouts.jsonl")
+"""A run directory's scored rows: every step's (``rollouts.jsonl``), else the last step's (runs before it)."""
+
+
+def rows_file(source: str | Path) -> Path:
+    """The scored rows of ``source``: a results file itself, or a run directory's rollouts."""
     p = Path(source)
     if p.is_dir():
-        rollouts = p / "last_rollouts.jsonl"
-        if not rollouts.exists():
-            raise UserError("has no last_rollouts.jsonl: failure clusters need scored rows", path=str(p))
-        return cluster_file(rollouts)
-    return cluster_file(p)
+        for name in RUN_ROLLOUTS:
+            if (p / name).exists():
+                return p / name
+        raise UserError(f"has no {' or '.join(RUN_ROLLOUTS)}: no scored rows to read", path=str(p))
+    if not p.exists():
+        raise UserError("no such results file or run directory", path=str(p))
+    return p
+
+
+def cluster_source(source: str | Path) -> FailureClusters:
+    """A scored results file's clusters, or a run directory's (every step's rollouts)."""
+    return cluster_file(rows_file(source))
 
 
 def clusters_frame(fc: FailureClusters, n: int = 10):

@@ -8,7 +8,7 @@
 ``None`` where the sandbox failed (TRL then leaves that completion out of its group).
 
 :class:`GrpoWbMetricsCallback` is a ``TrainerCallback`` that writes the smoke run's
-artifacts during real training -- ``metrics.jsonl``, ``groups.jsonl``,
+artifacts during real training -- ``metrics.jsonl``, ``groups.jsonl``, ``rollouts.jsonl``,
 ``last_rollouts.jsonl``, ``summary.json``, ``checkpoint_manifest.json`` -- so
 :func:`grpo_wb.load_run` and the notebooks read a TRL run exactly like a smoke run.
 The reward records each generation batch; the callback cuts it into groups of
@@ -163,7 +163,7 @@ def _callback_class() -> type:
 class _MetricsCallback:
     """Writes grpo_wb's run artifacts during a TRL GRPO run, one metrics line per generation batch.
 
-    ``run_dir`` gets metrics.jsonl / groups.jsonl / last_rollouts.jsonl (the smoke run's formats),
+    ``run_dir`` gets metrics.jsonl / groups.jsonl / rollouts.jsonl / last_rollouts.jsonl (the smoke run's formats),
     trl_log.jsonl (TRL's own logs), summary.json and checkpoint_manifest.json (``trained_weights``
     true once a checkpoint with weights exists; adapter files listed with SHA-256).
     ``num_generations`` and ``scale_rewards`` are read from the ``GRPOConfig`` unless given.

@@ -3,7 +3,7 @@
 The same task file, extraction, sandbox and reward as ``grpo-wb smoke``, now driving
 ``trl.GRPOTrainer`` with a ``peft`` LoRA adapter. The run directory is both TRL's
 ``output_dir`` (``checkpoint-N/adapter_model.safetensors``, ``completions/*.parquet``)
-and a grpo_wb run (metrics.jsonl, groups.jsonl, last_rollouts.jsonl, summary.json,
+and a grpo_wb run (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, summary.json,
 checkpoint_manifest.json with ``"trained_weights": true``), so ``grpo_wb.load_run``
 and the notebooks read it like a smoke run. It runs on the CPU when no GPU is there
 (slow; for tiny models and checks), else on the GPU in bf16 when supported.
