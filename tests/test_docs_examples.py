@@ -648,7 +648,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb batch data/demo_plan.yaml": Run(
         _all(_prints(r"index\.html\s*$"), _report("reports/smoke-toy_tasks-g2")),
         ("grpo-wb batch data/demo_plan.yaml --no-progress",), needs=("tiny_plan", "toy", "notebooks"),
-        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 18-report demo",
+        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 19-report demo",
         marks=(SANDBOX, NB)),
     "grpo-wb headroom scored.jsonl --budget 256 --tasks data/toy_tasks.jsonl --export-frontier frontier.jsonl": Run(
         _all(_prints(rf"frontier: {N_FRONTIER}"), _frontier("frontier.jsonl", N_FRONTIER)), needs=("toy", "scored")),
