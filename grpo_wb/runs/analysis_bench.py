@@ -68,7 +68,8 @@ def _child(kind: str, path: str) -> None:
         n = sum(s.n for s in samples)
         t1 = time.perf_counter()
         analyze(samples)
-        then, t0 = time.perf_counter() - t1, t0 + (time.perf_counter() - t1)
+        then = time.perf_counter() - t1
+        t0 += then  # the seconds printed are the reading's
     elif kind == "explorer":
         n = open_rollouts(path).rows
     elif kind == "group":  # one task's rows through the saved index, as a notebook opens one task

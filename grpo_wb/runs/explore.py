@@ -32,6 +32,7 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_open, fast_loads
 from grpo_wb.signal.advantages import compute_advantages
 from grpo_wb.signal.clusters import RUN_ROLLOUTS, FailureClusters, failure_kind, rows_file, task_signature
+from grpo_wb.signal.headroom import check_scored_row
 from grpo_wb.tasks.records import load_tasks
 
 np = lazy_loader.load("numpy")  # the command line (which imports this through its benchmarks) starts without it
@@ -49,7 +50,6 @@ class TaskCounts:
     n: int = 0
     passed: int = 0
     statuses: Counter = field(default_factory=Counter)
-    steps: set = field(default_factory=set)
     with_code: int = 0
     """Rows that carry their completion text."""
 
@@ -150,11 +150,7 @@ def _scan(path: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
                     notes.append(f"{path.name}:{lineno}: a partial last line (still being written?) left out")
                     return
                 raise UserError(f"invalid JSON: {e}", path=str(path), line=lineno) from None
-            if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) \
-                    or not isinstance(row.get("passed"), bool):
-                raise UserError("not a scored completion (needs string task_id and boolean passed)",
-                                path=str(path), line=lineno)
-            yield start, row
+            yield start, check_scored_row(row, path, lineno)
 
 
 def _seekable(path: Path, notes: list[str]) -> Path:
@@ -210,7 +206,7 @@ def open_rollouts(source: str | Path, tasks_file: str | Path | None = None) -> R
     is saved beside the file for :meth:`RolloutIndex.load`."""
     path = rows_file(source)
     notes: list[str] = []
-    if path.name == RUN_ROLLOUTS[-1] and path.parent.is_dir() and Path(source).is_dir():
+    if Path(source).is_dir() and path.name == RUN_ROLLOUTS[-1]:
         notes.append(f"{path.parent.name}: a run from before rollouts.jsonl: only its last step's rollouts are here")
     readable = _seekable(path, notes)
     stamp = _stamp(readable)
@@ -227,8 +223,6 @@ def open_rollouts(source: str | Path, tasks_file: str | Path | None = None) -> R
         c.n += 1
         c.passed += row["passed"] is True
         c.statuses[str(row.get("status", ""))] += 1
-        if "step" in row:
-            c.steps.add(row["step"])
         c.with_code += isinstance(row.get("completion"), str)
         fc.add(row)
         codes.append(names[tid])

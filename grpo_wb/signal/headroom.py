@@ -170,20 +170,26 @@ def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
     return samples_from_scored_rows(iter_scored_file(path, fast=True))
 
 
+def check_scored_row(obj: Any, path: str | Path, lineno: int) -> dict[str, Any]:
+    """``obj`` when it is a scored completion (string task_id, boolean passed, numeric or null reward), else a
+    UserError naming the file and line."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) \
+            or not isinstance(obj.get("passed"), bool):
+        raise UserError("not a scored completion (needs string task_id and boolean passed; "
+                        "is this the output of `grpo-wb score`?)", path=str(path), line=lineno)
+    r = obj.get("reward")
+    if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
+        raise UserError(f"reward must be a number or null, got {r!r}", path=str(path), line=lineno)
+    return obj
+
+
 def iter_scored_file(path: str | Path, *, fast: bool = False) -> Iterator[dict[str, Any]]:
     """The rows of a ``grpo-wb score`` results file, each checked (task_id, passed, reward), one at a time;
     ``fast``: parsed by orjson (for readers of those fields only: see :func:`grpo_wb.jsonio.iter_jsonl`)."""
     n = 0
     for lineno, obj in iter_jsonl(path, fast=fast):
-        if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) \
-                or not isinstance(obj.get("passed"), bool):
-            raise UserError("not a scored completion (needs string task_id and boolean passed; "
-                            "is this the output of `grpo-wb score`?)", path=str(path), line=lineno)
-        r = obj.get("reward")
-        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
-            raise UserError(f"reward must be a number or null, got {r!r}", path=str(path), line=lineno)
         n += 1
-        yield obj
+        yield check_scored_row(obj, path, lineno)
     if not n:
         raise UserError("no scored completions in file", path=str(path))
 
