@@ -17,6 +17,8 @@ import pytest
 
 from grpo_wb.bundled import TOY_TASKS
 from grpo_wb.scoring.sandbox import FAILURES_ENV, FORBID_ENV
+from grpo_wb.tasks.rowformats import RowImportSummary, iter_row_tasks
+from grpo_wb.tasks.rows import RowSource
 
 pytest_plugins = ["pytester"]  # tests/test_tiers.py runs the tier guard in an inner session
 
@@ -27,6 +29,17 @@ TOY = TOY_TASKS
 @pytest.fixture
 def toy_tasks_path() -> Path:
     return TOY
+
+
+ROW_FIXTURES = Path(__file__).parent / "fixtures" / "rows"
+"""One file of real-shaped rows per row format: ``FORMAT.jsonl``."""
+
+
+def import_rows(fmt: str, path: Path | None = None, **kw):
+    """The tasks of a row file (default: the format's fixture) and the import's summary."""
+    summary = RowImportSummary()
+    tasks = list(iter_row_tasks(fmt, RowSource(str(path or ROW_FIXTURES / f"{fmt}.jsonl")), summary, **kw))
+    return tasks, summary
 
 
 def write_jsonl(path: Path, rows) -> Path:

@@ -29,12 +29,14 @@ BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"
             (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
             (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
             (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
-            (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"]}
+            (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"],
+            (("sample",), "adaptive"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"]}
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
 COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),
               "backend": (["--completions", "samples.jsonl"], {"completions"}),
               "resume": ([], set()), "overwrite": ([], set()),
-              "drop": (["--audit", "DIR"], {"audit"}), "min_mutation_score": (["--audit", "DIR"], {"audit"})}
+              "drop": (["--audit", "DIR"], {"audit"}), "min_mutation_score": (["--audit", "DIR"], {"audit"}),
+              "export": (["--tasks", str(TOY)], {"tasks"})}
 
 
 def _subparser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
@@ -61,7 +63,7 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
 # a value the flag's field checks (any other would be refused, not ignored)
 VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn",
          (("tasks", "audit"), "mutants"): "3", (("tasks", "audit"), "against"): "humaneval",
-         (("filter",), "drop"): "broken", (("bench",), "rows"): "5,6"}
+         (("filter",), "drop"): "broken", (("bench",), "rows"): "5,6", (("plan",), "sweep"): "4,8"}
 
 
 def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> list[str]:

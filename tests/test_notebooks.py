@@ -221,7 +221,8 @@ def test_data_strategy_from_mock_samples(tmp_path):
     out = tmp_path / "ds"
     res, nb, html = _run("data_strategy", out, {"n_samples": 8, "group_size": 4, "batch_size": 4, "epochs": 2,
                                                 "timeout": 0.5})
-    assert n_images(nb) == 1 and n_tables(nb) >= 3  # curves; strategies, closed forms, headline
+    assert n_images(nb) == 2 and n_tables(nb) >= 5  # curves, ratio by G; strategies, budgets, shares, closed forms
+    assert all(f"<th>{name}</th>" in html for name in ("knapsack", "vip", "reinforce-ada", "ar3po"))
     assert_shareable_html(html, min_images=1)
     assert "no weights are updated" in html
     samples = hr.samples_from_scored_file(out / "mock_scored.jsonl")
@@ -229,6 +230,19 @@ def test_data_strategy_from_mock_samples(tmp_path):
     assert json.loads((out / "plan.json").read_text()) == json.loads(json.dumps(again))
     best = min(again["strategies"].values(), key=lambda r: r["rollouts_per_informative_group"] or float("inf"))
     assert res.headline["cheapest_strategy"] == best["strategy"]
+
+
+@pytest.mark.slow
+def test_task_headroom_samples_until_decided(tmp_path):
+    """adaptive: the notebook draws through grpo-wb sample --adaptive's path and reports each task's own count."""
+    out = tmp_path / "head"
+    res, nb, html = _run("task_headroom", out, {"n_samples": 24, "adaptive": True, "budget": 16, "ks": [1],
+                                                "timeout": 0.5})
+    samples = hr.samples_from_scored_file(out / "scored.jsonl")
+    ns = sorted(s.n for s in samples)
+    assert ns[0] < ns[-1] <= 24 and sum(ns) < 24 * len(ns)  # frontier tasks stopped early, none past n
+    assert all(0 < s.n_correct < s.n for s in samples if s.n < 21)  # stopped before m = 21 only when mixed
+    assert f"per task: min {ns[0]}" in html and res.headline["n_tasks"] == len(samples)
 
 
 @pytest.mark.slow

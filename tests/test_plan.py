@@ -1,17 +1,29 @@
 """`grpo-wb plan`: the replay simulator of data strategies, its closed-form checks and its mechanics."""
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 import statistics
 
+import numpy as np
 import pytest
 from conftest import TOY, need, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.signal.headroom import TaskSamples, informative_estimate
-from grpo_wb.signal.plan import PlanConfig, _Greso, expected_dapo_batches, simulate
+from grpo_wb.signal.allocation import _knapsack_dp, _vip_round, knapsack_budgets, knapsack_value, vip_budgets
+from grpo_wb.signal.plan import (
+    STRATEGIES,
+    PlanConfig,
+    _Greso,
+    all_pass_shares,
+    epoch_budgets,
+    expected_dapo_batches,
+    simulate,
+)
 
 
 def _samples(counts, n=16):
@@ -186,3 +198,236 @@ def test_the_four_strategies_on_codegen_samples_at_g8_b32_e5(codegen_samples):
     assert r["dapo"].informative_fraction == r["greso"].informative_fraction == 1.0
     assert r["static"].tasks_covered < r["none"].tasks_covered == 164
     assert r["greso"].rollouts_per_informative_group < r["dapo"].rollouts_per_informative_group
+
+
+# ----------------------------------------------------------------------------- per-prompt budgets
+
+
+def test_knapsack_value_is_the_papers_closed_form():
+    assert knapsack_value(4, 0.5) == pytest.approx((1 - 2 * 0.5 ** 4) * 0.5 * 0.25)
+    assert knapsack_value(8, 0.0) == 0.0 == knapsack_value(8, 1.0)
+    # more rollouts never lower the value, with diminishing returns
+    v = [knapsack_value(n, 0.2) for n in range(2, 40)]
+    assert all(a <= b for a, b in zip(v, v[1:])) and all(b - a >= c - b - 1e-15 for a, b, c in zip(v, v[1:], v[2:]))
+
+
+@pytest.mark.parametrize("rates,budget,max_extra", [((0.5, 0.1, 0.9), 6, 4), ((0.3, 0.3, 0.7, 0.05), 9, 5),
+                                                    ((0.6,), 3, 2), ((0.2, 0.8), 12, 4)])
+def test_knapsack_dp_is_optimal_against_brute_force(rates, budget, max_extra):
+    def value(ks):
+        return sum(knapsack_value(2 + k, p) for k, p in zip(ks, rates) if k)
+
+    every = list(itertools.product(range(max_extra + 1), repeat=len(rates)))
+    got = _knapsack_dp(rates, 2, max_extra, budget)
+    assert sum(got) == budget
+    usable = min(budget, max_extra * len(rates))  # the largest budget the programme can spend exactly
+    best = max(value(ks) for ks in every if sum(ks) == usable)
+    left = budget - usable  # spread evenly from the first item, after the programme's choice
+    base, more = divmod(left, len(rates))
+    dp_part = [k - base - (i < more) for i, k in enumerate(got)]
+    assert sum(dp_part) == usable and all(0 <= k <= max_extra for k in dp_part)
+    assert value(dp_part) == pytest.approx(best)
+
+
+def test_knapsack_budgets_follow_the_source_cases():
+    # never observed enough: the default n; p = 0 and p = 1: min_n; the rest through the programme
+    b = knapsack_budgets([None, 0.0, 1.0, 0.5], 8, min_n=2, max_n=32)
+    assert sum(b) == 32 and b[2] == 2
+    # cost estimate of p = 0.5: int(log 0.1 / log 0.5) = 3 < the 18 left, so the surplus 15 goes to the prompts
+    # whose rate reads 0 (as in the source, the never-observed one, first, then the p = 0 one) and the DP spends 3
+    assert b == [8 + 8, 2 + 7, 2, 2 + 3]
+    # nothing between 0 and 1: the prompts at 0 share what is left; none at 0 either: everyone gets n
+    assert knapsack_budgets([0.0, 1.0, 0.0], 8) == [2 + 9, 2, 2 + 9]
+    assert knapsack_budgets([1.0, 1.0], 8) == [8, 8]
+    # a full batch of effective prompts: the exact budget, each between min_n and max_n, hard ones favoured
+    rates = [0.05, 0.2, 0.5, 0.8, 0.95] * 4
+    b = knapsack_budgets(rates, 8, min_n=2, max_n=64)
+    assert sum(b) == 160 and min(b) >= 2 and max(b) <= 64
+    assert b[rates.index(0.2)] > b[rates.index(0.8)]  # p(1-p)^2 favours the low pass rate of a symmetric pair
+    # the allocation's value is what the programme maximised: no single move of one rollout raises it
+    def value(bs):
+        return sum(knapsack_value(n, p) for n, p in zip(bs, rates) if n > 2)
+    for i, j in itertools.permutations(range(len(rates)), 2):
+        if b[i] > 3 and b[j] < 64:
+            moved = list(b)
+            moved[i] -= 1
+            moved[j] += 1
+            assert value(moved) <= value(b) + 1e-12
+
+
+def _vip_continuous(rates, total, lower=4, upper=32, gamma=7e-4):
+    """The RLOO objective's KKT solution: n_i = 1 + sqrt(a_i / (b_i - mu)) clipped, mu by bisection."""
+    p = [min(max(r, 1e-6), 1 - 1e-6) for r in rates]
+    a = [x * (1 - x) for x in p]
+    b = [gamma * math.log(x) for x in p]
+
+    def ns(mu):
+        return [min(upper, max(lower, 1 + math.sqrt(ai / (bi - mu)))) for ai, bi in zip(a, b)]
+    lo, hi = min(b) - 1e6, min(b) - 1e-12
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sum(ns(mid)) < total else (lo, mid)
+    return ns((lo + hi) / 2)
+
+
+def test_vip_budgets_match_the_continuous_optimum_and_the_rounding_rules():
+    rates = [0.05, 0.2, 0.5, 0.5, 0.7, 0.9, 0.99, 0.0] * 4
+    b = vip_budgets(rates, 8 * len(rates))
+    assert sum(b) == 256 and all(v == 0 or 4 <= v <= 32 for v in b)
+    cont = _vip_continuous(rates, 256)
+    assert all(abs(x - y) <= 2 for x, y in zip(b, cont)), list(zip(b, cont))
+    assert vip_budgets([0.3] * 5, 41) == [9, 8, 8, 8, 8]  # equal rates: the even split
+    with pytest.raises(UserError, match="vip needs 4 to 32 rollouts per prompt"):
+        vip_budgets([0.3, 0.5], 6)
+    # rounding: floors below 4 become 0, any 0 < n < 4 left after the leftover moves to the largest allocation
+    quarter = np.array([0.25, 0.25, 0.25])
+    assert _vip_round(np.array([3.5, 10.2, 10.3]), quarter, 24, 32) == [4, 10, 10]  # the zeroed one regains 4
+    assert _vip_round(np.array([3.5, 10.2, 10.3]), quarter, 22, 32) == [0, 10, 12]  # 2 left: too few to keep
+
+
+def test_all_pass_shares_are_the_subset_counts():
+    s = _samples([16, 8, 0], n=16)
+    shares = all_pass_shares(s, sizes=(4, 8, 16, 32))
+    assert list(shares) == [4, 8, 16]  # no estimate past the smallest sample count
+    assert shares[4] == pytest.approx(((1 + math.comb(8, 4) / math.comb(16, 4) + 0) / 3,
+                                       (0 + math.comb(8, 4) / math.comb(16, 4) + 1) / 3))
+    assert shares[16] == pytest.approx((1 / 3, 1 / 3))
+
+
+PER_PROMPT_CFG = dict(batch_size=8, epochs=3, strategies=["none", "knapsack", "vip", "reinforce-ada", "ar3po"])
+
+
+def test_per_prompt_strategies_account_for_every_rollout():
+    plan = simulate(MIXED, PlanConfig(**PER_PROMPT_CFG))
+    r = plan.strategies
+    for name, x in r.items():
+        assert x.rollouts == x.effective_rollouts + x.wasted_rollouts, name
+        assert sum(n * c for n, c in x.budgets.items()) == x.rollouts, name
+        assert sum(x.budget_histogram().values()) == sum(x.budgets.values())
+        assert 0 < x.effective_gradient_ratio < 1
+    # knapsack and vip spend exactly B x G per step, as none does, but not G per prompt
+    for name in ("none", "knapsack", "vip"):
+        assert r[name].rollouts == r[name].steps * 8 * 8 and sum(r[name].budgets.values()) == r[name].steps * 8
+    assert len(r["knapsack"].budgets) > 1 and len(r["vip"].budgets) > 1 and set(r["none"].budgets) == {8}
+    # the sequential ones draw whole rounds, at most max_rounds of them
+    for name in ("reinforce-ada", "ar3po"):
+        assert all(n % 8 == 0 and 8 <= n <= 32 for n in r[name].budgets), name
+    assert simulate(MIXED, PlanConfig(**PER_PROMPT_CFG)).to_json() == plan.to_json()
+
+
+def test_reinforce_ada_and_ar3po_rules_on_exact_cases():
+    tasks = _samples([0, 16, 1], n=16)  # never passes, always passes, passes once in 16
+    cfg = PlanConfig(group_size=4, batch_size=3, epochs=1, strategies=["reinforce-ada", "ar3po"], round_size=4,
+                     max_rounds=4, max_steps=1)
+    plan = simulate(tasks, cfg)
+    ada, ar3 = plan.strategies["reinforce-ada"], plan.strategies["ar3po"]
+    # balanced exit needs 2 passes and 2 fails: the all-fail and all-pass tasks draw all 4 rounds, the
+    # one-pass task too (one pass in 16 samples); its trained group holds its pass: 4 rollouts with a gradient
+    assert ada.rollouts == 48 and ada.informative_groups == 1 and ada.effective_rollouts == 4
+    # ar3po stops at the first round with a pass: the all-pass task after one round (no variance: wasted), the
+    # one-pass task at the round holding its pass (informative), the all-fail task after 4 rounds
+    assert ar3.budgets[16] >= 1 and ar3.budgets[4] >= 1 and ar3.informative_groups == 1
+    # positive-focused Reinforce-Ada exits at the first pass too
+    pf = simulate(tasks, dataclasses.replace(cfg, strategies=["reinforce-ada"], ada_exit="positive-focused"))
+    assert pf.strategies["reinforce-ada"].budgets[4] >= 1
+    # ar3po reuses an earlier pass for a group without one: a task passing once in 16, over many epochs
+    once = _samples([1, 0], n=16)
+    r = simulate(once, PlanConfig(group_size=4, batch_size=2, epochs=10, strategies=["ar3po"], round_size=2,
+                                  max_rounds=1, max_steps=40)).strategies["ar3po"]
+    assert r.reused_responses > 0 and r.informative_groups >= r.reused_responses
+
+
+def test_epoch_budgets_share_each_batch_budget():
+    cfg = PlanConfig(batch_size=8, group_size=8)
+    for strategy in ("knapsack", "vip"):
+        b = epoch_budgets(MIXED, cfg, strategy)
+        assert list(b) == [s.task_id for s in MIXED] and sum(b.values()) == 8 * len(MIXED)
+        assert b == epoch_budgets(MIXED, cfg, strategy)
+    assert epoch_budgets(MIXED, cfg, "knapsack") != epoch_budgets(MIXED, dataclasses.replace(cfg, seed=1),
+                                                                   "knapsack")
+    with pytest.raises(UserError, match="per-prompt budget comes from knapsack or vip"):
+        epoch_budgets(MIXED, cfg, "dapo")
+    with pytest.raises(UserError, match="group size 2 must lie in"):
+        PlanConfig(group_size=2, strategies=["vip"])
+
+
+def test_cli_export_budget_plot_and_refusals(tmp_path, capsys):
+    from grpo_wb.tasks.records import load_tasks
+
+    tasks = load_tasks(TOY)
+    rows = [{"task_id": t.task_id, "passed": j < 2 + i % 5, "reward": float(j < 2 + i % 5)}
+            for i, t in enumerate(tasks) for j in range(8)]
+    scored = write_jsonl(tmp_path / "scored.jsonl", rows)
+    out, png = tmp_path / "budgets.trl.jsonl", tmp_path / "budget.png"
+    assert main(["plan", str(scored), "--tasks", str(TOY), "--group-size", "4", "--batch-size", "4",
+                 "--epochs", "1", "--export", str(out), "--budget-plot", str(png), "--sweep", "4,8"]) == 0
+    printed = capsys.readouterr().out
+    assert "grpo_wb_rollouts: knapsack at G=4, B=4" in printed and "eff ratio" in printed
+    exported = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(exported) == len(tasks) and all("grpo_wb_pass_rate" in r for r in exported)
+    assert sum(r["grpo_wb_rollouts"] for r in exported) == 4 * len(tasks)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    canon = tmp_path / "canon.jsonl"
+    assert main(["plan", str(scored), "--tasks", str(TOY), "--group-size", "4", "--batch-size", "4", "--epochs",
+                 "1", "--strategies", "none", "--export", str(canon), "--format", "canonical",
+                 "--export-strategy", "vip"]) == 0
+    assert all("grpo_wb_rollouts" in t.metadata for t in load_tasks(canon))
+    capsys.readouterr()
+    for argv, msg in ((["--export", str(tmp_path / "x.jsonl")], "--export needs --tasks FILE"),
+                      (["--sweep", "1,4", "--budget-plot", str(tmp_path / "y.png")], "--sweep group sizes"),
+                      (["--tasks", str(TOY), "--export", str(out)], "exists")):
+        assert main(["plan", str(scored), *argv]) == 1
+        assert msg in capsys.readouterr().err
+
+
+@pytest.mark.sandbox
+@pytest.mark.data
+@pytest.mark.slow
+def test_published_claims_on_codegen_samples(codegen_samples):
+    """Knapsack RL: +20-40 % effective-gradient ratio at the same budget as uniform G; Reinforce-Ada: fewer
+    all-correct groups as n grows. Both hold on CodeGen-16B's samples (README: the figures and why)."""
+    plan = simulate(codegen_samples, PlanConfig(group_size=8, batch_size=32, epochs=5,
+                                                strategies=["none", "knapsack"]))
+    none, knap = plan.strategies["none"], plan.strategies["knapsack"]
+    assert knap.rollouts / knap.steps == none.rollouts / none.steps == 256  # the same budget per step
+    assert knap.effective_gradient_ratio >= 1.2 * none.effective_gradient_ratio
+    all_pass = [a for a, _ in plan.zero_variance.values()]
+    assert list(plan.zero_variance) == [4, 8, 16, 32, 64] and all(x > y for x, y in zip(all_pass, all_pass[1:]))
+
+
+def test_every_strategy_accounts_for_every_rollout():
+    """Generated = carrying a gradient + wasted + surplus discarded + spent on the static filter's estimate."""
+    plan = simulate(MIXED, PlanConfig(batch_size=8, epochs=2))
+    assert set(plan.strategies) == set(STRATEGIES)
+    for name, x in plan.strategies.items():
+        assert x.rollouts == x.effective_rollouts + x.wasted_rollouts + x.surplus_rollouts + x.filter_rollouts, name
+    one = _samples([3, 0, 4], n=4)
+    assert simulate(one, PlanConfig(group_size=4, batch_size=2, epochs=1)).zero_variance_frame().empty is False
+    assert simulate(_samples([1, 0], n=2), PlanConfig(group_size=2, batch_size=2, epochs=1)).zero_variance_frame().empty
+
+
+def test_strategies_that_cannot_run_at_g_are_left_out_of_the_default_or_refused():
+    cfg = PlanConfig(group_size=2)
+    assert "vip" not in cfg.strategies and "vip" in cfg.left_out and "knapsack" in cfg.strategies
+    with pytest.raises(UserError, match="group size 2 must lie in"):
+        PlanConfig(group_size=2, strategies=["vip"])
+    with pytest.raises(UserError, match="knapsack gives every observed prompt --knapsack-min-n"):
+        PlanConfig(group_size=2, strategies=["knapsack"], knapsack_min_n=4)
+    with pytest.raises(UserError, match="need more than the budget"):  # the source asserts here
+        knapsack_budgets([0.5, 0.25, 0.0, 1.0], 2, min_n=4, max_n=8)
+    with pytest.raises(UserError, match="--knapsack-min-n"):
+        epoch_budgets(MIXED, PlanConfig(group_size=2, knapsack_min_n=4, strategies=["none"]), "knapsack")
+
+
+def test_cli_refuses_before_writing_anything(tmp_path, capsys):
+    rows = [{"task_id": s.task_id, "passed": p, "reward": float(p)} for s in MIXED for p in s.passes]
+    scored = write_jsonl(tmp_path / "scored.jsonl", rows)
+    j = tmp_path / "j.json"
+    for argv, msg in ((["--strategies", "vip", "--group-size", "4", "--sweep", "2", "--budget-plot", "x.png"],
+                       "--sweep 2: vip gives each prompt"),
+                      (["--strategies", "none", "--group-size", "2", "--tasks", "T", "--export", "e.jsonl",
+                        "--export-strategy", "vip"], "--export-strategy vip: vip gives")):
+        assert main(["plan", str(scored), "--json", str(j), *argv]) == 1
+        assert msg in capsys.readouterr().err and not j.exists()
+    assert main(["plan", str(scored), "--group-size", "2", "--batch-size", "4", "--epochs", "1"]) == 0
+    assert "vip: left out of the default strategies" in capsys.readouterr().out

@@ -13,31 +13,28 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from conftest import import_rows, read_jsonl, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.scoring.verdicts import stdio_matches
 from grpo_wb.tasks.records import load_tasks
+from grpo_wb.tasks.rowexport import EXPORT_FORMATS
 from grpo_wb.tasks.rowformats import (
     RowError,
-    RowImportSummary,
     decode_compressed_json,
-    iter_row_tasks,
     parse_mapping,
     parse_row,
 )
-from grpo_wb.tasks.rows import RowSource, iter_rows, row_hash
+from grpo_wb.tasks.rows import RowSource, iter_located_rows, iter_rows, row_hash
 
 FIX = Path(__file__).parent / "fixtures" / "rows"
-FORMATS = ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode"]
+FORMATS = ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode",
+           "nemo-gym"]
 
 
-def _import(fmt: str, path: Path | None = None, **kw):
-    summary = RowImportSummary()
-    tasks = list(iter_row_tasks(fmt, RowSource(str(path or FIX / f"{fmt}.jsonl")), summary, **kw))
-    return tasks, summary
+_import = import_rows
 
 
 # ----------------------------------------------------------------------------- what each format reads
@@ -143,7 +140,7 @@ def test_a_bad_row_fails_the_import_naming_file_and_row(tmp_path, capsys):
     out.write_text("keep me\n")
     assert main(["tasks", "import", "verl", "--src", str(FIX / "verl.jsonl"), "--out", str(out), "--force"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == (f"grpo-wb: error: {FIX / 'verl.jsonl'}:5: ground_truth has 1 inputs but 0 outputs "
+    assert err == (f"grpo-wb: error: {FIX / 'verl.jsonl'}:6: ground_truth has 1 inputs but 0 outputs "
                    "(--skip-bad leaves such rows out, counted)")
     assert out.read_text() == "keep me\n"  # nothing already written is lost
     assert main(["tasks", "import", "verl", "--src", str(FIX / "verl.jsonl"), "--out", str(out), "--force",
@@ -304,11 +301,14 @@ def test_import_smoke_headroom_filter_and_export_from_the_cli(fmt, tmp_path, cap
     assert {"reward", "reward_std", "frac_reward_zero_std"} <= set(metrics[0])
     capsys.readouterr()
     assert main(["headroom", str(run), "--json", str(tmp_path / "h.json")]) == 0
-    assert main(["filter", str(run), "--band", "0", "1", "--out", str(tmp_path / "kept.jsonl"), "--format", "jsonl"]) == 0
-    kept = read_jsonl(tmp_path / "kept.jsonl")
     originals = read_jsonl(FIX / f"{fmt}.jsonl")
-    assert kept and all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)
-    assert all(r["grpo_wb_category"] in ("too_easy", "too_hard", "frontier") for r in kept)
+    for out_fmt in ("jsonl", fmt) if fmt in EXPORT_FORMATS else ("jsonl",):  # as read, and in its own schema
+        kept_path = tmp_path / f"kept-{out_fmt}.jsonl"
+        assert main(["filter", str(run), "--band", "0", "1", "--tasks", str(tasks), "--out", str(kept_path),
+                     "--format", out_fmt]) == 0
+        kept = read_jsonl(kept_path)
+        assert kept and all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)
+        assert all(r["grpo_wb_category"] in ("too_easy", "too_hard", "frontier", "unrewardable") for r in kept)
 
 
 @pytest.mark.datasets
@@ -369,7 +369,7 @@ def test_an_unparsable_json_line_is_a_bad_row_like_any_other(tmp_path, capsys):
     src.write_text("\n".join([lines[0], '{"data_source": "taco", "prompt": [', lines[1]]) + "\n")
     out = tmp_path / "t.jsonl"
     assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out)]) == 1
-    assert capsys.readouterr().err.strip() == (f"grpo-wb: error: {src}:1: invalid JSON: Expecting value (column 1) "
+    assert capsys.readouterr().err.strip() == (f"grpo-wb: error: {src}:2: invalid JSON: Expecting value (column 1) "
                                                "(--skip-bad leaves such rows out, counted)")
     assert not out.exists()
     assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out), "--skip-bad"]) == 0
@@ -387,3 +387,33 @@ def test_a_chat_rows_messages_travel_with_its_task_to_the_sampler(tmp_path):
     p = SamplingConfig(mode="auto").prompt(task)
     assert (p.endpoint, p.source, list(p.messages)) == ("chat", "row", row["prompt"])
     assert SamplingConfig(mode="completions").prompt(task).text == task.prompt  # asked for: the text alone
+
+
+@pytest.mark.datasets
+def test_rows_are_named_where_a_person_finds_them(tmp_path, capsys):
+    """JSON lines: the 1-based line (blank lines counted, as an editor counts); Parquet and JSON lists: the 0-based
+    row, the base said. A bad first row of a JSON-lines file is line 1, not 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = {"data_source": "taco"}
+    good = read_jsonl(FIX / "verl.jsonl")[0]
+    jl = tmp_path / "rows.jsonl"
+    jl.write_text(json.dumps(bad) + "\n")
+    assert main(["tasks", "import", "verl", "--src", str(jl), "--out", str(tmp_path / "a.jsonl")]) == 1
+    assert f"{jl}:1: missing field 'prompt'" in capsys.readouterr().err
+    jl.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    assert main(["tasks", "import", "verl", "--src", str(jl), "--out", str(tmp_path / "a.jsonl")]) == 1
+    assert f"{jl}:3: missing field 'prompt'" in capsys.readouterr().err
+    assert [w for _, w, _ in iter_located_rows(RowSource(str(jl)))] == [f"{jl}:1", f"{jl}:3"]
+    pq.write_table(pa.Table.from_pylist([good, {**good, "prompt": None}]), tmp_path / "rows.parquet")
+    (tmp_path / "rows.json").write_text(json.dumps([good, bad]))
+    for name in ("rows.parquet", "rows.json"):
+        src = tmp_path / name
+        assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tmp_path / "b.jsonl")]) == 1
+        err = capsys.readouterr().err
+        assert f"{src}: row 1 (0-based): " in err, err
+        assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tmp_path / f"{name}.tasks.jsonl"),
+                     "--skip-bad"]) == 0
+        printed = capsys.readouterr()
+        assert f"{src}: row 1 (0-based): missing field 'prompt'" in printed.out + printed.err

@@ -11,6 +11,7 @@ from typing import Literal
 
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, int_list, positive_float, positive_int
+from grpo_wb.runs.adaptive_bench import bench_adaptive
 from grpo_wb.runs.analysis_bench import bench_analyses
 from grpo_wb.runs.pipeline_bench import bench_pipeline
 from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, main_bench
@@ -68,11 +69,12 @@ def doctor(args: argparse.Namespace) -> int:
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses"]] = field(
+    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive"]] = field(
         default_factory=list, metadata=cli(flags=("--set",)))
     """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
     exec-tests: what deciding exec tests apart from the candidate costs; analyses: headroom's and the clusters'
-    reading of results files of --rows rows, streamed, beside the reader that keeps every row"""
+    reading of results files of --rows rows, streamed, beside the reader that keeps every row; adaptive: sampling
+    until decided (sample --adaptive) against the full sample, replayed on the bundled real samples"""
     rows: list[int] = field(default_factory=lambda: [1_000_000, 4_000_000, 10_000_000],
                             metadata=cli(type=int_list, metavar="N,..."))
     """analyses: the results files' sizes, in rows"""
@@ -117,7 +119,9 @@ def bench(args: argparse.Namespace) -> int:
         bench_exec_tests(workers=a.workers or default_workers())
     if "analyses" in sets:
         bench_analyses(a.rows, anchor_max=a.anchor_max)
-    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses")]
+    if "adaptive" in sets:
+        bench_adaptive(workers=a.workers, timeout=a.timeout, codegen=a.codegen, limit=a.limit)
+    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses", "adaptive")]
     if not sets:
         return 0
     main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,

@@ -63,8 +63,8 @@ def run_tasks_file(run_dir: Path) -> str | None:
 
 def print_report(rep: HeadroomReport) -> None:
     """The headroom report as ``grpo-wb headroom`` prints it."""
-    print(f"{rep.n_tasks} tasks, {rep.n_samples} samples (min {min(t.n for t in rep.tasks)} per task); "
-          f"mean pass rate {rep.mean_pass_rate:.3f}")
+    print(f"{rep.n_tasks} tasks, {rep.n_samples} samples ({rep.samples_per_task()}); mean pass rate "
+          f"{rep.mean_pass_rate:.3f}")
     if rep.pass_at_k:
         print("pass@k: " + ", ".join(f"pass@{k} {v:.3f}" for k, v in rep.pass_at_k.items()))
     print(f"{'G':>3}  {'informative':>11}  {'model':>6}  {'variance':>8}  {'compl/informative group':>23}  {'extrapolated':>12}")

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 from grpo_wb.cli.common import Command
 from grpo_wb.cli.headroom import Export, print_report
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
-from grpo_wb.runs.sample import SampleConfig, run_sample
+from grpo_wb.runs.sample import SampleConfig, SampleSummary, run_sample
 from grpo_wb.signal.headroom import HeadroomConfig, analyze, export_tasks, load_samples
 
 
@@ -50,6 +52,8 @@ def sample_cmd(args: argparse.Namespace) -> int:
         print(f"scored {s.scored} into {a.scored_path()} (" + ", ".join(f"{k} {v}" for k, v in
                                                                        sorted(s.statuses.items())) + f"); "
               f"wall {s.wall_s:.1f}s, generation and scoring overlapped")
+    if a.adaptive:
+        print_adaptive(a, s)
     if a.headroom:
         rep = analyze(load_samples(a.scored_path()), budget=a.budget, ks=a.ks, confidence=a.confidence)
         print_report(rep)
@@ -59,6 +63,25 @@ def sample_cmd(args: argparse.Namespace) -> int:
             print("wrote " + export_tasks(rep, rep.frontier, a.tasks, a.export_frontier, fmt=a.format,
                                           group_size=a.group_size))
     return 0
+
+
+def print_adaptive(a: SampleArgs, s: SampleSummary, shown: int = 10) -> None:
+    """How many samples each task took under the rule, and what it decided."""
+    d = s.decided
+    ns = sorted(n for n, _ in d.values())
+    rule = f"{a.decide}" + (f" [{a.band[0]:g}, {a.band[1]:g}]" if a.decide == "band" else "")
+    print(f"adaptive ({rule}, rounds of {a.round_size}, max error {a.max_error:g}): {sum(ns)} of {a.n * len(d)} "
+          f"generations (n x tasks) for {len(d)} decided tasks, {s.rounds} rounds in this call; "
+          f"{sum(n < a.n for n in ns)} decided before n={a.n}"
+          + (f"; samples per task min {ns[0]}, median {statistics.median(ns):g}, max {ns[-1]}" if ns else ""))
+    if s.stalled:
+        print(f"{len(s.stalled)} task(s) left undecided: a round brought no new completion from the backend: "
+              + ", ".join(s.stalled[:5]) + (" ..." if len(s.stalled) > 5 else ""))
+    counts = Counter(label for _, label in d.values())
+    print("decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    items = list(d.items())
+    print("samples per task: " + ", ".join(f"{t} {n} ({label})" for t, (n, label) in items[:shown])
+          + (f", ... (+{len(items) - shown})" if len(items) > shown else ""))
 
 
 COMMANDS = [Command(("sample",), SampleArgs, sample_cmd,

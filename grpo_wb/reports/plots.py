@@ -314,6 +314,29 @@ def strategy_curves(curves: pd.DataFrame) -> Figure:
     return fig
 
 
+def ratio_by_budget(sweep: pd.DataFrame) -> Figure:
+    """Effective-gradient ratio and informative groups per 1,000 rollouts against G, the rollouts per prompt
+    (``plan.budget_sweep``): the same per-step budget B x G for ``none``, ``knapsack`` and ``vip``; the others
+    spend what their rules ask."""
+    fig = _figure((10, 4.0))
+    left, right = fig.subplots(1, 2)
+    if sweep.empty:
+        return _empty(fig, left, "strategies")
+    for name, c in sweep.groupby("strategy", sort=False):
+        left.plot(c["group_size"], c["effective_gradient_ratio"], marker="o", ms=3, label=str(name))
+        right.plot(c["group_size"], c["informative_per_1000"], marker="o", ms=3, label=str(name))
+    for ax, label in ((left, "effective-gradient ratio"), (right, "informative groups per 1,000 rollouts")):
+        ax.set_xscale("log", base=2)
+        sizes = sorted(sweep["group_size"].unique())
+        ax.set_xticks(sizes, [str(g) for g in sizes])
+        ax.set_xlabel("G: rollouts per prompt (budget B x G per step)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    fig.suptitle("Per-prompt budgets on recorded samples (policy fixed: no weights updated)")
+    return fig
+
+
 OUTCOME_COLORS = {"won": "#d62728", "harmed": "#ff7f0e", "crashed": "#9467bd", "held": "#2ca02c"}
 
 

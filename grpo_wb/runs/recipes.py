@@ -86,24 +86,28 @@ def _models(rows: Iterable[dict[str, Any]]) -> str:
 def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
                     reward: str = "binary", timeout: float = 1.0, out_dir: str | Path | None = None,
                     backend: str = "mock", base_url: str = "", model: str = "", mode: str = "auto",
-                    system_prompt: str = "-", user_template: str = "") -> tuple[list[TaskSamples], str]:
+                    system_prompt: str = "-", user_template: str = "", adaptive: bool = False
+                    ) -> tuple[list[TaskSamples], str]:
     """task_headroom.ipynb's and dataset_filter.ipynb's input and where it came from: a scored file or run
     (``input_path``), a samples file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), n
     samples per task from a model (``backend`` openai or transformers: ``grpo-wb sample --score``'s streamed
     path, resumable, into out_dir/samples.jsonl and out_dir/scored.jsonl, each row sent its own chat messages
     under ``mode`` auto as the trainer's rollout sends them; ``system_prompt`` ("-": grpo-wb sample's default, ""
-    none) and ``user_template`` for rows that have only text), else n mock samples per task."""
+    none) and ``user_template`` for rows that have only text), else n mock samples per task. ``adaptive``: drawn
+    through that path (mock included) in rounds until each task's category is decided, n_samples at most
+    (``grpo-wb sample --adaptive``, :mod:`grpo_wb.signal.sequential`)."""
     if input_path and samples_file:
         raise UserError("give input_path (already scored) or samples_file (to score here), not both")
     if backend not in ("mock", "openai", "transformers"):
         raise UserError(f"backend must be mock, openai or transformers, got {backend!r}")
-    if backend != "mock" and not (input_path or samples_file):
+    if (backend != "mock" or adaptive) and not (input_path or samples_file):
         if out_dir is None:
             raise UserError("sampling from a model needs out_dir (the samples and scores are written there)")
         cfg = from_dict(SampleConfig, {"tasks": tasks_file, "out": str(Path(out_dir) / "samples.jsonl"),
                                        "scored": str(Path(out_dir) / "scored.jsonl"), "n": n_samples, "seed": seed,
                                        "backend": backend, "base_url": base_url or None, "model": model or None,
                                        "score": True, "reward": reward, "timeout": timeout, "mode": mode,
+                                       "adaptive": adaptive,
                                        **({} if system_prompt == "-" else {"system_prompt": system_prompt}),
                                        "user_template": user_template or None}, source="parameters")
         backend_obj = make_backend(cfg, load_tasks(tasks_file), seed)

@@ -17,6 +17,11 @@ task, the prompt exactly as sent (the row's own chat messages, or the templates'
 and how it ended. A request the server refuses for its content (HTTP 400/413/422: a prompt past the context
 length, say) is logged with the server's words and the run goes on with the other tasks; such a task is asked
 again, on this run and on resumes, until it has been refused ``max_refusals`` times, then left out (named).
+
+With ``adaptive`` (and ``score``), ``n`` is a maximum: each task's samples are drawn in rounds (waves over the
+undecided tasks; within a wave generation and scoring overlap as above), each wave's scores are awaited, and a
+task is asked for no more once the stopping rule of :mod:`grpo_wb.signal.sequential` decides it. A resumed run
+reads the samples and scored files, scores what has no result, and continues the rounds from the counts there.
 """
 from __future__ import annotations
 
@@ -39,13 +44,14 @@ from grpo_wb.rollouts.types import Backend, Completion, RequestRejected, Rollout
 from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
 from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.scorer import ScoreRequest
+from grpo_wb.signal.sequential import AdaptiveConfig, decide, next_round
 from grpo_wb.tasks.records import Task, load_tasks
 
 FREE_TO_ASK_AGAIN = ("mock", "replay")
 
 
 @dataclass(kw_only=True)
-class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
+class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig, AdaptiveConfig):
     """What ``grpo-wb sample`` draws, where it writes, and whether it scores as it goes."""
 
     tasks: str
@@ -53,7 +59,10 @@ class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
     out: str
     """samples file to write (an existing one is resumed: what it holds is not asked for again)"""
     n: int = field(default=16, metadata=cli(type=positive_int))
-    """completions per task"""
+    """completions per task (with --adaptive: at most)"""
+    adaptive: bool = False
+    """draw each task's samples in rounds of --round-size and stop once the rule decides it (needs --score; see
+    docs/adaptive.md)"""
     seed: int = 0
     """sampling seed (the mock backend's, and sent to model servers)"""
     score: bool = False
@@ -64,6 +73,11 @@ class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
     """binary (1 for a pass) or partial (fraction of tests passed)"""
     max_refusals: int = field(default=2, metadata=cli(type=positive_int))
     """times the server may refuse one task's request (HTTP 400/413/422) before sample stops asking for it"""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.adaptive and not self.score:
+            raise UserError("--adaptive decides on the scores: add --score")
 
     def requests_path(self) -> Path:
         """The request log beside OUT (``.requests.jsonl``)."""
@@ -102,6 +116,12 @@ class SampleSummary:
     """Tasks the server refused in this call and that still lack samples: task id -> the server's latest words."""
     given_up: list[str] = field(default_factory=list)
     """Tasks not asked again: refused ``max_refusals`` times (this call or earlier ones)."""
+    decided: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """adaptive: task id -> (samples it has, the rule's decision), for every task the rule decided."""
+    rounds: int = 0
+    """adaptive: waves of requests made in this call."""
+    stalled: list[str] = field(default_factory=list)
+    """adaptive: tasks left undecided because a round brought no new completion (a backend that returns fewer)."""
 
 
 def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
@@ -173,7 +193,10 @@ def _request(backend: Backend, task: Task, missing: list[int], n: int, log: _Req
     logged = hasattr(backend, "prompt")
     while True:
         try:
-            (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0, 0)])
+            # a model backend's seed depends on the first index asked for: a later round (or a resume) asks a
+            # seeded server for new completions, not the first round's again
+            (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0,
+                                                        0 if whole else missing[0])])
             break
         except RequestRejected as e:
             log.write(task, missing, "refused", e.detail)
@@ -206,47 +229,62 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
             f"(see {cfg.requests_path()}): {', '.join(summary.given_up[:5])}{' ...' if len(summary.given_up) > 5 else ''}")
         todo = [(t, m) for t, m in todo if t.task_id not in set(summary.given_up)]
     if old_rows:
-        log(f"resuming {out}: {len(old_rows)} completions there; {len(todo)} of {len(task_list)} tasks still "
-            "need samples")
-    to_score: queue.Queue = queue.Queue()
+        log(f"resuming {out}: {len(old_rows)} completions there; "
+            + ("continuing the rounds" if cfg.adaptive else f"{len(todo)} of {len(task_list)} tasks still need samples"))
     scorer_thread = None
     if cfg.score:
         scored_path = cfg.scored_path()
-        scored_ids: set[str] = set()
+        known: dict[str, bool] = {}
         if scored_path.exists():
             repair_jsonl_tail(scored_path)
-            scored_ids = {r.get("completion_id") for _, r in iter_jsonl(scored_path) if isinstance(r, dict)}
+            known = {r.get("completion_id"): bool(r.get("passed")) for _, r in iter_jsonl(scored_path)
+                     if isinstance(r, dict)}
+        scorer_thread = _ScoringThread(cfg, tasks, scored_path, summary, known)
         for row in old_rows:
-            if row["completion_id"] not in scored_ids:
-                to_score.put(row)
-        scorer_thread = _ScoringThread(cfg, tasks, to_score, scored_path, summary)
+            if row["completion_id"] not in known:
+                scorer_thread.put(row)
         scorer_thread.start()
-    bar = tqdm(total=len(todo), desc="sample", unit="request", disable=not progress, file=sys.stderr)
+    bar = tqdm(total=None if cfg.adaptive else len(todo), desc="sample", unit="request", disable=not progress,
+               file=sys.stderr)
+
+    def generate(wave: list[tuple[Task, list[int]]], f: JsonlAppender) -> None:
+        for k, (rows, tokens, refused) in stream_calls(
+                lambda item: _request(backend, item[0], item[1], cfg.n, req_log, cfg.max_refusals), wave,
+                request_concurrency(cfg)):
+            summary.requests += 1
+            if refused is not None:
+                summary.refused[wave[k][0].task_id] = refused
+                summary.given_up.append(wave[k][0].task_id)
+            summary.completion_tokens += tokens
+            f.write_many(rows)  # a request's completions land together, synced once
+            summary.completions += len(rows)
+            for row in rows:
+                done.setdefault(row["task_id"], set()).add(row["sample_index"])
+                if scorer_thread is not None:
+                    scorer_thread.put(row)
+            bar.update(1)
+            elapsed = time.monotonic() - t0
+            if summary.completion_tokens:
+                bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
+
     try:
         with JsonlAppender(out) as f:
-            for k, (rows, tokens, refused) in stream_calls(
-                    lambda item: _request(backend, item[0], item[1], cfg.n, req_log, cfg.max_refusals), todo,
-                    request_concurrency(cfg)):
-                summary.requests += 1
-                if refused is not None:
-                    summary.refused[todo[k][0].task_id] = refused
-                    summary.given_up.append(todo[k][0].task_id)
-                summary.completion_tokens += tokens
-                f.write_many(rows)  # a request's completions land together, synced once
-                summary.completions += len(rows)
-                if cfg.score:
-                    for row in rows:
-                        to_score.put(row)
-                bar.update(1)
-                elapsed = time.monotonic() - t0
-                if summary.completion_tokens:
-                    bar.set_postfix_str(f"{summary.completion_tokens / max(elapsed, 1e-9):.0f} tok/s")
+            if not cfg.adaptive:
+                generate(todo, f)
+            else:
+                asked: dict[str, int] = {}
+                while True:
+                    wave = _next_wave(cfg, task_list, done, scorer_thread, summary, asked)
+                    if not wave:
+                        break
+                    summary.rounds += 1
+                    generate(wave, f)
         summary.generation_s = time.monotonic() - t0
     finally:
         bar.close()
         req_log.close()
         if scorer_thread is not None:
-            to_score.put(None)
+            scorer_thread.put(None)
             scorer_thread.join()
     if scorer_thread is not None and scorer_thread.error is not None:
         raise scorer_thread.error
@@ -254,13 +292,62 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     return summary
 
 
+def _next_wave(cfg: SampleConfig, task_list: list[Task], done: dict[str, set[int]], scorer: _ScoringThread,
+               summary: SampleSummary, asked: dict[str, int]) -> list[tuple[Task, list[int]]]:
+    """Adaptive: once every sample so far is scored, the next round of each task the rule has not decided (and
+    the decisions in ``summary.decided``). ``asked``: each task's count when its last round was asked for; a
+    task whose round brought nothing is left out (``summary.stalled``)."""
+    scorer.wait_idle()
+    if scorer.error is not None:
+        return []
+    wave = []
+    summary.decided = {}  # in task order
+    for t in task_list:
+        if t.task_id in summary.given_up or t.task_id in summary.stalled:
+            continue
+        have = sorted(done.get(t.task_id, ()))
+        if asked.get(t.task_id) == len(have):  # the last round brought nothing new: asking again would loop
+            summary.stalled.append(t.task_id)
+            continue
+        c = sum(scorer.passed.get(f"{t.task_id}#{i}", False) for i in have)
+        n_max = max(cfg.n, len(have))  # a file drawn with a larger --n keeps what it holds
+        d = decide(len(have), c, n_max, cfg)
+        if d.label is not None:
+            summary.decided[t.task_id] = (len(have), d.label)
+            continue
+        k = next_round(len(have), n_max, cfg)
+        wave.append((t, [i for i in range(cfg.n) if i not in done.get(t.task_id, ())][:k]))
+        asked[t.task_id] = len(have)
+    return wave
+
+
 class _ScoringThread(threading.Thread):
     """Feeds the scorer from the queue as completions arrive and appends each result as it is decided."""
 
-    def __init__(self, cfg: SampleConfig, tasks: dict[str, Task], q: queue.Queue, path: Path, summary: SampleSummary):
+    def __init__(self, cfg: SampleConfig, tasks: dict[str, Task], path: Path, summary: SampleSummary,
+                 passed: dict[str, bool]):
         super().__init__(name="grpo-wb-sample-scorer", daemon=True)
-        self.cfg, self.tasks, self.q, self.path, self.summary = cfg, tasks, q, path, summary
+        self.cfg, self.tasks, self.path, self.summary = cfg, tasks, path, summary
+        self.q: queue.Queue = queue.Queue()
         self.error: BaseException | None = None
+        self.passed = passed
+        """completion id -> passed: the scored file's results and this call's (the adaptive rule reads them)."""
+        self._pending = 0
+        self._idle = threading.Condition()
+
+    def put(self, row: dict[str, Any] | None) -> None:
+        """A samples row to score (None: no more; rows after a scoring error are dropped)."""
+        if row is not None:
+            with self._idle:
+                if self.error is not None:
+                    return
+                self._pending += 1
+        self.q.put(row)
+
+    def wait_idle(self) -> None:
+        """Until every row put so far has its result written (or the scorer failed)."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._pending == 0 or self.error is not None)
 
     def _requests(self) -> Iterator[ScoreRequest]:
         while True:
@@ -282,7 +369,12 @@ class _ScoringThread(threading.Thread):
                     f.write(res.to_json())
                     self.summary.scored += 1
                     self.summary.statuses[res.status] = self.summary.statuses.get(res.status, 0) + 1
+                    with self._idle:
+                        self.passed[res.completion_id] = res.passed
+                        self._pending -= 1
+                        self._idle.notify_all()
         except BaseException as e:  # reported by run_sample once generation is done
-            self.error = e
-            while self.q.get() is not None:  # let the producer finish
-                pass
+            with self._idle:
+                self.error = e
+                self._idle.notify_all()
+            # the rows put from now on are dropped (put); the scorer's own reader takes the closing None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -413,9 +414,18 @@ class HeadroomReport:
         """The G curve as a DataFrame indexed by G."""
         return dataframe([p.to_json() for p in self.curve]).set_index("g")
 
+    def samples_per_task(self) -> str:
+        """``N per task``, or ``per task: min A, median B, max C`` when tasks have different counts (as when
+        sampled until decided: ``grpo-wb sample --adaptive``)."""
+        ns = sorted(t.n for t in self.tasks)
+        if ns[0] == ns[-1]:
+            return f"{ns[0]} per task"
+        return f"per task: min {ns[0]}, median {statistics.median(ns):g}, max {ns[-1]}"
+
     def summary_frame(self):
         """The whole-set numbers as a two-column table (for display)."""
-        rows = [("tasks", self.n_tasks), ("samples", self.n_samples), ("mean pass rate", round(self.mean_pass_rate, 4))]
+        rows = [("tasks", self.n_tasks), ("samples", f"{self.n_samples} ({self.samples_per_task()})"),
+                ("mean pass rate", round(self.mean_pass_rate, 4))]
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
         rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
                  ("the trainer cannot reward", len(self.unrewardable)),
@@ -569,21 +579,27 @@ EXPORTS = ("canonical",) + EXPORT_FORMATS
 
 
 def export_tasks(report: HeadroomReport, task_ids: Sequence[str], tasks_file: str | Path, out: str | Path, *,
-                 fmt: str = "canonical", group_size: int | None = None, audit: Audit | None = None) -> str:
+                 fmt: str = "canonical", group_size: int | None = None, audit: Audit | None = None,
+                 extra: dict[str, dict[str, Any]] | None = None) -> str:
     """Write the chosen tasks and say what was written, in one line.
 
     ``canonical``: the task records plus a TRL dataset beside them (``.trl.jsonl``). The other formats are
     rows (see :mod:`grpo_wb.tasks.rowexport`) with the ``grpo_wb_*`` columns at G (default: the recommended
     G, else G_MIN). With a test ``audit`` (``grpo-wb tasks audit``'s records), rows also get the
-    ``grpo_wb_test_*`` columns and canonical records carry them in their metadata.
+    ``grpo_wb_test_*`` columns and canonical records carry them in their metadata; ``extra`` columns per task
+    (``plan``'s ``grpo_wb_rollouts``) go the same way.
     """
     if fmt not in EXPORTS:
         raise UserError(f"unknown export format {fmt!r} (choose {', '.join(EXPORTS)})")
     chosen = _tasks_for(task_ids, tasks_file)
-    tested = (lambda tid: audit_columns(audit.get(tid))) if audit is not None else (lambda tid: {})
+    extra = extra or {}
+
+    def tested(tid: str) -> dict[str, Any]:
+        return {**(audit_columns(audit.get(tid)) if audit is not None else {}), **extra.get(tid, {})}
+
     if fmt == "canonical":
-        chosen = [dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)}) if audit is not None else t
-                  for t in chosen]
+        chosen = [dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)})
+                  if audit is not None or t.task_id in extra else t for t in chosen]
         trl = trl_path_for(out)
         write_tasks(out, chosen)
         atomic_write_jsonl(trl, [trl_record(t) for t in chosen])

@@ -7,6 +7,10 @@ file written), its rows/s against the 5,000 rows/s target, and the import's peak
 sizes. Rows and tasks stream; what grows with the rows is the set of task ids kept to catch duplicates (about
 160 bytes a row here). Timings and memory come from separate passes, because
 tracing allocations slows Python down.
+
+Then the formats whose rows are shaped otherwise (:data:`FORMAT_ROWS`: DeepCoder's four subsets in turn, AceCode's
+assert rows with their chat prompt and sampled programs, NeMo Gym's nested prompt and tests), ten tests a row, at
+the smaller size in both containers: the same read-only floor and import rate.
 """
 from __future__ import annotations
 
@@ -37,6 +41,69 @@ def synthetic_rows(n: int, tests: int = 10) -> list[dict]:
     return rows
 
 
+def _deepcoder_row(i: int, tests: int) -> dict:
+    """One row of DeepCoder's subsets in turn: taco (a dict), primeintellect, lcbv5 (functional), codeforces."""
+    ins = [f"{k + 2}\n" + " ".join(str((i * 7 + k * j) % 97) for j in range(k + 2)) + "\n" for k in range(tests)]
+    outs = [f"{sum((i * 7 + k * j) % 97 for j in range(k + 2))}\n" for k in range(tests)]
+    kind = i % 4
+    if kind == 0:
+        cases: object = {"inputs": ins, "outputs": outs}
+    elif kind == 1:
+        cases = [{"input": x, "output": y, "type": "stdin_stdout", "fn_name": None} for x, y in zip(ins, outs)]
+    elif kind == 2:
+        cases = [{"input": f"{k}\n{i}", "output": str(k + i), "testtype": "functional"} for k in range(tests)]
+    else:
+        cases = [{"input": x, "output": y} for x, y in zip(ins, outs)]
+    return {"problem": f"Problem {i}: read n, then n numbers; print their sum.", "tests": json.dumps(cases),
+            "solutions": ["n = int(input())\nprint(sum(map(int, input().split())))"],
+            "starter_code": "class Solution:\n    def add(self, a: int, b: int) -> int:\n        " if kind == 2 else "",
+            "metadata": json.dumps({"func_name": "add"} if kind == 2 else {})}
+
+
+def _acecode_row(i: int, tests: int) -> dict:
+    q = f"Write a function `add_{i}(a, b)` that returns a + b."
+    return {"id": f"oss_{i}", "source": "oss", "question": q,
+            "test_cases": [f"assert add_{i}({k}, {i}) == {k + i}" for k in range(tests)],
+            "inferences": [{"completion": f"def add_{i}(a, b):\n    return a + b", "completion_id": c,
+                            "model_name": "m", "pass_rate": 1.0} for c in range(2)],
+            "context_messages": [{"content": q, "role": "user"}]}
+
+
+def _nemo_gym_row(i: int, tests: int) -> dict:
+    base = synthetic_rows(1, tests)[0]
+    io = json.loads(base["input_output"])
+    return {"responses_create_params": {"input": [{"role": "user", "content": f"Problem {i}: " + base["question"]}]},
+            "verifier_metadata": {"unit_tests": {"inputs": io["inputs"], "outputs": io["outputs"]}},
+            "hash_id": f"{i:032x}", "dataset": "code_contests", "source": "codeforces"}
+
+
+#: a synthetic row of each format whose rows are shaped unlike TACO's: ``(row number, tests) -> row``
+FORMAT_ROWS: dict[str, Callable[[int, int], dict]] = {"deepcoder": _deepcoder_row, "acecode": _acecode_row,
+                                                      "nemo-gym": _nemo_gym_row}
+
+
+def bench_formats(out: Callable[[str], None] = print, n: int = SIZES[0], tmp: Path | None = None) -> list[dict]:
+    """Each of :data:`FORMAT_ROWS` at ``n`` rows, JSONL and Parquet: print and return its read and import rates."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="grpo_wb_bench_formats_") as own:
+        tmp_path = tmp or Path(own)
+        out(f"== import: other formats, {n} rows with 10 tests each")
+        for fmt, make in FORMAT_ROWS.items():
+            rows = [make(i, 10) for i in range(n)]
+            for container in ("jsonl", "parquet"):
+                src = tmp_path / f"{fmt}{n}.{container}"
+                write_rows(src, rows)
+                dst = tmp_path / f"{fmt}{n}.{container}.tasks.jsonl"
+                read_s = _timed(lambda: sum(1 for _ in iter_rows(RowSource(str(src)))))
+                import_s = _timed(lambda: import_rows(fmt, src, dst))
+                rec = {"format": fmt, "container": container, "rows": n, "read_rows_per_s": n / read_s,
+                       "import_rows_per_s": n / import_s}
+                results.append(rec)
+                out(f"{fmt:<9} {container:<7} {n:>6}  {rec['read_rows_per_s']:>8.0f} r/s  "
+                    f"{rec['import_rows_per_s']:>8.0f} r/s  {rec['import_rows_per_s'] / TARGET_ROWS_PER_S:>8.2f}x")
+    return results
+
+
 def _timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -53,7 +120,8 @@ def _peak_mib(fn: Callable[[], object]) -> float:
 
 
 def bench_import(out: Callable[[str], None] = print, sizes: tuple[int, ...] = SIZES) -> list[dict]:
-    """Run the benchmark; print and return one record per (container, size)."""
+    """Run the benchmark; print and return one record per (container, size) of TACO rows (the other formats'
+    records: :func:`bench_formats`, whose lines this prints too)."""
     results = []
     with tempfile.TemporaryDirectory(prefix="grpo_wb_bench_import_") as tmp:
         tmp_path = Path(tmp)
@@ -74,6 +142,7 @@ def bench_import(out: Callable[[str], None] = print, sizes: tuple[int, ...] = SI
                 results.append(rec)
                 out(f"{container:<9} {n:>6}  {rec['read_rows_per_s']:>8.0f} r/s  {rec['import_rows_per_s']:>8.0f} r/s  "
                     f"{rec['import_rows_per_s'] / TARGET_ROWS_PER_S:>8.2f}x  {peak:>8.1f}")
+        bench_formats(out, sizes[0], tmp_path)
     for container in ("jsonl", "parquet"):
         peaks = [r["peak_mib"] for r in results if r["container"] == container]
         per_row = (peaks[-1] - peaks[0]) * 2**20 / (sizes[-1] - sizes[0])

@@ -9,9 +9,11 @@ cases and call cases translate to each; assert tests only to verl's
 ``assert_case``, which its sandbox_fusion scorer reads). ``trl`` writes a TRL
 dataset: ``prompt`` (the chat messages when the source had them) plus the task
 columns grpo_wb's TRL reward reads. Every row gains the caller's ``grpo_wb_*``
-columns. The output path says the container (:func:`grpo_wb.tasks.rows.output_kind`):
-``.parquet`` is Parquet (what verl's ``data.train_files`` and ``load_dataset("parquet")``
-read), ``.arrow`` an Arrow stream (``Dataset.from_file``), a path ending in ``/`` (or an
+columns. ``deepcoder``, ``acecode`` and ``nemo-gym`` write those datasets' rows the same way: the source row
+when the task came in that schema, otherwise a row built from the tests (assert tests and calls only to
+``acecode``, stdin/stdout and call cases only to the other two). The output path says the container
+(:func:`grpo_wb.tasks.rows.output_kind`): ``.parquet`` is Parquet (what verl's ``data.train_files`` and
+``load_dataset("parquet")`` read), ``.arrow`` an Arrow stream (``Dataset.from_file``), a path ending in ``/`` (or an
 existing ``save_to_disk`` folder) a ``save_to_disk`` folder (``load_from_disk``), and
 ``.jsonl``/``.jsonl.gz``/``.json`` JSON lines; any other path is refused. Rows written as
 they came keep their source's Arrow types and ``datasets`` features (the ``huggingface``
@@ -21,22 +23,25 @@ check each row's hash: a source that is gone stops the export, naming it.
 from __future__ import annotations
 
 import ast
+import io
 import json
+import tokenize
 from pathlib import Path
 from typing import Any, Iterable
 
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.records import Task
-from grpo_wb.tasks.rowformats import FORMATS, Cases, ParsedRow, RowError, parse_row
+from grpo_wb.tasks.rowformats import FORMATS, RECIPES, Cases, ParsedRow, RowError, parse_row
 from grpo_wb.tasks.rows import RowSource, check_output, row_hash, rows_at, write_rows
 
-EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl")
+EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl", "deepcoder", "acecode", "nemo-gym")
 TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match")
 """The task columns of a TRL dataset: what grpo_wb's TRL reward rebuilds a task from."""
 #: our format names as verl's default_compute_score routes them to a code scorer
 VERL_DATA_SOURCES = {"code-contests": "codecontests", "apps-rows": "apps", "taco": "taco"}
 #: which source schemas each export format writes back unchanged
-SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "apps-rows")}
+SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "apps-rows"), "deepcoder": ("deepcoder",),
+               "acecode": ("acecode",), "nemo-gym": ("nemo-gym",)}
 
 
 def trl_record(task: Task, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -105,6 +110,8 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
     c = p.cases
     if fmt == "trl":
         return trl_record(task, p.messages)
+    if fmt == "acecode":
+        return _acecode_row(p, task, data_source)
     if c.kind == "pytest" or (c.kind == "assert" and fmt != "verl"):
         raise RowError(f"its tests are {'a pytest module' if c.kind == 'pytest' else 'assert statements'}, "
                        f"which {fmt} rows cannot hold (use --format trl or jsonl)")
@@ -128,10 +135,72 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
         return {"problem_id": task.task_id, "source": data_source, "task_type": "verifiable_code",
                 "prompt": p.prompt, "gold_standard_solution": p.solution,
                 "verification_info": {"language": "python", "test_cases": cases}}
-    # every reference, the canonical one first (as the taco import reads them back)
+    # every reference, the canonical one first (as the taco and deepcoder imports read them back)
     refs = ([p.solution] if p.solution else []) + list(p.solutions)
+    if fmt == "deepcoder":
+        return _deepcoder_row(p, refs)
+    if fmt == "nemo-gym":
+        # its verifier compares calls exactly (LiveCodeBench's rule): an APPS [x] is written as x
+        unwrap = c.kind == "call" and p.call_compare == "apps_equal"
+        cases = Cases(c.kind, c.inputs, [_unwrapped(o) for o in c.outputs], c.fn_name) if unwrap else c
+        return {"responses_create_params": {"input": messages},
+                "verifier_metadata": {"unit_tests": _io(cases, "json-lines")},
+                "hash_id": task.task_id, "dataset": data_source, "source": data_source}
     return {"problem_id": task.task_id, "question": p.prompt, "solutions": json.dumps(refs),
             "starter_code": p.starter_code, "input_output": json.dumps(_io(c, "list"))}
+
+
+def _named(code: str, old: str, new: str) -> str:
+    """``code`` with the name ``old`` written ``new`` (names only: strings and attributes keep their text)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    out, prev = [], None
+    for t in toks:
+        renamed = t.type == tokenize.NAME and t.string == old and not (prev and prev.string == ".")
+        out.append(t._replace(string=new) if renamed else t)
+        prev = t
+    return tokenize.untokenize(out) if any(a is not b for a, b in zip(out, toks)) else code
+
+
+def _deepcoder_row(p: ParsedRow, refs: list[str]) -> dict[str, Any]:
+    """A DeepCoder row in the subset shape that keeps the task's comparison when imported back: exact calls as
+    lcbv5's functional cases (``metadata.func_name``), APPS-style calls and stdio as the taco subset's dict, stdio
+    compared by LiveCodeBench's rule as lcbv5's stdin cases."""
+    c = p.cases
+    row: dict[str, Any] = {"problem": p.prompt, "solutions": refs}
+    if c.kind == "call" and p.call_compare == "values_equal":
+        io = _io(c, "json-lines")
+        row["tests"] = json.dumps([{"input": i, "output": o, "testtype": "functional"}
+                                   for i, o in zip(io["inputs"], io["outputs"])])
+        row["metadata"] = json.dumps({"func_name": c.fn_name})
+    elif c.kind == "stdio" and p.output_match == "numeric-lines":
+        row["tests"] = json.dumps([{"input": i, "output": o, "testtype": "stdin"} for i, o in zip(c.inputs, c.outputs)])
+        row["metadata"] = "{}"
+    else:
+        row["tests"] = json.dumps(_io(c, "list"))
+    return row
+
+
+def _acecode_row(p: ParsedRow, task: Task, data_source: str) -> dict[str, Any]:
+    """An AceCode row: assert statements run after the program, each calling the function by its name (grpo_wb's
+    ``candidate`` renamed, since the importer takes the first name the asserts call); calls become exact asserts."""
+    c = p.cases
+    if c.kind == "assert":
+        tests = [_named(code, "candidate", c.fn_name) if c.fn_name else code for code in c.code]
+    elif c.kind == "call":
+        unwrap = p.call_compare == "apps_equal"  # APPS also accepts x for [x]; an assert compares one value
+        # a LeetCode entry point is a method of class Solution, as grpo_wb's harness finds it
+        call = f"Solution().{c.fn_name}" if "class Solution" in p.starter_code + p.prompt else c.fn_name
+        tests = [f"assert {call}({', '.join(map(repr, args))}) == {(_unwrapped(o) if unwrap else o)!r}"
+                 for args, o in zip(c.inputs, c.outputs)]
+    else:
+        raise RowError(f"its tests are {'stdin/stdout cases' if c.kind == 'stdio' else 'a pytest module'}, which "
+                       "acecode rows cannot hold (use --format trl or jsonl)")
+    messages = p.messages or [{"role": "user", "content": p.prompt}]
+    return {"id": task.task_id, "source": data_source, "question": p.prompt, "test_cases": tests,
+            "inferences": [], "context_messages": messages}
 
 
 def _source(task: Task) -> tuple[str, RowSource, int, str] | None:
@@ -184,7 +253,9 @@ def export_rows(tasks: Iterable[Task], fmt: str, out: str | Path,
         else:
             try:
                 # rows imported through a column map are read back from the task (the map is not kept)
-                parsed = parse_row(src[0], orig) if orig is not None and src[0] != "rows" else parsed_from_task(t)
+                recipe = t.metadata.get("import_recipe") if src and src[0] in RECIPES else None
+                parsed = parse_row(src[0], orig, recipe=recipe) \
+                    if orig is not None and src[0] != "rows" else parsed_from_task(t)
                 name = data_source or (src[0] if src else str(t.metadata.get("source", "grpo_wb")))
                 row = build_row(fmt, parsed, t, VERL_DATA_SOURCES.get(name, name))
             except RowError as e:

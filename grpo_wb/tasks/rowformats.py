@@ -27,6 +27,14 @@ in another trainer's schema. Sources, as read (see ``docs/datasets.md``):
   ``metadata.func_name``, ``starter_code``.
 * ``kodcode``: KodCode-AI/kodcode ``pipeline/step2.2_gen_unit_tests.py``: a
   pytest module in ``test`` (or ``test_code``) importing ``from solution``.
+* ``deepcoder``: agentica-org/DeepCoder-Preview-Dataset as agentica-project/rllm 874daa4 built it
+  (``rllm/data/preprocess/code/*.ipynb``): ``problem``, ``tests`` (TACO's dict, PrimeIntellect's or
+  LiveCodeBench's case list, or Codeforces' [{input, output}]), ``starter_code``/``metadata`` (lcbv5),
+  ``solutions``; ``--recipe rllm`` runs the tests rllm's ``code_reward.py`` runs (15 at most).
+* ``acecode``: TIGER-Lab/AceCode-87K (card; TIGER-AI-Lab/AceCoder e37ef2a): ``id``, ``question``,
+  ``test_cases`` (assert statements), ``context_messages``.
+* ``nemo-gym``: nvidia/Nemotron-RL-coding-competitive_coding (card; NVIDIA-NeMo/Gym 07d6b0d
+  ``resources_servers/code_gen/app.py``): ``responses_create_params.input``, ``verifier_metadata.unit_tests``.
 * ``rows``: any row file, with ``--map`` naming the columns.
 
 Rows that ship several programs keep them all (distinct, in order, at most
@@ -64,12 +72,13 @@ from grpo_wb.tasks.rows import (
     UnreadableRow,
     count_rows,
     id_prefix,
-    iter_rows,
+    iter_located_rows,
     resolve_source,
     row_hash,
 )
 
-FORMATS = ("verl", "open-r1", "taco", "apps-rows", "code-contests", "livecodebench", "kodcode", "rows")
+FORMATS = ("verl", "open-r1", "taco", "apps-rows", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode",
+           "nemo-gym", "rows")
 
 #: the data_source values verl's default_compute_score sends to a code scorer (verl/utils/reward_score/__init__.py)
 VERL_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco")
@@ -252,6 +261,26 @@ def io_cases(io_obj: Any, *, name: str, args_as: str = "list") -> Cases:
     return Cases("stdio", [_text(x, f"{name} input") for x in ins], [_text(o, f"{name} output") for o in outs])
 
 
+def primeintellect_cases(tcs: list[Any]) -> Cases:
+    """PrimeIntellect's ``test_cases`` [{input, output, type, fn_name}]: ``stdin_stdout`` as stdio tests,
+    ``function_call`` as PrimeIntellect's own rule has them (the input pasted as the argument list, ``str`` of the
+    result compared stripped)."""
+    types = {str(t.get("type") or "stdin_stdout") if isinstance(t, dict) else "?" for t in tcs}
+    if "?" in types:
+        raise RowError("a test case is not an object")
+    if types == {"stdin_stdout"}:
+        return Cases("stdio", [_text(t.get("input", ""), "test input") for t in tcs],
+                     [_text(t.get("output", ""), "test output") for t in tcs])
+    if types == {"function_call"}:
+        fn = next((t.get("fn_name") for t in tcs if t.get("fn_name")), None)
+        if not fn or not str(fn).isidentifier():
+            raise RowError("function_call test cases without a fn_name")
+        code = [f"assert str(candidate({t.get('input', '')})).strip() == {str(t.get('output', '')).strip()!r}"
+                for t in tcs]
+        return Cases("assert", code=code, fn_name=str(fn))
+    raise RowError(f"test cases mix types {', '.join(sorted(types))}")
+
+
 # ----------------------------------------------------------------------------- formats
 
 
@@ -303,25 +332,11 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
     tcs = vi["test_cases"]
     if not tcs:
         raise RowError("verification_info has no test cases")
+    cases = primeintellect_cases(tcs)
     unrewardable = None
-    types = {str(t.get("type") or "stdin_stdout") if isinstance(t, dict) else "?" for t in tcs}
-    if "?" in types:
-        raise RowError("a test case is not an object")
-    if types == {"stdin_stdout"}:
-        cases = Cases("stdio", [_text(t.get("input", ""), "test input") for t in tcs],
-                      [_text(t.get("output", ""), "test output") for t in tcs])
-    elif types == {"function_call"}:
-        fn = next((t.get("fn_name") for t in tcs if t.get("fn_name")), None)
-        if not fn or not str(fn).isidentifier():
-            raise RowError("function_call test cases without a fn_name")
-        # PrimeIntellect's harness pastes the input as the argument list and compares str(result)
-        code = [f"assert str(candidate({t.get('input', '')})).strip() == {str(t.get('output', '')).strip()!r}"
-                for t in tcs]
-        cases = Cases("assert", code=code, fn_name=str(fn))
+    if cases.kind == "assert":
         unrewardable = ("function_call cases, which open-r1's code_reward runs as stdin programs (type and fn_name "
                         "ignored): it scores them 0")
-    else:
-        raise RowError(f"test cases mix types {', '.join(sorted(types))}")
     prompt = row.get("prompt") if isinstance(row.get("prompt"), (str, list)) else row.get("problem_statement")
     if prompt is None:
         raise RowError("missing field 'prompt' (or 'problem_statement')")
@@ -395,6 +410,34 @@ def _python3(sols: Any) -> list[str]:
     return [s for lang, s in zip(sols.get("language") or [], sols.get("solution") or []) if lang == 3]
 
 
+def lcb_cases(tests: list[dict[str, Any]], meta: Any) -> tuple[Cases, str, str]:
+    """LiveCodeBench's [{input, output, testtype}] as ``(cases, output_match, call_compare)``: ``functional`` tests
+    are calls of ``meta["func_name"]`` (one JSON value per input line, the output JSON) compared exactly,
+    ``stdin`` tests stdio compared by LiveCodeBench's line rule."""
+    types = {t.get("testtype", "stdin") for t in tests}
+    if types == {"functional"}:
+        fn = meta.get("func_name") if isinstance(meta, dict) else None
+        if not fn or not str(fn).isidentifier():
+            raise RowError("functional tests without metadata.func_name")
+        outs = []
+        for t in tests:
+            try:
+                outs.append(json.loads(t["output"]))
+            except (json.JSONDecodeError, TypeError):
+                raise RowError("a functional output is not JSON") from None
+        return (Cases("call", [_json_lines_args(t["input"], "functional input") for t in tests], outs, str(fn)),
+                "lines", "values_equal")
+    if types == {"stdin"}:
+        return (Cases("stdio", [_text(t["input"], "input") for t in tests],
+                      [_text(t["output"], "output") for t in tests]), "numeric-lines", "apps_equal")
+    raise RowError(f"test cases mix types {', '.join(sorted(map(str, types)))}")
+
+
+def lcb_prompt(question: str, starter: str) -> str:
+    """LiveCodeBench's question with its starter code (a ``class Solution`` stub) under it."""
+    return question + (f"\n\n{starter.rstrip()}\n" if starter.strip() else "")
+
+
 def parse_livecodebench(row: dict[str, Any]) -> ParsedRow:
     _need(row, "question_content", "public_test_cases")
     tests: list[Any] = []
@@ -408,27 +451,10 @@ def parse_livecodebench(row: dict[str, Any]) -> ParsedRow:
         tests += got
     if not tests or not all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
         raise RowError("no test cases with input and output")
-    types = {t.get("testtype", "stdin") for t in tests}
     meta = _json_field(row["metadata"], "metadata") if row.get("metadata") not in (None, "") else {}
     starter = row.get("starter_code") or ""
-    if types == {"functional"}:
-        fn = meta.get("func_name") if isinstance(meta, dict) else None
-        if not fn or not str(fn).isidentifier():
-            raise RowError("functional tests without metadata.func_name")
-        outs = []
-        for t in tests:
-            try:
-                outs.append(json.loads(t["output"]))
-            except (json.JSONDecodeError, TypeError):
-                raise RowError("a functional output is not JSON") from None
-        cases = Cases("call", [_json_lines_args(t["input"], "functional input") for t in tests], outs, str(fn))
-        match, compare = "lines", "values_equal"
-    elif types == {"stdin"}:
-        cases = Cases("stdio", [_text(t["input"], "input") for t in tests], [_text(t["output"], "output") for t in tests])
-        match, compare = "numeric-lines", "apps_equal"
-    else:
-        raise RowError(f"test cases mix types {', '.join(sorted(map(str, types)))}")
-    prompt = str(row["question_content"]) + (f"\n\n{starter.rstrip()}\n" if starter.strip() else "")
+    cases, match, compare = lcb_cases(tests, meta)
+    prompt = lcb_prompt(str(row["question_content"]), starter)
     return ParsedRow(prompt=prompt, cases=cases, row_id=None if row.get("question_id") is None
                      else str(row["question_id"]), starter_code=starter, output_match=match, call_compare=compare,
                      extra={"platform": row.get("platform"), "difficulty": row.get("difficulty"),
@@ -455,6 +481,192 @@ def parse_kodcode(row: dict[str, Any]) -> ParsedRow:
                      row_id=None if row.get("question_id") is None else str(row["question_id"]),
                      solution=row.get("solution") if isinstance(row.get("solution"), str) else None,
                      extra={"subset": row.get("subset"), "gpt_difficulty": row.get("gpt_difficulty")})
+
+
+# ----------------------------------------------------------------------------- DeepCoder, AceCode, NeMo Gym
+
+#: ``--recipe`` values: a trainer's own way with a format's rows, opt-in (``RECIPES[fmt]``)
+RECIPES = {"deepcoder": ("rllm",)}
+#: rllm's cap: ``check_correctness(..., max_tests=15)`` (agentica-project/rllm 874daa4 rllm/rewards/code_reward.py)
+RLLM_MAX_TESTS = 15
+#: the DeepCoder subsets rllm 874daa4 runs through ``check_correctness`` (lcbv5 rows go to its LiveCodeBench
+#: grader, which runs every test)
+RLLM_CAPPED = ("taco", "primeintellect", "codeforces")
+
+
+def deepcoder_subset(tests: Any) -> str:
+    """Which DeepCoder-Preview subset a decoded ``tests`` value comes from, by its shape (the rows do not say):
+    a dict is ``taco``; a list whose cases carry ``testtype`` is ``lcbv5``, ``type`` ``primeintellect``, neither
+    ``codeforces``."""
+    if isinstance(tests, dict):
+        return "taco"
+    if any(isinstance(t, dict) and "testtype" in t for t in tests):
+        return "lcbv5"
+    if any(isinstance(t, dict) and "type" in t for t in tests):
+        return "primeintellect"
+    return "codeforces"
+
+
+def rllm_selection(tests: Any) -> tuple[Any, int]:
+    """rllm 874daa4 ``check_correctness``: over 15 tests, the 15 with the longest inputs (``len`` of the raw input,
+    longest first, ties in order), and from a dict only ``inputs`` and ``outputs`` (it drops ``fn_name``). Returns
+    the tests it runs and how many it left out."""
+    if isinstance(tests, dict):
+        ins, outs = tests.get("inputs") or [], tests.get("outputs") or []
+        if len(ins) <= RLLM_MAX_TESTS:
+            return tests, 0
+        keep = sorted(range(len(ins)), key=lambda i: len(ins[i]), reverse=True)[:RLLM_MAX_TESTS]
+        return {"inputs": [ins[i] for i in keep], "outputs": [outs[i] for i in keep]}, len(ins) - len(keep)
+    if len(tests) <= RLLM_MAX_TESTS:
+        return tests, 0
+    keep = sorted(range(len(tests)), key=lambda i: len(tests[i]["input"]), reverse=True)[:RLLM_MAX_TESTS]
+    return [tests[i] for i in keep], len(tests) - len(keep)
+
+
+def parse_deepcoder(row: dict[str, Any], recipe: str | None = None) -> ParsedRow:
+    """agentica-org/DeepCoder-Preview-Dataset (subsets primeintellect, taco, lcbv5, codeforces; built by
+    agentica-project/rllm 874daa4 ``rllm/data/preprocess/code/*.ipynb``): ``problem``, ``tests`` (a JSON string or
+    the decoded value), ``starter_code`` and ``metadata`` (lcbv5), ``solutions``. Each subset's tests are read as
+    grpo_wb reads their source (TACO rows, PrimeIntellect's cases, LiveCodeBench rows) and judged by the same
+    trainer rule; ``recipe="rllm"`` runs the tests rllm 874daa4 runs (:func:`rllm_selection`)."""
+    if recipe not in (None, *RECIPES["deepcoder"]):
+        raise ValueError(f"unknown deepcoder recipe {recipe!r}")
+    _need(row, "problem", "tests")
+    tests = _json_field(row["tests"], "tests")
+    if isinstance(tests, list):
+        if not tests:
+            raise RowError("tests is an empty list")
+        if not all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
+            raise RowError("tests must be a list of {input, output} or a dict {inputs, outputs}")
+    elif not isinstance(tests, dict):
+        raise RowError(f"tests must be a list of {{input, output}} or a dict {{inputs, outputs}}, "
+                       f"got {type(tests).__name__}")
+    subset = deepcoder_subset(tests)
+    notes: list[str] = []
+    unrewardable = None
+    dropped = 0
+    if recipe == "rllm" and subset in RLLM_CAPPED:
+        fn_before = isinstance(tests, dict) and tests.get("fn_name")
+        tests, dropped = rllm_selection(tests)
+        if dropped:
+            notes.append(f"over {RLLM_MAX_TESTS} tests: rllm's {RLLM_MAX_TESTS} with the longest inputs kept "
+                         "(--recipe rllm)")
+        if dropped and fn_before:
+            tests = {**tests, "fn_name": fn_before}
+            unrewardable = (f"call-based with over {RLLM_MAX_TESTS} tests: rllm's selection drops fn_name "
+                            "(874daa4 check_correctness), so its TACO runner runs them as stdin programs")
+    problem = str(row["problem"])
+    starter = row.get("starter_code") or ""
+    match, compare, prelude, trainer = "lines", "apps_equal", APPS_PRELUDE, "taco"
+    if subset == "taco":
+        cases = io_cases(tests, name="tests")
+    elif subset == "primeintellect":
+        cases = primeintellect_cases(tests)
+        if cases.kind == "assert":
+            trainer = None
+            unrewardable = ("function_call cases, which rllm cannot run: 874daa4 hands the input text to its TACO "
+                            "runner, which spreads it into one argument per character")
+    elif subset == "lcbv5":
+        meta = row.get("metadata")
+        meta = _json_field(meta, "metadata") if meta not in (None, "") else {}
+        cases, match, compare = lcb_cases(tests, meta)
+        problem, prelude, trainer = lcb_prompt(problem, starter), "", "livecodebench"
+    else:
+        cases = Cases("stdio", [_text(t["input"], "test input") for t in tests],
+                      [_text(t["output"], "test output") for t in tests])
+    if unrewardable:
+        notes.append(unrewardable)
+    refs = _references(_solution_list(row.get("solutions")))
+    return ParsedRow(prompt=problem, cases=cases, starter_code=starter, **refs, output_match=match,
+                     call_compare=compare, prelude=prelude,
+                     extra={"subset": subset, "trainer_reward": trainer, "trainer_unrewardable": unrewardable,
+                            "import_recipe": recipe, "tests_dropped_by_recipe": dropped or None},
+                     notes=_with_cap_note(tuple(notes), refs))
+
+
+def _compiles(code: list[str], name: str) -> None:
+    """A RowError naming the first statement of ``code`` that does not compile; all of them compiled as one module
+    first (one compile, not one per statement: AceCode rows hold 10 to 30)."""
+    try:
+        compile("\n".join(code), name, "exec", dont_inherit=True)
+        return
+    except (SyntaxError, ValueError):
+        pass
+    for i, t in enumerate(code):
+        try:
+            compile(t, f"{name}[{i}]", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            raise RowError(f"{name}[{i}] does not compile ({getattr(e, 'msg', e)})") from None
+
+
+def parse_acecode(row: dict[str, Any]) -> ParsedRow:
+    """TIGER-Lab/AceCode-87K (and AceCode-V2-122K): ``id``, ``question``, ``test_cases`` (assert statements; V2's
+    processing script calls them ``tests``), ``context_messages`` (the chat prompt, kept as the task's messages),
+    ``inferences`` (sampled programs with a pass rate over the tests before filtering: counted, not imported)."""
+    _need(row, "question")
+    key = "test_cases" if row.get("test_cases") is not None else "tests"
+    if row.get(key) is None:
+        raise RowError("missing field 'test_cases' (or 'tests')")
+    tests = row[key]
+    tests = _json_field(tests, key) if isinstance(tests, (str, bytes)) else tests
+    if not isinstance(tests, (list, tuple)) or not all(isinstance(t, str) for t in tests):
+        raise RowError(f"{key} must be a list of assert statements")
+    code = [t for t in tests if t.strip()]
+    if not code:
+        raise RowError(f"{key} is empty")
+    _compiles(code, key)
+    fn = mbpp_entry_point(code[:1], None) or mbpp_entry_point(code, None)  # the first assert names it, mostly
+    if not fn:
+        raise RowError(f"cannot tell which function {key} call")
+    ctx = row.get("context_messages")
+    text, messages = _chat_prompt(ctx) if isinstance(ctx, list) and ctx else (str(row["question"]), None)
+    inferences = row.get("inferences")
+    return ParsedRow(prompt=text, messages=messages, cases=Cases("assert", code=code, fn_name=fn),
+                     row_id=None if row.get("id") is None else str(row["id"]),
+                     extra={"origin": row.get("source"),
+                            "n_inferences": len(inferences) if isinstance(inferences, list) else None})
+
+
+def _packed_unit_tests(ut: dict[str, Any]) -> dict[str, Any]:
+    """NeMo Gym's compressed ``unit_tests`` (``{"packed": base64(zlib(JSON))}``, written by its LiveCodeBench
+    preparation; NVIDIA-NeMo/Gym 05a4377 resources_servers/code_gen/app.py) as ``{inputs, outputs, fn_name}``."""
+    try:
+        got = json.loads(zlib.decompress(base64.b64decode(ut["packed"])))
+    except Exception as e:  # binascii, zlib and json each raise their own
+        raise RowError(f"unit_tests.packed is not base64/zlib JSON ({type(e).__name__})") from None
+    if not isinstance(got, dict):
+        raise RowError("unit_tests.packed does not hold {inputs, outputs}")
+    return {"inputs": got.get("inputs"), "outputs": got.get("outputs"), "fn_name": ut.get("fn_name")}
+
+
+def parse_nemo_gym(row: dict[str, Any]) -> ParsedRow:
+    """nvidia/Nemotron-RL-coding-competitive_coding (NeMo Gym's ``code_gen`` resources server): the chat prompt in
+    ``responses_create_params.input``, the tests in ``verifier_metadata.unit_tests`` {inputs, outputs, fn_name?}
+    (LiveCodeBench's format: stdin/stdout, or calls with one JSON value per input line); ``hash_id``,
+    ``dataset``, ``source``. Judged by LiveCodeBench's rule, which the verifier runs (NVIDIA-NeMo/Gym 07d6b0d
+    resources_servers/code_gen/app.py, lcb_integration/)."""
+    _need(row, "responses_create_params", "verifier_metadata")
+    params = _json_field(row["responses_create_params"], "responses_create_params")
+    if not isinstance(params, dict) or params.get("input") in (None, "", []):
+        raise RowError("responses_create_params needs input (the chat messages)")
+    msgs = params["input"]
+    if isinstance(msgs, list) and any(isinstance(m, dict) and not isinstance(m.get("content"), str) for m in msgs):
+        raise RowError("responses_create_params.input: a message whose content is not text")
+    text, messages = _chat_prompt(msgs)
+    vm = _json_field(row["verifier_metadata"], "verifier_metadata")
+    ut = vm.get("unit_tests") if isinstance(vm, dict) else None
+    if not isinstance(ut, dict):
+        raise RowError("verifier_metadata has no unit_tests {inputs, outputs}")
+    if ut.get("packed") is not None:
+        ut = _packed_unit_tests(ut)
+    cases = io_cases(ut, name="unit_tests", args_as="json-lines")
+    if cases.kind == "call" and not all(isinstance(x, str) for x in ut["inputs"]):
+        raise RowError("unit_tests with fn_name need inputs as text, one JSON value per line")
+    rid = row.get("hash_id")
+    return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
+                     output_match="numeric-lines", call_compare="values_equal",
+                     extra={"dataset": row.get("dataset"), "origin": row.get("source"),
+                            "trainer_reward": "livecodebench"})
 
 
 def _imported_modules(src: str) -> set[str]:
@@ -545,19 +757,25 @@ def parse_mapped(row: dict[str, Any], mapping: dict[str, str]) -> ParsedRow:
 PARSERS: dict[str, Callable[[dict[str, Any]], ParsedRow]] = {
     "verl": parse_verl, "open-r1": parse_open_r1, "taco": parse_taco, "apps-rows": parse_taco,
     "code-contests": parse_code_contests, "livecodebench": parse_livecodebench, "kodcode": parse_kodcode,
+    "deepcoder": parse_deepcoder, "acecode": parse_acecode, "nemo-gym": parse_nemo_gym,
 }
 
 
-def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None) -> ParsedRow:
-    """Read one row of ``fmt`` (``rows`` needs ``mapping``); a RowError says why it cannot be a task."""
+def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe: str | None = None) -> ParsedRow:
+    """Read one row of ``fmt`` (``rows`` needs ``mapping``; ``recipe``: one of ``RECIPES[fmt]``); a RowError says
+    why it cannot be a task."""
     if isinstance(row, UnreadableRow):
         raise RowError(row.reason)
     if not isinstance(row, dict):
         raise RowError(f"a row must be an object, got {type(row).__name__}")
     if fmt == "rows" and mapping is None:
         raise ValueError("the rows format needs a column mapping")
+    if recipe is not None and recipe not in RECIPES.get(fmt, ()):
+        raise ValueError(f"{fmt} rows take no recipe {recipe!r}")
     try:
-        return parse_mapped(row, mapping) if fmt == "rows" else PARSERS[fmt](row)
+        if fmt == "rows":
+            return parse_mapped(row, mapping)
+        return PARSERS[fmt](row) if recipe is None else parse_deepcoder(row, recipe)
     except RowError:
         raise
     except (AttributeError, KeyError, TypeError, ValueError, IndexError) as e:  # a field of the wrong shape
@@ -1113,7 +1331,7 @@ class RowImportSummary:
     solutions_dropped: int = 0
     """Programs (references and wrong ones) the cap of ``MAX_SOLUTIONS`` per list left out of the tasks."""
     examples: list[str] = field(default_factory=list)
-    """The first skipped rows, as ``PATH:ROW: reason``."""
+    """The first skipped rows, as ``PATH:LINE: reason`` (JSON lines) or ``PATH: row ROW (0-based): reason``."""
 
     def skip(self, where: str, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
@@ -1125,22 +1343,27 @@ class RowImportSummary:
 
 
 def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mapping: dict[str, str] | None = None,
-                   limit: int | None = None, skip_bad: bool = False, progress: bool = False) -> Iterator[Task]:
-    """Tasks from the rows of ``src``, streamed; a bad row raises ``PATH:ROW: why`` unless ``skip_bad``."""
+                   limit: int | None = None, skip_bad: bool = False, progress: bool = False,
+                   recipe: str | None = None) -> Iterator[Task]:
+    """Tasks from the rows of ``src``, streamed; a bad row raises ``WHERE: why`` (:func:`iter_located_rows`) unless
+    ``skip_bad``. ``recipe``: a trainer's own way with the rows (``RECIPES``; the export reads the rows back the
+    same way)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown row format {fmt!r} (choose {', '.join(FORMATS)})")
+    if recipe is not None and recipe not in RECIPES.get(fmt, ()):
+        raise UserError(f"--recipe {recipe} does not go with {fmt} rows"
+                        + "".join(f"; {f} takes {', '.join(r)}" for f, r in RECIPES.items()))
     total = count_rows(src)
     bar = tqdm(total=min(total, limit) if total is not None and limit is not None else (total or limit),
                unit=" rows", desc=f"import {fmt}", disable=not progress, file=sys.stderr, mininterval=0.5)
     seen: set[str] = set()
     resolved = str(Path(src.path).resolve())
     try:
-        for row, obj in iter_rows(src, limit=limit):
+        for row, where, obj in iter_located_rows(src, limit=limit):
             summary.read += 1
             bar.update(1)
-            where = f"{src.label}:{row}"
             try:
-                parsed = parse_row(fmt, obj, mapping)
+                parsed = parse_row(fmt, obj, mapping, recipe)
                 prefix = id_prefix(fmt, src)  # a DatasetDict's split is in the id: splits never collide
                 base = f"{prefix}/{parsed.row_id}" if parsed.row_id else f"{prefix}/{row}"
                 task_id = base if base not in seen else f"{base}#row{row}"
@@ -1175,10 +1398,10 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
 
 
 def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None = None, column_map: str | None = None,
-                limit: int | None = None, skip_bad: bool = False, progress: bool = False) -> tuple[RowSource,
-                                                                                                   RowImportSummary]:
+                limit: int | None = None, skip_bad: bool = False, progress: bool = False,
+                recipe: str | None = None) -> tuple[RowSource, RowImportSummary]:
     """Import a row file into the canonical task file ``out`` (written whole, or not at all); return the source
-    read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``."""
+    read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``; ``recipe``: see ``RECIPES``."""
     try:
         mapping = parse_mapping(column_map) if column_map is not None else None
     except ValueError as e:
@@ -1186,5 +1409,5 @@ def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None
     source = resolve_source(str(src), split)
     summary = RowImportSummary()
     write_tasks(out, iter_row_tasks(fmt, source, summary, mapping=mapping, limit=limit, skip_bad=skip_bad,
-                                    progress=progress))
+                                    progress=progress, recipe=recipe))
     return source, summary

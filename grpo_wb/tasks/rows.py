@@ -3,8 +3,10 @@
 Rows stream one at a time (Parquet and Arrow in record batches), so reading a
 dataset costs the memory of one batch, not of the file. Every row is numbered
 by its 0-based position in the dataset (``dataset[ROW]`` in Hugging Face
-datasets, ``df.iloc[ROW]`` in pandas), and messages about a row read
-``PATH:ROW: problem``.
+datasets, ``df.iloc[ROW]`` in pandas). Messages name a row where a person finds
+it (:func:`iter_located_rows`): a JSON-lines row by its 1-based line,
+``PATH:LINE: problem`` as an editor or ``sed -n LINEp`` counts, blank lines
+included; any other row as ``PATH: row ROW (0-based): problem``.
 
 A ``save_to_disk`` folder is read with pyarrow alone, as ``datasets`` lays it
 out: ``state.json`` lists the Arrow IPC *stream* shards in order; a
@@ -193,14 +195,22 @@ class UnreadableRow:
 
 def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int, Any]]:
     """``(row, value)`` for each row, streamed; ``value`` is a dict for well-formed rows (callers check)."""
+    for i, _, row in iter_located_rows(src, limit=limit):
+        yield i, row
+
+
+def iter_located_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int, str, Any]]:
+    """``(row, where, value)``: :func:`iter_rows` with where a message puts the row (``PATH:LINE`` for JSON
+    lines, ``PATH: row ROW (0-based)`` otherwise)."""
     path = Path(src.path)
     if not path.exists():
         raise UserError("no such file or folder", path=src.path)
     kind = _container(path)
     if kind != "save_to_disk" and src.split is not None:
         raise UserError("--split goes with a save_to_disk DatasetDict folder", path=src.path)
+    lines: list[int] = []  # JSON lines: the line of the row just read
     if kind == "jsonl":
-        rows: Iterator[Any] = (obj for _, obj in iter_jsonl(path, on_bad=UnreadableRow))
+        rows: Iterator[Any] = (lines.append(n) or obj for n, obj in iter_jsonl(path, on_bad=UnreadableRow))
     elif kind == "json":
         rows = _json_rows(path)
     elif kind == "parquet":
@@ -214,7 +224,7 @@ def iter_rows(src: RowSource, *, limit: int | None = None) -> Iterator[tuple[int
     for i, row in enumerate(_guarded(rows, src.label)):
         if limit is not None and i >= limit:
             return
-        yield i, row
+        yield i, (f"{src.label}:{lines.pop()}" if lines else f"{src.label}: row {i} (0-based)"), row
 
 
 def resolve_source(path: str, split: str | None) -> RowSource:
