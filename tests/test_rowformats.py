@@ -389,13 +389,8 @@ def test_a_chat_rows_messages_travel_with_its_task_to_the_sampler(tmp_path):
     assert SamplingConfig(mode="completions").prompt(task).text == task.prompt  # asked for: the text alone
 
 
-@pytest.mark.datasets
-def test_rows_are_named_where_a_person_finds_them(tmp_path, capsys):
-    """JSON lines: the 1-based line (blank lines counted, as an editor counts); Parquet and JSON lists: the 0-based
-    row, the base said. A bad first row of a JSON-lines file is line 1, not 0."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def test_json_lines_rows_are_named_by_their_line(tmp_path, capsys):
+    """The 1-based line (blank lines counted, as an editor counts): a bad first row is line 1, not 0."""
     bad = {"data_source": "taco"}
     good = read_jsonl(FIX / "verl.jsonl")[0]
     jl = tmp_path / "rows.jsonl"
@@ -406,6 +401,15 @@ def test_rows_are_named_where_a_person_finds_them(tmp_path, capsys):
     assert main(["tasks", "import", "verl", "--src", str(jl), "--out", str(tmp_path / "a.jsonl")]) == 1
     assert f"{jl}:3: missing field 'prompt'" in capsys.readouterr().err
     assert [w for _, w, _ in iter_located_rows(RowSource(str(jl)))] == [f"{jl}:1", f"{jl}:3"]
+
+
+@pytest.mark.datasets
+def test_parquet_and_json_list_rows_are_named_by_their_0_based_row(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = {"data_source": "taco"}
+    good = read_jsonl(FIX / "verl.jsonl")[0]
     pq.write_table(pa.Table.from_pylist([good, {**good, "prompt": None}]), tmp_path / "rows.parquet")
     (tmp_path / "rows.json").write_text(json.dumps([good, bad]))
     for name in ("rows.parquet", "rows.json"):

@@ -8,9 +8,7 @@ Responses-API prompt and unit tests; each file ends with bad rows.
 """
 from __future__ import annotations
 
-import base64
 import json
-import zlib
 from pathlib import Path
 
 import pytest
@@ -151,19 +149,13 @@ def test_nemo_gym_rows():
     assert spaces.tests[0].output == "1 \n1 2 3 \n"
 
 
-def test_nemo_gym_packed_and_call_based_unit_tests(tmp_path):
-    """LiveCodeBench's functional format (fn_name, one JSON value per input line) and Gym's packed tests."""
+def test_nemo_gym_call_based_unit_tests(tmp_path):
+    """LiveCodeBench's functional format (fn_name, one JSON value per input line)."""
     base = read_jsonl(FIX / "nemo-gym.jsonl")[0]
     call = {**base, "hash_id": "call", "verifier_metadata": {"unit_tests": {
         "inputs": ["1\n2", "[1, 2]\n3"], "outputs": ["3", "[1, 2, 3]"], "fn_name": "f"}}}
-    packed = {**base, "hash_id": "packed", "verifier_metadata": {"unit_tests": {"packed": base64.b64encode(
-        zlib.compress(json.dumps({"inputs": ["5\n"], "outputs": ["5\n"]}).encode())).decode()}}}
-    broken = {**base, "hash_id": "broken", "verifier_metadata": {"unit_tests": {"packed": "not base64 !"}}}
-    tasks, s = _import("nemo-gym", write_jsonl(tmp_path / "n.jsonl", [call, packed, broken]), skip_bad=True)
-    c, p = tasks
+    (c,), _ = _import("nemo-gym", write_jsonl(tmp_path / "n.jsonl", [call]))
     assert c.entry_point == "f" and c.tests[1].code == "assert values_equal(candidate(*[[1, 2], 3]), [1, 2, 3])"
-    assert p.tests[0].input == "5\n"
-    assert list(s.skipped) == ["unit_tests.packed is not base64/zlib JSON (Error)"]
 
 
 def test_a_bad_row_is_named_by_its_line(tmp_path, capsys):
@@ -353,3 +345,42 @@ def test_import_benchmark_covers_the_new_formats():
     bench_import(out=lines.append, sizes=(8, 16))
     assert "== import: other formats, 8 rows with 10 tests each" in lines
     assert lines[-1].startswith("parquet: peak traced memory")
+
+
+def test_hostile_rows_are_skipped_with_a_reason(tmp_path):
+    deep = "assert f(1) == " + "+".join(["1"] * 3000)
+    rows = [{"id": "deep", "question": "q", "test_cases": [deep]},
+            {"id": "none", "question": "q", "test_cases": ["assert f(1) == 1"],
+             "context_messages": [{"role": "user", "content": None}]},
+            {"id": "good", "question": "q", "test_cases": ["assert f(1) == 1"]}]
+    tasks, s = _import("acecode", write_jsonl(tmp_path / "a.jsonl", rows), skip_bad=True)
+    assert len(tasks) == 1 and s.skipped == {"test_cases[0] does not compile (nested too deeply)": 1,
+                                       "the user message's content is not text (NoneType)": 1}
+    mismatched = {"problem": "p", "tests": json.dumps({"inputs": ["1\n"] * 20, "outputs": ["1\n"] * 25})}
+    good = {"problem": "p", "tests": json.dumps({"inputs": ["1\n"] * 20, "outputs": ["1\n"] * 20})}
+    for recipe in (None, "rllm"):  # the recipe's choice of 15 does not hide the mismatch
+        tasks, s = _import("deepcoder", write_jsonl(tmp_path / "d.jsonl", [mismatched, good]), skip_bad=True,
+                           recipe=recipe)
+        assert len(tasks) == 1 and list(s.skipped) == ["tests has 20 inputs but 25 outputs"], (recipe, s.skipped)
+
+
+@pytest.mark.sandbox
+def test_acecode_export_refuses_setup_code_and_keeps_apps_wrapped_outputs(tmp_path):
+    from grpo_wb.scoring.sandbox import SandboxLimits
+    from grpo_wb.scoring.scorer import Scorer, ScoreRequest
+    from grpo_wb.tasks.records import Task, TestCase
+
+    checked = Task(task_id="t/check", prompt="def f(x):\n", entry_point="f",
+                   tests=(TestCase("t0", "check(f)"),), check="def check(candidate):\n    assert candidate(1) == 2\n")
+    with pytest.raises(UserError, match="t/check.*setup code"):
+        export_rows([checked], "acecode", tmp_path / "a.jsonl")
+    row = {"question": "primes", "solutions": "[]", "starter_code": "",
+           "input_output": json.dumps({"fn_name": "primes_below", "inputs": [[3], [4]], "outputs": [[2], [2, 3]]})}
+    (task,), _ = _import("taco", write_jsonl(tmp_path / "t.jsonl", [row]))
+    export_rows([task], "acecode", tmp_path / "b.jsonl")
+    back, _ = _import("acecode", tmp_path / "b.jsonl")
+    assert back[0].tests[0].code == "assert primes_below(3) in ([2], 2)"  # APPS takes [x] and x alike
+    right = "def primes_below(n):\n    return [p for p in range(2, n) if all(p % d for d in range(2, p))]\n"
+    with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as sc:
+        (r,) = sc.score([ScoreRequest(back[0], right)])
+    assert r.passed, (r.status, r.error)

@@ -170,6 +170,8 @@ def _compile_error(src: str, what: str) -> str | None:
         return f"{what} does not compile: {e.msg} (line {e.lineno})"
     except ValueError as e:  # e.g. null bytes
         return f"{what} does not compile: {e}"
+    except (RecursionError, MemoryError):
+        return f"{what} does not compile: nested too deeply"
     return None
 
 

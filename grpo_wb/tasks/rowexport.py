@@ -187,13 +187,17 @@ def _acecode_row(p: ParsedRow, task: Task, data_source: str) -> dict[str, Any]:
     """An AceCode row: assert statements run after the program, each calling the function by its name (grpo_wb's
     ``candidate`` renamed, since the importer takes the first name the asserts call); calls become exact asserts."""
     c = p.cases
+    if task.test_setup or task.check:
+        raise RowError("its tests need setup code (test_setup or a check function), which acecode rows cannot "
+                       "hold (use --format trl or jsonl)")
     if c.kind == "assert":
         tests = [_named(code, "candidate", c.fn_name) if c.fn_name else code for code in c.code]
     elif c.kind == "call":
-        unwrap = p.call_compare == "apps_equal"  # APPS also accepts x for [x]; an assert compares one value
+        apps = p.call_compare == "apps_equal"  # APPS also accepts x for [x]: the assert accepts both
         # a LeetCode entry point is a method of class Solution, as grpo_wb's harness finds it
         call = f"Solution().{c.fn_name}" if "class Solution" in p.starter_code + p.prompt else c.fn_name
-        tests = [f"assert {call}({', '.join(map(repr, args))}) == {(_unwrapped(o) if unwrap else o)!r}"
+        tests = [f"assert {call}({', '.join(map(repr, args))}) "
+                 + (f"in ({o!r}, {o[0]!r})" if apps and isinstance(o, list) and len(o) == 1 else f"== {o!r}")
                  for args, o in zip(c.inputs, c.outputs)]
     else:
         raise RowError(f"its tests are {'stdin/stdout cases' if c.kind == 'stdio' else 'a pytest module'}, which "

@@ -209,7 +209,9 @@ def _chat_prompt(value: Any) -> tuple[str, list[dict[str, Any]] | None]:
         users = [m for m in value if m.get("role") == "user"]
         if not users:
             raise RowError("prompt has no user message")
-        return str(users[-1]["content"]), [dict(m) for m in value]
+        if not isinstance(users[-1]["content"], str):
+            raise RowError(f"the user message's content is not text ({type(users[-1]['content']).__name__})")
+        return users[-1]["content"], [dict(m) for m in value]
     raise RowError("prompt must be text or a list of chat messages {role, content}")
 
 
@@ -513,6 +515,8 @@ def rllm_selection(tests: Any) -> tuple[Any, int]:
     the tests it runs and how many it left out."""
     if isinstance(tests, dict):
         ins, outs = tests.get("inputs") or [], tests.get("outputs") or []
+        if len(ins) != len(outs):  # checked before choosing, or the choice would hide it
+            raise RowError(f"tests has {len(ins)} inputs but {len(outs)} outputs")
         if len(ins) <= RLLM_MAX_TESTS:
             return tests, 0
         keep = sorted(range(len(ins)), key=lambda i: len(ins[i]), reverse=True)[:RLLM_MAX_TESTS]
@@ -590,13 +594,15 @@ def _compiles(code: list[str], name: str) -> None:
     try:
         compile("\n".join(code), name, "exec", dont_inherit=True)
         return
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     for i, t in enumerate(code):
         try:
             compile(t, f"{name}[{i}]", "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as e:
             raise RowError(f"{name}[{i}] does not compile ({getattr(e, 'msg', e)})") from None
+        except (RecursionError, MemoryError):
+            raise RowError(f"{name}[{i}] does not compile (nested too deeply)") from None
 
 
 def parse_acecode(row: dict[str, Any]) -> ParsedRow:
@@ -627,18 +633,6 @@ def parse_acecode(row: dict[str, Any]) -> ParsedRow:
                             "n_inferences": len(inferences) if isinstance(inferences, list) else None})
 
 
-def _packed_unit_tests(ut: dict[str, Any]) -> dict[str, Any]:
-    """NeMo Gym's compressed ``unit_tests`` (``{"packed": base64(zlib(JSON))}``, written by its LiveCodeBench
-    preparation; NVIDIA-NeMo/Gym 05a4377 resources_servers/code_gen/app.py) as ``{inputs, outputs, fn_name}``."""
-    try:
-        got = json.loads(zlib.decompress(base64.b64decode(ut["packed"])))
-    except Exception as e:  # binascii, zlib and json each raise their own
-        raise RowError(f"unit_tests.packed is not base64/zlib JSON ({type(e).__name__})") from None
-    if not isinstance(got, dict):
-        raise RowError("unit_tests.packed does not hold {inputs, outputs}")
-    return {"inputs": got.get("inputs"), "outputs": got.get("outputs"), "fn_name": ut.get("fn_name")}
-
-
 def parse_nemo_gym(row: dict[str, Any]) -> ParsedRow:
     """nvidia/Nemotron-RL-coding-competitive_coding (NeMo Gym's ``code_gen`` resources server): the chat prompt in
     ``responses_create_params.input``, the tests in ``verifier_metadata.unit_tests`` {inputs, outputs, fn_name?}
@@ -657,8 +651,6 @@ def parse_nemo_gym(row: dict[str, Any]) -> ParsedRow:
     ut = vm.get("unit_tests") if isinstance(vm, dict) else None
     if not isinstance(ut, dict):
         raise RowError("verifier_metadata has no unit_tests {inputs, outputs}")
-    if ut.get("packed") is not None:
-        ut = _packed_unit_tests(ut)
     cases = io_cases(ut, name="unit_tests", args_as="json-lines")
     if cases.kind == "call" and not all(isinstance(x, str) for x in ut["inputs"]):
         raise RowError("unit_tests with fn_name need inputs as text, one JSON value per line")
