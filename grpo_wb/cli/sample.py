@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from grpo_wb.cli.headroom import Export, print_report
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.runs.sample import SampleConfig, SampleSummary, run_sample
-from grpo_wb.signal.headroom import HeadroomConfig, analyze, export_tasks, load_samples
+from grpo_wb.signal.headroom import HeadroomConfig, analyze, count_spread, export_tasks, load_samples
 
 
 @dataclass(kw_only=True)
@@ -73,7 +72,7 @@ def print_adaptive(a: SampleArgs, s: SampleSummary, shown: int = 10) -> None:
     print(f"adaptive ({rule}, rounds of {a.round_size}, max error {a.max_error:g}): {sum(ns)} of {a.n * len(d)} "
           f"generations (n x tasks) for {len(d)} decided tasks, {s.rounds} rounds in this call; "
           f"{sum(n < a.n for n in ns)} decided before n={a.n}"
-          + (f"; samples per task min {ns[0]}, median {statistics.median(ns):g}, max {ns[-1]}" if ns else ""))
+          + (f"; samples per task {count_spread(ns)}" if ns else ""))
     if s.stalled:
         print(f"{len(s.stalled)} task(s) left undecided: a round brought no new completion from the backend: "
               + ", ".join(s.stalled[:5]) + (" ..." if len(s.stalled) > 5 else ""))

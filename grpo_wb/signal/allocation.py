@@ -102,7 +102,8 @@ def _knapsack_dp(rates: Sequence[float], min_n: int, max_extra: int, budget: int
     dp[0] = 0.0
     choices = []
     for p in rates:
-        gain = np.array([0.0] + [knapsack_value(int(k) + min_n, p) for k in ks[1:]])
+        gain = knapsack_value(ks + min_n, p)  # elementwise over the extra counts
+        gain[0] = 0.0  # no extra rollout is worth nothing in the source's programme
         cand = np.full((max_extra + 1, budget + 1), neg)
         for k in range(max_extra + 1):
             if k <= budget:

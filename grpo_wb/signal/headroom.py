@@ -56,6 +56,12 @@ DEFAULT_BUDGET = 256
 DEFAULT_KS = (1, 5, 10)
 
 
+def count_spread(counts: Sequence[int]) -> str:
+    """``min A, median B, max C`` of some counts (samples per task, say)."""
+    ns = sorted(counts)
+    return f"min {ns[0]}, median {statistics.median(ns):g}, max {ns[-1]}"
+
+
 @dataclass(kw_only=True)
 class HeadroomConfig:
     """What a headroom report estimates at: the per-step budget behind the recommended G, pass@k, the interval level."""
@@ -418,9 +424,7 @@ class HeadroomReport:
         """``N per task``, or ``per task: min A, median B, max C`` when tasks have different counts (as when
         sampled until decided: ``grpo-wb sample --adaptive``)."""
         ns = sorted(t.n for t in self.tasks)
-        if ns[0] == ns[-1]:
-            return f"{ns[0]} per task"
-        return f"per task: min {ns[0]}, median {statistics.median(ns):g}, max {ns[-1]}"
+        return f"{ns[0]} per task" if ns[0] == ns[-1] else f"per task: {count_spread(ns)}"
 
     def summary_frame(self):
         """The whole-set numbers as a two-column table (for display)."""
