@@ -11,7 +11,8 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: demo test test-fast install lab clean sandbox browser
 
 # The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
-# elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`).
+# elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`). g++ compiles
+# C++ tasks inside the sandbox; without it they are refused (`grpo-wb doctor` says which).
 sandbox:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -20,6 +21,13 @@ sandbox:
 	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1)) || \
 	    echo "WARNING: could not install bubblewrap; the sandbox will not isolate network and files"; \
 	  else echo "WARNING: bubblewrap (bwrap) not found; install it for full sandbox isolation"; fi; }
+	@command -v g++ >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing g++ for C++ tasks"; \
+	    (apt-get install -y -qq --no-install-recommends g++ >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends g++ >/dev/null 2>&1)) || \
+	    echo "WARNING: could not install g++; C++ tasks will be refused"; \
+	  else echo "WARNING: g++ not found; install it to score C++ tasks"; fi; }
 
 # The browser test opens a rendered report in headless Chromium driven by selenium: Debian's chromium and
 # chromium-driver, installed here as bubblewrap is (without them that test fails, naming what is missing).

@@ -2,7 +2,11 @@
 early-stop and exec-test tests."""
 from __future__ import annotations
 
+import contextlib
+import socket
 import textwrap
+import threading
+import time
 
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.records import Task
@@ -12,6 +16,35 @@ def score_one(scorer: Scorer, task: Task, completion: str, **kw):
     """The verdict of one completion (``kw``: the request's other fields)."""
     (r,) = list(scorer.score([ScoreRequest(task=task, completion=completion, **kw)]))
     return r
+
+
+@contextlib.contextmanager
+def loopback_listener(seconds: float = 4.0):
+    """A listener on 127.0.0.1 for ``seconds``: yields ``(port, got)``, ``got`` filling with the first bytes of each
+    connection it accepts (a sandboxed program must reach none)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(0.2)
+    got: list[bytes] = []
+
+    def accept() -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                c, _ = srv.accept()
+                got.append(c.recv(100))
+                c.close()
+            except OSError:
+                pass
+
+    th = threading.Thread(target=accept)
+    th.start()
+    try:
+        yield srv.getsockname()[1], got
+    finally:
+        th.join()
+        srv.close()
 
 
 def reachable_scan(hit: str, found: str, missed: str) -> str:

@@ -5,7 +5,6 @@ and a scorer that still scores the next completion correctly. Controls show that
 correct completions still pass, through value tests and through exec tests.
 """
 import os
-import socket
 import textwrap
 import threading
 import time
@@ -13,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile import reachable_scan
+from hostile import loopback_listener, reachable_scan
 from hostile import score_one as score
 
 from grpo_wb.scoring.rewards import RewardConfig
@@ -367,36 +366,16 @@ def _descendants(scorer):
 
 @pytest.mark.slow
 def test_network_is_blocked(scorer):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    srv.settimeout(0.2)
-    port = srv.getsockname()[1]
-    got = []
-
-    def accept():
-        end = time.monotonic() + 4
-        while time.monotonic() < end:
+    with loopback_listener() as (port, got):
+        r = score(scorer, DOUBLE, body(f"""
+            import socket
             try:
-                c, _ = srv.accept()
-                got.append(c.recv(100))
-                c.close()
-            except (socket.timeout, OSError):
-                pass
-
-    th = threading.Thread(target=accept)
-    th.start()
-    r = score(scorer, DOUBLE, body(f"""
-        import socket
-        try:
-            s = socket.create_connection(('127.0.0.1', {port}), timeout=1)
-            s.sendall(b'leak')
-            return 2 * x
-        except OSError:
-            return 0
-    """))
-    th.join()
-    srv.close()
+                s = socket.create_connection(('127.0.0.1', {port}), timeout=1)
+                s.sendall(b'leak')
+                return 2 * x
+            except OSError:
+                return 0
+        """))
     assert got == [], "the completion reached a listener on the host"
     assert_harmless(scorer, r)
 

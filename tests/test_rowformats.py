@@ -65,12 +65,15 @@ def test_verl_rows():
 
 def test_open_r1_rows():
     tasks, s = _import("open-r1", skip_bad=True)
-    assert s.skipped == {"language cpp (grpo_wb runs Python)": 1, "missing field 'verification_info'": 1}
-    stdin, call = tasks
+    assert s.skipped == {"missing field 'verification_info'": 1}
+    stdin, call, cpp = tasks
     assert stdin.task_id == "open-r1/vcp_1" and stdin.is_script and stdin.canonical_solution
     assert stdin.prompt == "Print the square of n."
     # function_call cases as PrimeIntellect's harness runs them: the input pasted as the arguments, str compared
     assert call.entry_point == "double" and call.tests[1].code == "assert str(candidate(2.5)).strip() == '5.0'"
+    # a C++ row is a C++ task: no Python prelude, its gold solution a C++ program
+    assert cpp.language == "cpp" and cpp.prelude == "" and cpp.is_script and "#include" in cpp.canonical_solution
+    assert stdin.language == "python" and stdin.prelude
 
 
 def test_taco_rows():

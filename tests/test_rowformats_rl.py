@@ -333,13 +333,14 @@ def test_import_benchmark_covers_the_new_formats():
     """``grpo-wb bench --set import`` imports each format's synthetic rows too (the figures: docs/datasets.md)."""
     from grpo_wb.tasks.rowbench import FORMAT_ROWS, bench_formats, bench_import
 
-    assert list(FORMAT_ROWS) == NEW
-    for fmt, make in FORMAT_ROWS.items():
+    assert list(FORMAT_ROWS) == [*NEW, "open-r1/cf"]
+    for fmt, make in FORMAT_ROWS.values():
         assert all(len(parse_row(fmt, make(i, 10)).cases.inputs or parse_row(fmt, make(i, 10)).cases.code) == 10
                    for i in range(4))  # DeepCoder's four subsets in turn
+    assert parse_row("open-r1", FORMAT_ROWS["open-r1/cf"][1](0, 10)).checker  # the codeforces rows have a checker
     lines: list[str] = []
     recs = bench_formats(out=lines.append, n=20)
-    assert [(r["format"], r["container"]) for r in recs] == [(f, c) for f in NEW for c in ("jsonl", "parquet")]
+    assert [(r["format"], r["container"]) for r in recs] == [(f, c) for f in FORMAT_ROWS for c in ("jsonl", "parquet")]
     assert all(r["import_rows_per_s"] > 0 for r in recs) and lines[0].startswith("== import: other formats")
     lines.clear()
     bench_import(out=lines.append, sizes=(8, 16))

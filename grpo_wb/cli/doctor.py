@@ -22,7 +22,7 @@ from grpo_wb.scoring.sandbox import (
     describe_isolation,
     isolation_report,
 )
-from grpo_wb.scoring.scorer import default_workers
+from grpo_wb.scoring.scorer import cpp_toolchain, default_workers
 from grpo_wb.tasks.rowbench import bench_import
 from grpo_wb.version import __version__
 
@@ -57,6 +57,7 @@ def doctor(args: argparse.Namespace) -> int:
               + ("" if rep["private_tmp"] else " (fork mode: its directory only)"))
         print("  exec tests and check, from the candidate: run in the job's child, which forks the candidate's process "
               "before it reads them; calls cross by value")
+    print(f"C++ tasks: {cpp_toolchain()[1]}")
     missing = rep.get("missing") or []
     print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
     if rep.get("mode") != "bwrap":

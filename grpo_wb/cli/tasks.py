@@ -14,6 +14,7 @@ from grpo_wb.jsonio import atomic_write_jsonl
 from grpo_wb.runs.task_audit import FLAGS, TaskAuditConfig, run_task_audit
 from grpo_wb.scoring.calibrate import CalibrationConfig, calibrate
 from grpo_wb.scoring.executors import SandboxConfig
+from grpo_wb.scoring.extraction import reference_reply
 from grpo_wb.scoring.sandbox import Isolation, default_isolation
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.importers import (
@@ -23,10 +24,11 @@ from grpo_wb.tasks.importers import (
     import_mbpp,
 )
 from grpo_wb.tasks.records import check_task_file, load_tasks, write_tasks
-from grpo_wb.tasks.rowformats import FORMATS, RECIPES, import_rows
+from grpo_wb.tasks.rowformats import FORMATS, RECIPES, TEST_SETS, import_rows
 
 FOLDER_KINDS = ("humaneval", "mbpp", "apps", "mapcoder")
 RECIPE_NAMES = tuple(sorted({r for names in RECIPES.values() for r in names}))
+TEST_SET_NAMES = tuple(sorted({s for names in TEST_SETS.values() for s in names}))
 
 
 @dataclass(kw_only=True)
@@ -50,7 +52,8 @@ def validate(args: argparse.Namespace) -> int:
     with_solution = [(line, t) for line, t in tasks if t.canonical_solution is not None]
     if not a.no_run and with_solution:
         with Scorer(a.limits(), workers=a.workers, cache=False) as scorer:
-            reqs = [ScoreRequest(task=t, completion=t.canonical_solution) for _, t in with_solution]
+            reqs = [ScoreRequest(task=t, completion=reference_reply(t.prompt, t.entry_point, t.canonical_solution,
+                                                                t.language)) for _, t in with_solution]
             for (line, t), res in zip(with_solution, scorer.score(reqs)):
                 if res.status != "pass":
                     detail = f": {res.error}" if res.error else ""
@@ -131,6 +134,9 @@ class ImportArgs:
     recipe: Literal[RECIPE_NAMES] | None = None
     """deepcoder: rllm: the tests rllm's code_reward.py runs (agentica-project/rllm 874daa4): at most 15 per row,
     those with the longest inputs, for the taco, primeintellect and codeforces subsets (lcbv5 rows keep all)"""
+    test_set: Literal[TEST_SET_NAMES] | None = None
+    """open-r1 (codeforces rows): official or generated; code-contests: public, private or generated: only that set's
+    tests, so headroom can be asked on each (default: every set, named in the tests)"""
 
     def __post_init__(self) -> None:
         if self.kind != "humaneval" and not self.src:
@@ -144,11 +150,14 @@ class ImportArgs:
         if self.recipe is not None and self.recipe not in RECIPES.get(self.kind, ()):
             raise UserError("--recipe goes with "
                             + ", ".join(f"tasks import {f} ({'|'.join(r)})" for f, r in RECIPES.items()))
+        if self.test_set is not None and self.test_set not in TEST_SETS.get(self.kind, ()):
+            raise UserError("--test-set goes with "
+                            + ", ".join(f"tasks import {f} ({'|'.join(r)})" for f, r in TEST_SETS.items()))
 
 
 def import_rows_cmd(a: ImportArgs) -> int:
     src, summary = import_rows(a.kind, a.src, a.out, split=a.split, column_map=a.map, limit=a.limit,
-                               skip_bad=a.skip_bad, progress=sys.stderr.isatty(), recipe=a.recipe)
+                               skip_bad=a.skip_bad, progress=sys.stderr.isatty(), recipe=a.recipe, test_set=a.test_set)
     skipped = sum(summary.skipped.values())
     print(f"read {summary.read} rows from {src.label}; wrote {summary.imported} tasks to {a.out}; skipped {skipped}"
           + "".join(f"\n  skipped {n}: {why}" for why, n in sorted(summary.skipped.items(), key=lambda x: -x[1])))

@@ -50,7 +50,7 @@ from grpo_wb.config import cli, fraction, from_dict, non_negative_int, positive_
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json, iter_jsonl, read_json, repair_jsonl_tail, sha256_file
 from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
-from grpo_wb.scoring.extraction import extract_program
+from grpo_wb.scoring.extraction import as_reply, extract_answer
 from grpo_wb.scoring.scorer import ScoreRequest, ScoredCompletion
 from grpo_wb.signal.headroom import dataframe
 from grpo_wb.signal.testflags import FLAGS
@@ -118,10 +118,6 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
         return {"tasks_sha256": tasks_sha, **{k: getattr(self, k) for k in keep}}
 
 
-def _fenced(program: str) -> str:
-    return "```python\n" + program.rstrip("\n") + "\n```\n"
-
-
 def references(task: Task) -> list[str]:
     """Every reference the task carries, the canonical one first."""
     refs = [task.canonical_solution] if task.canonical_solution is not None else []
@@ -130,9 +126,11 @@ def references(task: Task) -> list[str]:
 
 def _program(task: Task, ref: str) -> tuple[str | None, str]:
     """The program a reference is, as grpo_wb builds it (a continuation is appended to the prompt), or why none."""
-    ext = extract_program(task.prompt, task.entry_point, ref)
+    ext = extract_answer(task.prompt, task.entry_point, ref, task.language)
     if ext.program is None:
         return None, ext.reason
+    if task.language != "python":  # compiled in the sandbox, where a compile error is the reference's error
+        return ext.program, ""
     try:
         compile(task.prelude + "\n" + ext.program, "<reference>", "exec")
     except SyntaxError as e:
@@ -272,7 +270,7 @@ class _Run:
 
 
 def _req(task: Task, program: str, probe: str, i: int) -> ScoreRequest:
-    return ScoreRequest(task=task, completion=_fenced(program), sample_index=i,
+    return ScoreRequest(task=task, completion=as_reply(program, task.language), sample_index=i,
                         completion_id=f"{task.task_id}#{probe}{i}", meta={"probe": probe, "i": i})
 
 
@@ -319,7 +317,10 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
                 slow = dataclasses.replace(t, timeout=(t.timeout or run.limit) * cfg.time_factor)
                 again[0].append(_req(slow, p, "slow", i))
         passing = [i for i, r in sorted(got["ref"].items()) if r.status == "pass"]
-        if passing and cfg.mutants:
+        if passing and cfg.mutants and t.language != "python":
+            recs[t.task_id]["notes"].append(f"a {t.language} task: mutants are made of Python references only "
+                                            "(mutation score not measured)")
+        elif passing and cfg.mutants:
             i = passing[0]
             try:
                 ms = make_mutants(progs[t.task_id][i], cfg.mutants, seed=cfg.seed)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from grpo_wb.config import cli, positive_float, positive_int
 from grpo_wb.errors import UserError
+from grpo_wb.scoring.extraction import reference_reply
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.records import Task
@@ -47,7 +48,8 @@ def calibrate(tasks: list[Task], cfg: CalibrationConfig = CalibrationConfig(), *
     slowest: dict[str, float] = {}
     failed: set[str] = set()
     # measured under the ceiling's margin, not a limit the task file may already carry
-    reqs = [ScoreRequest(dataclasses.replace(t, timeout=None), t.canonical_solution)
+    reqs = [ScoreRequest(dataclasses.replace(t, timeout=None),
+                         reference_reply(t.prompt, t.entry_point, t.canonical_solution, t.language))
             for t in tasks if t.canonical_solution is not None]
     limits = SandboxLimits(timeout=cfg.ceiling * 4)
     if isolation is not None:

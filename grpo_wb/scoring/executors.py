@@ -33,6 +33,8 @@ class SandboxConfig:
     """address-space limit per completion (MiB)"""
     workers: int | None = field(default=None, metadata=cli(type=positive_int))
     """parallel sandboxes (default: one per core; per node with --executor ray)"""
+    compile_timeout: float = field(default=10.0, metadata=cli(type=positive_float))
+    """wall-clock seconds to compile one C++ program (g++, in the sandbox, with a run's other limits)"""
     site_packages: bool = False
     """let completions import the installed packages (default: the standard library only)"""
     isolation: Isolation = field(default_factory=default_isolation)
@@ -50,7 +52,8 @@ class SandboxConfig:
     def limits(self) -> SandboxLimits:
         """The per-completion limits these settings give."""
         return SandboxLimits(timeout=self.timeout, memory_bytes=self.memory_mb << 20,
-                             site_packages=self.site_packages, isolation=self.isolation)
+                             compile_timeout=self.compile_timeout, site_packages=self.site_packages,
+                             isolation=self.isolation)
 
 
 @dataclass(kw_only=True)

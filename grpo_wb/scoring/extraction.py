@@ -1,4 +1,4 @@
-"""Turn a model completion into the program that is executed.
+"""Turn a model completion into the program that is executed (Python; C++ tasks: :func:`extract_cpp`).
 
 Covers the shapes completions come in:
 
@@ -341,3 +341,58 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
 
 
 _extract_memo = functools.lru_cache(maxsize=2048)(_extract)
+
+
+def as_reply(program: str, language: str = "python") -> str:
+    """A program (a dataset's reference) as a reply whose one fenced block is it: every trainer's rule takes code from
+    a reply (open-r1 only from a ```` ```python ```` or ```` ```cpp ```` block), and grpo_wb's extraction takes it
+    as it is."""
+    return f"```{'cpp' if language == 'cpp' else 'python'}\n" + program.rstrip("\n") + "\n```\n"
+
+
+def reference_reply(prompt: str, entry_point: str, reference: str, language: str = "python") -> str:
+    """A dataset's reference as a reply every rule takes it from: the program grpo_wb's extraction makes of it (a
+    reference may be a body, a whole program or a fenced reply already), fenced once in the task's language."""
+    ext = extract_answer(prompt, entry_point, reference, language)
+    return as_reply(ext.program if ext.program is not None else reference, language)
+
+
+def extract_answer(prompt: str, entry_point: str, completion: str, language: str = "python") -> Extraction:
+    """The program of ``completion`` for a task in ``language``: :func:`extract_cpp` for C++, else
+    :func:`extract_program`."""
+    if language == "cpp":
+        return extract_cpp(completion)
+    return extract_program(prompt, entry_point, completion)
+
+
+_CPP_TAG = re.compile(r"(?:c\+\+|cpp|cxx|cc)(?:[0-9]{2})?")
+"""C++ fences: ```cpp, ```c++, ```cxx, ```cc, with a standard's digits (```cpp17)."""
+_CPP_MAIN = re.compile(r"\bmain\s*\(")
+
+
+def extract_cpp(completion: str) -> Extraction:
+    """The C++ program of a reply to a C++ task: the last complete ```` ```cpp ```` block (``c++``, ``cxx``,
+    ``cc`` too), else the last such block cut off at the token limit; an untagged block counts when it defines
+    ``main``; a reply without fences is the program when it defines ``main``. open-r1's Codeforces reward takes
+    the last ```` ```cpp ```` block (``rewards.extract_code``). Nothing compiles here: a block that does not
+    compile is the sandbox's ``error``."""
+    if completion is None or not completion.strip():
+        return Extraction(None, "none", "empty completion")
+    completion = completion.replace("\r\n", "\n")
+    if "<" in completion and ("<think>" in completion or "</think>" in completion or "<|" in completion
+                              or "</s>" in completion):
+        completion = clean_reply(completion)  # not for every '<': #include <bits/stdc++.h> is C++
+    if "```" in completion:
+        completion = _MID_LINE_FENCE.sub(r"\1\n\2", completion)
+        blocks = [(tag.lower(), body, bool(closed)) for tag, body, closed in _FENCE.findall(completion)]
+        cpp = [(body, closed) for tag, body, closed in blocks
+               if body.strip() and (_CPP_TAG.fullmatch(tag) or (not tag and _CPP_MAIN.search(body)))]
+        if not cpp:
+            return Extraction(None, "none", "no C++ code block in the reply")
+        complete = [i for i, (_, closed) in enumerate(cpp) if closed]
+        i = complete[-1] if complete else len(cpp) - 1
+        return Extraction(cpp[i][0], "full_function", rule="last complete C++ block" if complete else
+                          "last C++ block (unclosed)", block=i, n_blocks=len(cpp))
+    if not _CPP_MAIN.search(completion):
+        return Extraction(None, "none", "no C++ program in the reply (no main)")
+    return Extraction(completion, "full_function")

@@ -22,6 +22,15 @@ against the bundled module or a transcription of it in ``tests/test_trainer_rule
   ```` ```python\\n ```` block (nothing without one), stdout compared line by line after ``strip`` and cut to the
   shorter of the two (``zip``): a first line alone passes. Not covered: its non-zero-exit rule for a program that
   calls ``sys.exit(1)`` after printing (grpo_wb judges what it printed).
+* ``open-r1-codeforces`` -- open-r1's ``cf_code_reward`` (``src/open_r1/utils/competitive_programming/
+  cf_scoring.py`` at 1416fa0, guipenedo/piston ``packages/codeforces/1.0.0/run`` at 7a38da2), for open-r1/codeforces
+  rows: the last ```` ```python ```` block (```` ```cpp ```` for a C++ task: ``extract_code(completion, language)``),
+  no prelude (Piston runs the program as it is), the problem's checker when it has one (``checker.py INPUT
+  CORRECT_OUTPUT SOLUTION_OUTPUT``, stdout ``1`` or ``100``), else blank lines dropped, whole-word yes/no
+  upper-cased, whitespace collapsed (:func:`~grpo_wb.scoring.verdicts.codeforces_output_matches`); the problem's
+  time and memory limits per test. Not covered: its ``weighted_sum`` (pass-all plus a tenth of the passed fraction;
+  the binary verdict is its pass-all), the −0.1 of a compile error (here ``error``, reward 0), tests beyond the
+  official ones unless imported, and ``INPUT_MODE=file`` problems (noted at import).
 * ``taco`` -- FlagOpen/TACO ``metrics/testing_util.py`` at 2ba6235 (``run_test``; bundled in
   data/external/reward_harnesses/taco-2ba6235), for ``taco`` and ``apps-rows`` rows. Its harness takes code, not
   replies: TACO's eval (``generation.py``) prompts base models with ``ANSWER:`` and hands over the generation cut
@@ -66,7 +75,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from grpo_wb.scoring.extraction import Extraction, extract_program
+from grpo_wb.scoring.extraction import Extraction, extract_answer
 from grpo_wb.scoring.rewards import Judge
 from grpo_wb.tasks.records import Task, TestCase
 
@@ -104,6 +113,7 @@ LIVECODEBENCH_PRELUDE = (
 program, stdin and call-based alike."""
 
 _OPEN_R1_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+_OPEN_R1_CPP_BLOCK = re.compile(r"```cpp\n(.*?)```", re.DOTALL)
 
 
 def _livecodebench(completion: str) -> str:
@@ -121,6 +131,12 @@ def _prime_code(completion: str) -> str:
 
 def _open_r1(completion: str) -> str:
     blocks = _OPEN_R1_BLOCK.findall(completion)
+    return blocks[-1] if blocks else ""
+
+
+def _open_r1_cpp(completion: str) -> str:
+    """open-r1's ``extract_code(completion, "cpp")``: the last ```` ```cpp ```` block."""
+    blocks = _OPEN_R1_CPP_BLOCK.findall(completion)
     return blocks[-1] if blocks else ""
 
 
@@ -143,6 +159,8 @@ class TrainerRule:
     """How stdout is compared (:data:`grpo_wb.tasks.records.OUTPUT_MATCHES`)."""
     call_compare: str | None = None
     """How a call-based result is compared (a function of :mod:`grpo_wb.scoring.verdicts`; None: the task's own)."""
+    cpp_code: Callable[[str], str] | None = None
+    """The code it takes from a reply to a C++ task (None: it judges Python only, and C++ tasks get grpo_wb's)."""
 
     def extract(self, completion: str, task: Task | None = None) -> Extraction:
         """The program this rule runs, taken from the reply exactly as the trainer's function gets it (reasoning
@@ -151,14 +169,17 @@ class TrainerRule:
         if self.code is None:
             if task is None:
                 raise ValueError(f"the {self.name} rule extracts with grpo_wb's rule, which needs the task")
-            ext = extract_program(task.prompt, task.entry_point, completion)
+            ext = extract_answer(task.prompt, task.entry_point, completion, task.language)
             return dataclasses.replace(ext, rule=f"{self.name}: {ext.rule}")
         text = completion if isinstance(completion, str) else ""
-        code = self.code(text)
-        rule = f"{self.name}: {self.takes}"
+        cpp = task is not None and task.language == "cpp"
+        code = (self.cpp_code if cpp and self.cpp_code else self.code)(text)
+        fence = "```cpp" if cpp else "```python"
+        takes = self.takes.replace("```python", fence)
+        rule = f"{self.name}: {takes}"
         if not code.strip():
-            return Extraction(None, "none", f"{self.name} takes no code from this reply ({self.takes})", rule=rule)
-        return Extraction(code, "full_function", rule=rule, n_blocks=text.count("```python"))
+            return Extraction(None, "none", f"{self.name} takes no code from this reply ({takes})", rule=rule)
+        return Extraction(code, "full_function", rule=rule, n_blocks=text.count(fence))
 
 
 RULES: dict[str, TrainerRule] = {r.name: r for r in (
@@ -166,7 +187,9 @@ RULES: dict[str, TrainerRule] = {r.name: r for r in (
                 "the text after the last ```python, the whole reply without one", _prime_code,
                 PRIME_CODE_PRELUDE, "prime_code"),
     TrainerRule("open-r1", "TRL with open-r1's code_reward", "the last ```python block, nothing without one",
-                _open_r1, None, "open-r1"),
+                _open_r1, None, "open-r1", cpp_code=_open_r1_cpp),
+    TrainerRule("open-r1-codeforces", "TRL with open-r1's cf_code_reward (Piston's codeforces package)",
+                "the last ```python block, nothing without one", _open_r1, "", "codeforces", cpp_code=_open_r1_cpp),
     TrainerRule("taco", "FlagOpen/TACO metrics/testing_util.py (2ba6235)",
                 "TACO's harness takes code, not replies: grpo_wb's extraction", None, TACO_PRELUDE, "taco",
                 "taco_equal"),
@@ -182,7 +205,10 @@ def trainer_rule(task: Task, judge: Judge) -> TrainerRule | None:
     """The rule that judges ``task``: the trainer's, when ``judge`` asks for it and the task names a known one."""
     if judge != "trainer" or task.metadata.get("trainer_unrewardable"):
         return None
-    return RULES.get(str(task.metadata.get("trainer_reward")))
+    rule = RULES.get(str(task.metadata.get("trainer_reward")))
+    if rule is not None and task.language == "cpp" and rule.cpp_code is None:
+        return None  # a trainer whose rule runs Python only: grpo_wb's C++ judgement
+    return rule
 
 
 def judged_task(task: Task, rule: TrainerRule | None) -> Task:

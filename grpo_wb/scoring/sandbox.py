@@ -42,6 +42,7 @@ What it does NOT cover: kernel exploits (no VM), CPU time of grandchildren in th
 from __future__ import annotations
 
 import atexit
+import base64
 import errno
 import fcntl
 import functools
@@ -115,6 +116,12 @@ class SandboxLimits:
     ro_binds: tuple[str, ...] = ()
     """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb audit``: the audited
     function's files); nothing else of the caller's files is."""
+    compile_timeout: float = 10.0
+    """Wall-clock seconds for compiling one C++ program (``g++ -O2 -std=c++17``, in the sandbox, under the same
+    memory, file and process limits as a run); a compile that runs past it is the completion's ``timeout``."""
+    check_timeout: float = 10.0
+    """Wall-clock seconds a task's checker may take on one test (open-r1 runs ``timeout 10 python3 checker.py``;
+    HardTests' judge gets 10 s); past it the test is rejected."""
     hash_seed: int = 0
     """``PYTHONHASHSEED`` of every worker: fixed, so a verdict that depends on set order is reproducible
     (``grpo-wb tasks audit`` varies it to find the tests that do)."""
@@ -865,6 +872,40 @@ def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, te
     return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
             "check": check, "limits": limits.for_child(),
             "script": script, "stream_after": STREAM_AFTER if stream else None}
+
+
+CXX_ENV = "GRPO_WB_CXX"
+"""Names the C++ compiler (default ``g++``); it must be visible inside the sandbox (under ``/usr`` with bubblewrap)."""
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler's path, or None when it is not installed."""
+    return shutil.which(os.environ.get(CXX_ENV) or "g++")
+
+
+def compile_job(source: str, limits: SandboxLimits, compiler: str) -> dict[str, Any]:
+    """A job that compiles one C++ source in the sandbox (``worker/wb_native.py``), bounded as a test is but by
+    ``limits.compile_timeout``; its ``compiled`` event carries the program or the compiler's message."""
+    return {"program": source, "language": "cpp", "compile": True, "cxx": compiler, "tests": [],
+            "limits": SandboxLimits(**{**asdict(limits), "timeout": limits.compile_timeout}).for_child()}
+
+
+def checker_job(source: str, style: str, cases: list[dict[str, Any]], limits: SandboxLimits) -> dict[str, Any]:
+    """A job that runs a task's checker (Python) on each case's input, expected and actual output
+    (``worker/wb_native.run_checker``); its deadline is ``limits.check_timeout`` a case, and a little more."""
+    timeout = limits.check_timeout * len(cases) + 5.0
+    return {"language": "checker", "checker": source, "style": style, "tests": cases,
+            "check_timeout": limits.check_timeout,
+            "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout}).for_child()}
+
+
+def native_job(binary: bytes, tests: list[dict[str, Any]], *, limits: SandboxLimits, stream: bool = False,
+               time_limit: float | None = None, memory_limit_mb: int | None = None) -> dict[str, Any]:
+    """A job that runs a compiled program (``binary``, from :func:`compile_job`) once per stdio test, each run
+    within ``time_limit`` seconds and ``memory_limit_mb`` of address space when given (a judge's limits per test)."""
+    return {"language": "cpp", "binary": base64.b64encode(binary).decode("ascii"), "tests": tests,
+            "script": True, "limits": limits.for_child(), "stream_after": STREAM_AFTER if stream else None,
+            "time_limit": time_limit, "memory_bytes": None if memory_limit_mb is None else memory_limit_mb << 20}
 
 
 _DEFAULT_POOL: WorkerPool | None = None

@@ -29,27 +29,34 @@ import json
 import os
 import reprlib
 import socket
+import subprocess
 import threading
-from collections import deque
+import base64
+from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
-from grpo_wb.scoring.extraction import Extraction, extract_program
+from grpo_wb.scoring.extraction import Extraction, extract_answer
 from grpo_wb.scoring.rules import TrainerRule, judged_task, trainer_rule, unrewardable
 from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import (
+    CXX_ENV,
     RawOutcome,
     SandboxUnavailable,
     SandboxLimits,
     Watch,
     WorkerPool,
     build_job,
+    checker_job,
+    compile_job,
+    cxx_compiler,
     isolation_report,
+    native_job,
 )
 from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.scoring.verdicts import (
@@ -179,7 +186,7 @@ def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
     only when some test could not be made a value test (or the task was not split).
     """
     plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output,
-                         output_match=task.output_match) if t.type == "stdio"
+                         output_match=CHECKER if task.checker is not None else task.output_match) if t.type == "stdio"
              else plan_test(t.code, task.entry_point) for t in task.tests]
     send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
     return plans, send_check
@@ -202,6 +209,18 @@ class _Tally:
     finished: bool = False
     loaded: bool = False
     actual: dict[int, Any] = field(default_factory=dict)  # a failed test's output or values, shown only if first
+    unchecked: dict[int, str] = field(default_factory=dict)  # outputs a checker decides, after the run
+
+    def checked(self, results: Mapping[int, tuple[bool, str]]) -> None:
+        """The checker's decisions on :attr:`unchecked` (a test it did not decide fails)."""
+        for idx, out in self.unchecked.items():
+            ok, message = results.get(idx, (False, "the checker did not decide this test"))
+            if ok:
+                self.ok_idx.add(idx)
+            else:
+                self.errors[idx] = f"rejected by the checker: {message}" if message else "rejected by the checker"
+                self.actual[idx] = out
+        self.unchecked = {}
 
     def feed(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
@@ -241,6 +260,8 @@ class _Tally:
             out = ev.get("output")
             if "error" in ev or not isinstance(out, str):
                 self.errors[idx] = str(ev.get("error", "no output"))
+            elif plan.output_match == CHECKER:
+                self.unchecked[idx] = out
             elif stdio_matches(out, plan.expected_output, plan.output_match):
                 self.ok_idx.add(idx)
             else:
@@ -343,8 +364,15 @@ def failure_detail(test: TestCase, plan: PlannedTest, error: str, actual: str | 
     return d
 
 
+CHECKER = "checker"
+"""A stdio plan's ``output_match`` when the task's checker decides its output (after the run, in a job of its own)."""
+Checker = Callable[[dict[int, str]], dict[int, tuple[bool, str]]]
+"""Decides outputs by test index: ``(accepted, the checker's message)`` each."""
+
+
 def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list[PlannedTest], check_sent: bool,
-                         early_stop: bool = False, limits: SandboxLimits = SandboxLimits()) -> Verdict:
+                         early_stop: bool = False, limits: SandboxLimits = SandboxLimits(),
+                         checker: Checker | None = None) -> Verdict:
     """Decide the status from the events the child reported (never from its exit code).
 
     Value tests are decided here, from the returned values; an event for a test
@@ -363,6 +391,10 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     t = _Tally(plans, check_sent)
     for ev in outcome.events:
         t.feed(ev)
+    if t.unchecked and not t.tamper and not outcome.overflow:
+        if checker is None:
+            raise ValueError("a checker task's outputs came without a checker to decide them")
+        t.checked(checker(dict(t.unchecked)))
     n_ok = len(t.ok_idx)
     failed = tuple(x.name for i, x in enumerate(task.tests) if i not in t.ok_idx)
 
@@ -398,7 +430,102 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
         return v("error", f"process ended {where} before finishing ({how})")
     if n_ok == total and (t.check_ok is True if check_sent else True):
         return v("pass", "")
-    return v("fail", t.fail_reason())
+    missing = [task.tests[i].name for i in range(total) if i not in t.seen and plans[i].kind != "exec"]
+    reason = t.fail_reason() or (f"test {missing[0]} reported no result" + (
+        f" ({len(missing) - 1} more without one)" if len(missing) > 1 else "") if missing else "")
+    return v("fail", reason)
+
+
+class CheckerUnavailable(Exception):
+    """The task's checker could not run (the sandbox failed it): the completion gets ``sandbox_error``."""
+
+
+class ToolchainMissing(UserError):
+    """A task's language needs a compiler this machine (or its sandbox) does not have: refused, never scored 0."""
+
+
+COMPILE_CACHE_BYTES = 64 << 20
+"""How much compiled C++ a scorer keeps (a program is tens of KiB; one with large initialised arrays up to 2 MiB),
+the least recently used dropped first: the scorer may be the trainer's own process."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One C++ source compiled in the sandbox: the program, or the status and message every test gets instead."""
+
+    binary: bytes | None
+    """The compiled program; None when there is none."""
+    status: str = "pass"
+    """Without a program: ``error`` (a compile error, with the compiler's message), ``timeout`` (the compile ran
+    past ``compile_timeout``) or ``sandbox_error``."""
+    error: str = ""
+    """The compiler's message, or what else went wrong."""
+    seconds: float = 0.0
+    """How long the compile job took."""
+    stderr_tail: str = ""
+    """The compile job's stderr (the compiler writes its messages elsewhere: :attr:`error`)."""
+
+
+def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: str) -> Compiled:
+    """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`), judged here
+    from its ``compiled`` event, as a run is from its events. A compiler that cannot start in the sandbox is
+    :class:`ToolchainMissing`."""
+    try:
+        for _ in range(2):  # a worker that died is retried once, in a fresh one
+            out = pool.run(compile_job(source, limits, compiler))
+            if not out.worker_died:
+                break
+    except SandboxUnavailable:
+        raise
+    except Exception as e:
+        return Compiled(None, "sandbox_error", f"{type(e).__name__}: {e}")
+    if out.sandbox_error:
+        return Compiled(None, "sandbox_error", out.sandbox_error, out.duration)
+    ev = next((e for e in out.events if e.get("event") == protocol.COMPILED), None)
+    if ev is None:
+        if out.timed_out:
+            return Compiled(None, "timeout", f"compilation ran past {limits.compile_timeout:g} s", out.duration)
+        how = out.signal_name or f"exit code {out.returncode}"
+        return Compiled(None, "error", f"compile error: the compiler ended without a result ({how})", out.duration,
+                        out.stderr_tail)
+    seconds = float(ev.get("seconds") or out.duration)
+    if ev.get("missing"):
+        raise ToolchainMissing(f"the C++ compiler {compiler} cannot be started in the sandbox: {ev.get('error')}")
+    if ev.get("ok") is not True or not isinstance(ev.get("binary"), str):
+        return Compiled(None, "error", "compile error: " + str(ev.get("error") or "the compiler failed"), seconds,
+                        out.stderr_tail)
+    return Compiled(base64.b64decode(ev["binary"]), seconds=seconds)
+
+
+_HELLO = '#include <iostream>\nint main() { std::string s; std::cin >> s; std::cout << s << "\\n"; }\n'
+
+
+def cpp_toolchain(limits: SandboxLimits = SandboxLimits()) -> tuple[bool, str]:
+    """Whether C++ tasks can be scored here, measured: a small program compiled and run in a sandbox worker
+    (``grpo-wb doctor``); with the line that says so."""
+    compiler = cxx_compiler()
+    if compiler is None:
+        return False, (f"NOT FOUND (no g++, nor ${CXX_ENV}: C++ tasks are refused; install g++, as `make sandbox` "
+                       "does as root on Debian/Ubuntu)")
+    try:
+        line = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+        name = f"{compiler} ({line.splitlines()[0] if line else 'version unknown'})"
+    except (OSError, subprocess.SubprocessError):
+        name = compiler
+    pool = WorkerPool(1, limits)
+    try:
+        got = compile_cpp(pool, _HELLO, limits, compiler)
+        if got.binary is None:
+            return False, f"{name} found, but a compile in the sandbox failed: {got.status}: {got.error[:300]}"
+        out = pool.run(native_job(got.binary, [{"kind": "stdio", "input": "hello\n"}], limits=limits))
+        said = [e.get("output") for e in out.events if e.get("event") == protocol.STDOUT]
+        if said != ["hello\n"]:
+            return False, f"{name} compiles in the sandbox, but the program did not run there: {said or out.events}"
+        return True, f"{name}; compiles (-std=c++17 -O2) and runs in the sandbox ({got.seconds:.1f} s to compile)"
+    except (ToolchainMissing, SandboxUnavailable) as e:
+        return False, str(e)
+    finally:
+        pool.close()
 
 
 def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
@@ -425,7 +552,8 @@ def _task_fingerprint(task: Task) -> str:
         h.update(b)
 
     text(json.dumps([task.task_id, task.entry_point, task.test_setup, task.check, task.prelude, task.output_match,
-                     len(task.tests)]))
+                     len(task.tests), task.language, task.checker, task.checker_style, task.time_limit,
+                     task.memory_limit_mb]))
     for t in task.tests:
         text(json.dumps([t.name, t.type, t.code]))
         text(t.input)
@@ -440,6 +568,16 @@ def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:
     h.update(b"\0")
     h.update(program.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
+
+
+def task_deadline(task: Task) -> float | None:
+    """A task's wall clock for one completion: its ``timeout``, else its per-test ``time_limit`` times its tests (and
+    a second for starting the program), else None (the run's default)."""
+    if task.timeout is not None:
+        return task.timeout
+    if task.time_limit is not None:
+        return task.time_limit * len(task.tests) + 1.0
+    return None
 
 
 def default_workers() -> int:
@@ -526,6 +664,13 @@ class Scorer:
         self._judged_by_id: dict[int, tuple[Task, Task]] = {}  # each task as its trainer's rule judges it
         self.executed = 0
         self.cache_hits = 0
+        self._binaries: OrderedDict[str, Compiled] = OrderedDict()  # the compile cache (C++), by source
+        self._binary_bytes = 0
+        self._compiling: dict[str, Future] = {}
+        self._toolchain_lock = threading.Lock()
+        self._toolchain_ok: str | None = None
+        self.compiles = 0
+        self.compile_hits = 0
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -576,7 +721,7 @@ class Scorer:
         rule = trainer_rule(task, self.reward.judge)
         try:
             ext = (rule.extract(completion, task) if rule
-                   else extract_program(task.prompt, task.entry_point, completion))
+                   else extract_answer(task.prompt, task.entry_point, completion, task.language))
         except (RecursionError, MemoryError, ValueError, SystemError) as e:
             ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
         return (*self._verdict(self._judged(task, rule), ext), ext)
@@ -601,7 +746,7 @@ class Scorer:
         if not ext.ok:
             return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
                            failed_tests=tuple(t.name for t in task.tests)), False
-        limits = self.limits.with_timeout(task.timeout)
+        limits = self.limits.with_timeout(task_deadline(task))
         fingerprint, plans, send_check, child_tests = self._plan(task)
         key = _cache_key(fingerprint, ext.program, limits)
         owner = False
@@ -635,16 +780,107 @@ class Scorer:
                 self._inflight.pop(key).set_result(v)
         return v, False
 
+    def _compiled(self, task: Task, source: str, limits: SandboxLimits) -> Compiled:
+        """A C++ source compiled in the sandbox, once per source while the cache keeps it (sources hashed with the
+        compiler and its flags; a second thread asking for a source being compiled waits for that compile; a compile
+        that ran out of time is not kept: the neighbours' load may have caused it). The first compile of a scorer is
+        a known-good program's: a compiler that cannot compile it is refused, not blamed on every completion."""
+        compiler = cxx_compiler()
+        if compiler is None:
+            raise ToolchainMissing(f"task {task.task_id!r} is C++ and no C++ compiler is installed "
+                                   f"(g++, or ${CXX_ENV}): install g++ (`make sandbox` does, as root on Debian/Ubuntu)")
+        self._check_toolchain(compiler, limits)
+        h = hashlib.sha256(json.dumps([compiler, protocol.CXX_FLAGS, limits.compile_timeout,
+                                       limits.memory_bytes]).encode())
+        h.update(source.encode("utf-8", "surrogatepass"))
+        key = h.hexdigest()
+        with self._lock:
+            hit = self._binaries.get(key)
+            if hit is not None:
+                self._binaries.move_to_end(key)
+                self.compile_hits += 1
+                return hit
+            fut = self._compiling.get(key)
+            owner = fut is None
+            if owner:
+                fut = self._compiling[key] = Future()
+        if not owner:
+            got = fut.result()
+            with self._lock:
+                self.compile_hits += 1
+            return got
+        try:
+            got = compile_cpp(self.sandbox, source, limits, compiler)
+        except BaseException as e:
+            with self._lock:
+                self._compiling.pop(key).set_exception(e)
+            raise
+        with self._lock:
+            self.compiles += 1
+            if got.status != "timeout" and got.status != "sandbox_error":
+                self._binaries[key] = got
+                self._binary_bytes += len(got.binary or b"")
+                while self._binary_bytes > COMPILE_CACHE_BYTES:
+                    _, old = self._binaries.popitem(last=False)
+                    self._binary_bytes -= len(old.binary or b"")
+            self._compiling.pop(key).set_result(got)
+        return got
+
+    def _check_toolchain(self, compiler: str, limits: SandboxLimits) -> None:
+        """Compile a known-good program once per scorer and compiler; refuse the run when it does not compile."""
+        with self._toolchain_lock:
+            if self._toolchain_ok == compiler:
+                return
+            got = compile_cpp(self.sandbox, _HELLO, limits, compiler)
+            if got.binary is None and got.status != "timeout":
+                raise ToolchainMissing(f"the C++ compiler {compiler} does not compile a hello-world program in the "
+                                       f"sandbox ({got.status}: {got.error[:300]})")
+            self._toolchain_ok = compiler
+
+    def _checked(self, task: Task, outputs: dict[int, str], limits: SandboxLimits) -> dict[int, tuple[bool, str]]:
+        """The task's checker on each output, in a job of its own (the expected outputs reach only that job)."""
+        cases = [{"index": i, "input": task.tests[i].input, "expected": task.tests[i].output, "actual": out}
+                 for i, out in sorted(outputs.items())]
+        job = checker_job(task.checker or "", task.checker_style, cases, limits)
+        try:
+            for _ in range(2):
+                out = self.sandbox.run(job)
+                if not out.worker_died:
+                    break
+        except SandboxUnavailable:
+            raise
+        except Exception as e:
+            raise CheckerUnavailable(f"the checker did not run: {type(e).__name__}: {e}") from None
+        if out.sandbox_error or out.worker_died:
+            raise CheckerUnavailable(f"the checker did not run: {out.sandbox_error or out.worker_died}")
+        results: dict[int, tuple[bool, str]] = {}
+        for ev in out.events:
+            if ev.get("event") == protocol.CHECKED and type(ev.get("index")) is int:
+                results[ev["index"]] = (ev.get("ok") is True, str(ev.get("message") or ""))
+        if out.timed_out:
+            for i in outputs:
+                results.setdefault(i, (False, "the checker ran out of time"))
+        return results
+
     def _execute(self, task: Task, ext: Extraction, limits: SandboxLimits, plans: list[PlannedTest],
                  send_check: bool, child_tests: list[dict[str, Any]]) -> Verdict:
-        program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
-        job = build_job(program, task.entry_point, child_tests, script=task.is_script,
-                        test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                        stream=self.early_stop)
         total = len(task.tests)
+        stream = self.early_stop and task.checker is None  # a checker decides after the run: no failure to stop on
+        if task.language == "cpp":
+            built = self._compiled(task, ext.program, limits)
+            if built.binary is None:
+                return Verdict(built.status, False, 0, total, built.seconds, ext.mode, error=built.error,
+                               failed_tests=tuple(t.name for t in task.tests), stderr_tail=built.stderr_tail)
+            job = native_job(built.binary, child_tests, limits=limits, stream=stream, time_limit=task.time_limit,
+                             memory_limit_mb=task.memory_limit_mb)
+        else:
+            program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
+            job = build_job(program, task.entry_point, child_tests, script=task.is_script,
+                            test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
+                            stream=stream)
         try:
             for _ in range(2):  # a worker that died is retried once, in a fresh one
-                outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if self.early_stop else None)
+                outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if stream else None)
                 if not outcome.worker_died:
                     break
         except SandboxUnavailable:  # the isolation asked for cannot be had (or kept): the run stops, in one line
@@ -652,7 +888,10 @@ class Scorer:
         except Exception as e:  # the scorer survives; the completion did not get to run
             return Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
         try:
-            return verdict_from_outcome(task, outcome, ext.mode, plans, send_check, self.early_stop, limits)
+            return verdict_from_outcome(task, outcome, ext.mode, plans, send_check, stream, limits,
+                                        checker=lambda outputs: self._checked(task, outputs, limits))
+        except CheckerUnavailable as e:  # the task's judge could not run: not the completion's doing
+            return Verdict("sandbox_error", False, 0, total, outcome.duration, ext.mode, error=str(e))
         except Exception as e:  # what the job reported could not be judged: its own doing, never a sandbox_error
             return Verdict("error", False, 0, total, outcome.duration, ext.mode,
                            error=f"its events could not be judged ({type(e).__name__}: {str(e)[:200]})",

@@ -255,6 +255,21 @@ def open_r1_output_matches(output: str, expected: str) -> bool:
     return all(a.strip() == b.strip() for a, b in zip(output.strip().split("\n"), expected.split("\n")))
 
 
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def _codeforces_normal(text: str) -> str:
+    text = "\n".join(line for line in text.split("\n") if line.strip())
+    return " ".join(_YES_NO.sub(lambda m: m.group(1).upper(), text).split())
+
+
+def codeforces_output_matches(output: str, expected: str) -> bool:
+    """open-r1's Codeforces comparison (the Piston ``codeforces`` package's ``run``, used by ``cf_code_reward`` when a
+    problem has no checker): blank lines dropped, whole-word yes/no upper-cased, every run of whitespace (newlines
+    included) one space, then compared (``diff -b``)."""
+    return _codeforces_normal(output) == _codeforces_normal(expected)
+
+
 def stdio_matches(output: str, expected: str, mode: str = "lines") -> bool:
     """Whether stdout matches under the task's ``output_match`` (``lines``: line count included)."""
     if mode == "tokens":
@@ -267,6 +282,8 @@ def stdio_matches(output: str, expected: str, mode: str = "lines") -> bool:
         return open_r1_output_matches(output, expected)
     if mode == "taco":
         return taco_output_matches(output, expected)
+    if mode == "codeforces":
+        return codeforces_output_matches(output, expected)
     return normalise_output(output) == normalise_output(expected)
 
 

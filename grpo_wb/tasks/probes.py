@@ -92,6 +92,9 @@ def _stdio_examples(task: Task) -> dict[str, str]:
 
 def trivial_programs(task: Task) -> list[tuple[str, str]]:
     """``(name, program)`` for each program that knows nothing: full programs, judged as any completion is."""
+    if task.language == "cpp":
+        return [("print nothing", "int main() {}\n"),
+                ("echo the input", "#include <iostream>\nint main() { std::cout << std::cin.rdbuf(); }\n")]
     if task.is_script:
         progs = [("print nothing", "pass\n"),
                  ("echo the input", "import sys\nsys.stdout.write(sys.stdin.read())\n")]

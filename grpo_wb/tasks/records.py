@@ -16,15 +16,37 @@ One task per line. The JSON form (``schema_version`` 1)::
      "timeout": null,                           # optional: seconds, overrides the run's default
      "prelude": "",                             # optional: code run before the completion (omitted when empty)
      "output_match": "lines",                   # optional: how stdio output is compared (omitted when "lines")
+     "language": "python",                      # optional: "python" or "cpp" (omitted when "python")
+     "checker": null,                           # optional: a Python special judge for stdio tests (omitted when null)
+     "checker_style": "open-r1",                # optional: how the checker is called (omitted when "open-r1")
+     "time_limit": null,                        # optional: the dataset's seconds per test (omitted when null)
+     "memory_limit_mb": null,                   # optional: the dataset's MB per test (omitted when null)
      "metadata": {}}                            # optional: free-form
 
 ``output_match`` (stdio tests): ``lines`` compares line by line after dropping
 trailing whitespace and trailing blank lines (line count included); ``tokens``
 is CodeContests' rule (whitespace-separated tokens, case-insensitive, numbers
 within 1e-5); ``numeric-lines`` is LiveCodeBench's (lines stripped, a line also
-matches when its tokens are equal as decimal numbers); ``prime_code``, ``open-r1`` and
-``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
+matches when its tokens are equal as decimal numbers); ``prime_code``, ``open-r1``, ``codeforces`` (open-r1's
+Codeforces reward) and ``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
 it is judged by its trainer's reward (``metadata.trainer_reward``).
+
+``language`` ``cpp`` makes a stdin/stdout task a C++ one: its programs (the completion's last ```` ```cpp ````
+block, the references) are compiled with ``g++ -O2 -std=c++17`` inside the sandbox and run once per test; such a
+task has stdio tests only and no Python ``prelude``, ``test_setup`` or ``check``.
+
+``checker`` is a stdio task's special judge (Codeforces problems with many right answers): a Python program the
+dataset ships, run in the sandbox on each test's input, expected output and the program's output, in a job of its
+own (never beside the candidate); it decides each test instead of ``output_match``. ``checker_style`` says how it is
+called: ``open-r1`` (``checker.py INPUT EXPECTED ACTUAL``, accepts stdout ``1`` or ``100``), ``klear``
+(``checker.py INPUT ACTUAL EXPECTED``, accepts ``True``) or ``hardtests`` (defines
+``output_judging_function(input, actual, expected)``).
+
+``time_limit`` and ``memory_limit_mb`` are a judge's limits per test (Codeforces' ``time_limit``, ``memory_limit``).
+A C++ program gets them on each run (past the time: that test fails, "time limit exceeded"; the memory is its address
+space). A Python task's tests run in one process: its deadline becomes ``time_limit`` times the number of tests
+(unless ``timeout`` is set), and it keeps the run's memory limit (an interpreter forked from the worker maps more
+than a judge's fresh one: 256 MB of address space would fail programs a judge accepts).
 
 ``tests`` are counted one by one (partial credit). When ``check`` is present
 (imported HumanEval tasks keep the original ``check`` function there) it is the
@@ -59,7 +81,11 @@ from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 
 SCHEMA_VERSION = 1
 TEST_TYPES = ("assert", "stdio")
-OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco")
+OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco", "codeforces")
+LANGUAGES = ("python", "cpp")
+CHECKER_STYLES = ("open-r1", "klear", "hardtests")
+"""How a task's checker is called (``scoring/worker/wb_native.CHECKER_STYLES``)."""
+"""What a task's programs are written in: Python, or C++ (stdio tasks, compiled with g++ in the sandbox)."""
 #: the most programs an importer keeps in ``solutions`` and in ``wrong_solutions`` of one task: APPS and TACO rows
 #: can carry hundreds, and a handful is enough to tell a broken task; the cap keeps task files small
 MAX_SOLUTIONS = 16
@@ -118,6 +144,16 @@ class Task:
     """How stdio output is compared: ``lines``, ``tokens`` (CodeContests) or ``numeric-lines`` (LiveCodeBench)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form extra information (source, difficulty, mock skill, ...)."""
+    language: str = "python"
+    """``python`` or ``cpp`` (:data:`LANGUAGES`): the language of the completions and references."""
+    checker: str | None = None
+    """A stdio task's special judge, Python source run on (input, expected, actual) per test; None: ``output_match``."""
+    checker_style: str = "open-r1"
+    """How the checker is called and read (:data:`CHECKER_STYLES`)."""
+    time_limit: float | None = None
+    """The dataset's seconds per test: a C++ run's limit on each test; a Python task's deadline, times the tests."""
+    memory_limit_mb: int | None = None
+    """The dataset's memory per test (MB): a C++ run's address space on each test; not applied to Python."""
     schema_version: int = SCHEMA_VERSION
     """Format version of this record."""
 
@@ -135,6 +171,16 @@ class Task:
             d["prelude"] = self.prelude
         if self.output_match != "lines":
             d["output_match"] = self.output_match
+        if self.language != "python":
+            d["language"] = self.language
+        if self.checker is not None:
+            d["checker"] = self.checker
+        if self.checker_style != "open-r1":
+            d["checker_style"] = self.checker_style
+        if self.time_limit is not None:
+            d["time_limit"] = self.time_limit
+        if self.memory_limit_mb is not None:
+            d["memory_limit_mb"] = self.memory_limit_mb
         d["metadata"] = self.metadata
         return d
 
@@ -148,7 +194,9 @@ _REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
 _OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
              "canonical_solution": (str, type(None)), "solutions": list, "wrong_solutions": list,
              "timeout": (int, float, type(None)),
-             "prelude": str, "output_match": str, "metadata": dict}
+             "prelude": str, "output_match": str, "language": str, "checker": (str, type(None)),
+             "checker_style": str, "time_limit": (int, float, type(None)), "memory_limit_mb": (int, type(None)),
+             "metadata": dict}
 _TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
 _TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
 
@@ -206,8 +254,9 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
             not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"])):
         problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier"
                         + (" (only tasks whose tests are all stdio may leave it empty)" if not obj["entry_point"] else ""))
-    if obj.get("timeout") is not None and not (obj["timeout"] > 0 and math.isfinite(obj["timeout"])):
-        problems.append("timeout must be a positive finite number of seconds")
+    for key, unit in (("timeout", "seconds"), ("time_limit", "seconds"), ("memory_limit_mb", "MB")):
+        if obj.get(key) is not None and not (obj[key] > 0 and math.isfinite(obj[key])):
+            problems.append(f"{key} must be a positive finite number of {unit}")
     tests: list[TestCase] = []
     if not obj["tests"]:
         problems.append("tests is empty: a task needs at least one test")
@@ -250,7 +299,7 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                               output=t.get("output", "")))
     if len({t.type for t in tests}) > 1:
         problems.append("tests mix stdio and assert tests: a task is either a script or a function")
-    for key in ("test_setup", "check", "prelude"):
+    for key in ("test_setup", "check", "prelude", "checker"):
         if obj.get(key) and (err := _compile_error(obj[key], key)):
             problems.append(err)
     if obj.get("output_match", "lines") not in OUTPUT_MATCHES:
@@ -259,6 +308,21 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         problems.append("output_match applies to stdio tests; this task has assert tests")
     if obj.get("check") and "def check" not in obj["check"]:
         problems.append("check must define a function check(candidate)")
+    if obj.get("checker_style", "open-r1") not in CHECKER_STYLES:
+        problems.append(f"unknown checker_style {obj['checker_style']!r} (known: {', '.join(CHECKER_STYLES)})")
+    if obj.get("checker") is not None and not all_stdio:
+        problems.append("a checker judges stdio tests; this task has assert tests")
+    elif obj.get("checker") is not None and not obj["checker"].strip():
+        problems.append("checker is empty (leave it out, or null, to compare outputs)")
+    language = obj.get("language", "python")
+    if language not in LANGUAGES:
+        problems.append(f"unknown language {language!r} (known: {', '.join(LANGUAGES)})")
+    elif language != "python":
+        if not all_stdio:
+            problems.append(f"a {language} task has stdio tests only (its programs are compiled and run on stdin)")
+        python_parts = [key for key in ("prelude", "test_setup", "check") if obj.get(key)]
+        if python_parts:
+            problems.append(f"a {language} task has no {', '.join(python_parts)} (Python code run with the program)")
     if problems:
         return None, problems
     task = Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
@@ -267,6 +331,9 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                 wrong_solutions=tuple(obj.get("wrong_solutions", ())),
                 timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
                 prelude=obj.get("prelude", ""), output_match=obj.get("output_match", "lines"),
+                language=language, checker=obj.get("checker"), checker_style=obj.get("checker_style", "open-r1"),
+                time_limit=float(obj["time_limit"]) if obj.get("time_limit") is not None else None,
+                memory_limit_mb=obj.get("memory_limit_mb"),
                 metadata=obj.get("metadata", {}))
     return task, []
 

@@ -9,8 +9,9 @@ sizes. Rows and tasks stream; what grows with the rows is the set of task ids ke
 tracing allocations slows Python down.
 
 Then the formats whose rows are shaped otherwise (:data:`FORMAT_ROWS`: DeepCoder's four subsets in turn, AceCode's
-assert rows with their chat prompt and sampled programs, NeMo Gym's nested prompt and tests), ten tests a row, at
-the smaller size in both containers: the same read-only floor and import rate.
+assert rows with their chat prompt and sampled programs, NeMo Gym's nested prompt and tests, open-r1/codeforces rows
+with official and generated tests, a checker and limits), ten tests a row, at the smaller size in both containers:
+the same read-only floor and import rate.
 """
 from __future__ import annotations
 
@@ -77,9 +78,26 @@ def _nemo_gym_row(i: int, tests: int) -> dict:
             "hash_id": f"{i:032x}", "dataset": "code_contests", "source": "codeforces"}
 
 
-#: a synthetic row of each format whose rows are shaped unlike TACO's: ``(row number, tests) -> row``
-FORMAT_ROWS: dict[str, Callable[[int, int], dict]] = {"deepcoder": _deepcoder_row, "acecode": _acecode_row,
-                                                      "nemo-gym": _nemo_gym_row}
+_CF_CHECKER = "import sys\nprint(int(open(sys.argv[2]).read().split() == open(sys.argv[3]).read().split()))\n"
+
+
+def _codeforces_row(i: int, tests: int) -> dict:
+    """An open-r1/codeforces row: a statement in parts, official and generated tests, a checker and limits."""
+    io = json.loads(synthetic_rows(1, tests)[0]["input_output"])
+    half = tests // 2
+    return {"id": f"{1000 + i}A", "contest_id": str(1000 + i), "index": "A", "title": f"Problem {i}",
+            "description": "Read n, then n numbers; print their sum.", "input_format": "n, then n numbers.",
+            "output_format": "Their sum.", "time_limit": 2.0, "memory_limit": 256.0, "rating": 800,
+            "official_tests": [{"input": x, "output": y} for x, y in zip(io["inputs"][:half], io["outputs"][:half])],
+            "generated_tests": [{"input": x, "output": y} for x, y in zip(io["inputs"][half:], io["outputs"][half:])],
+            "generated_checker": _CF_CHECKER, "input_mode": "stdio"}
+
+
+#: a synthetic row of each format whose rows are shaped unlike TACO's: ``label -> (format, (row number, tests) ->
+#: row)``
+FORMAT_ROWS: dict[str, tuple[str, Callable[[int, int], dict]]] = {
+    "deepcoder": ("deepcoder", _deepcoder_row), "acecode": ("acecode", _acecode_row),
+    "nemo-gym": ("nemo-gym", _nemo_gym_row), "open-r1/cf": ("open-r1", _codeforces_row)}
 
 
 def bench_formats(out: Callable[[str], None] = print, n: int = SIZES[0], tmp: Path | None = None) -> list[dict]:
@@ -88,18 +106,18 @@ def bench_formats(out: Callable[[str], None] = print, n: int = SIZES[0], tmp: Pa
     with tempfile.TemporaryDirectory(prefix="grpo_wb_bench_formats_") as own:
         tmp_path = tmp or Path(own)
         out(f"== import: other formats, {n} rows with 10 tests each")
-        for fmt, make in FORMAT_ROWS.items():
+        for label, (fmt, make) in FORMAT_ROWS.items():
             rows = [make(i, 10) for i in range(n)]
             for container in ("jsonl", "parquet"):
-                src = tmp_path / f"{fmt}{n}.{container}"
+                src = tmp_path / f"{label.replace('/', '_')}{n}.{container}"
                 write_rows(src, rows)
-                dst = tmp_path / f"{fmt}{n}.{container}.tasks.jsonl"
+                dst = tmp_path / f"{src.name}.tasks.jsonl"
                 read_s = _timed(lambda: sum(1 for _ in iter_rows(RowSource(str(src)))))
                 import_s = _timed(lambda: import_rows(fmt, src, dst))
-                rec = {"format": fmt, "container": container, "rows": n, "read_rows_per_s": n / read_s,
+                rec = {"format": label, "container": container, "rows": n, "read_rows_per_s": n / read_s,
                        "import_rows_per_s": n / import_s}
                 results.append(rec)
-                out(f"{fmt:<9} {container:<7} {n:>6}  {rec['read_rows_per_s']:>8.0f} r/s  "
+                out(f"{label:<10} {container:<7} {n:>6}  {rec['read_rows_per_s']:>8.0f} r/s  "
                     f"{rec['import_rows_per_s']:>8.0f} r/s  {rec['import_rows_per_s'] / TARGET_ROWS_PER_S:>8.2f}x")
     return results
 

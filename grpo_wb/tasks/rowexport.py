@@ -35,7 +35,8 @@ from grpo_wb.tasks.rowformats import FORMATS, RECIPES, Cases, ParsedRow, RowErro
 from grpo_wb.tasks.rows import RowSource, check_output, row_hash, rows_at, write_rows
 
 EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl", "deepcoder", "acecode", "nemo-gym")
-TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match")
+TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match",
+               "language", "checker", "checker_style", "time_limit", "memory_limit_mb")
 """The task columns of a TRL dataset: what grpo_wb's TRL reward rebuilds a task from."""
 #: our format names as verl's default_compute_score routes them to a code scorer
 VERL_DATA_SOURCES = {"code-contests": "codecontests", "apps-rows": "apps", "taco": "taco"}
@@ -47,7 +48,8 @@ SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "app
 def trl_record(task: Task, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A TRL-ready dataset row: ``prompt`` plus what a code reward function needs (extra columns reach it as kwargs)."""
     d = task.to_json()
-    row = {k: d.get(k, {"prelude": "", "output_match": "lines"}.get(k)) for k in TRL_COLUMNS}
+    row = {k: d.get(k, {"prelude": "", "output_match": "lines", "language": "python", "checker_style": "open-r1"}.get(k))
+           for k in TRL_COLUMNS}
     if messages:
         row["prompt"] = messages
     return row
@@ -81,7 +83,7 @@ def parsed_from_task(task: Task) -> ParsedRow:
     if task.is_script:
         return ParsedRow(prompt=task.prompt, cases=Cases("stdio", [t.input for t in task.tests],
                                                          [t.output for t in task.tests]),
-                         output_match=task.output_match, prelude=task.prelude, **refs)
+                         output_match=task.output_match, prelude=task.prelude, language=task.language, **refs)
     calls = [_call_case(t.code) for t in task.tests]
     if calls and all(c is not None for c in calls) and len({c[2] for c in calls}) == 1:
         return ParsedRow(prompt=task.prompt, cases=Cases("call", [c[0] for c in calls], [c[1] for c in calls],
@@ -110,6 +112,10 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
     c = p.cases
     if fmt == "trl":
         return trl_record(task, p.messages)
+    if task.checker is not None:
+        raise RowError(f"it is judged by a checker, which new {fmt} rows cannot hold (use --format trl or jsonl)")
+    if p.language != "python" and fmt != "open-r1":
+        raise RowError(f"a {p.language} task, which {fmt} rows cannot mark as such (use --format open-r1 or jsonl)")
     if fmt == "acecode":
         return _acecode_row(p, task, data_source)
     if c.kind == "pytest" or (c.kind == "assert" and fmt != "verl"):
@@ -134,7 +140,7 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
                       "type": "function_call", "fn_name": c.fn_name} for args, o in zip(c.inputs, c.outputs)]
         return {"problem_id": task.task_id, "source": data_source, "task_type": "verifiable_code",
                 "prompt": p.prompt, "gold_standard_solution": p.solution,
-                "verification_info": {"language": "python", "test_cases": cases}}
+                "verification_info": {"language": p.language, "test_cases": cases}}
     # every reference, the canonical one first (as the taco and deepcoder imports read them back)
     refs = ([p.solution] if p.solution else []) + list(p.solutions)
     if fmt == "deepcoder":

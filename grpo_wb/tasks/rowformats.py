@@ -46,6 +46,8 @@ hostile file cannot run code here (LiveCodeBench's own loader would).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import base64
 import io
@@ -102,6 +104,9 @@ class Cases:
     """call: the function (or ``Solution`` method) called."""
     code: list[str] = field(default_factory=list)
     """assert: one statement per test; pytest: the test module's source (one element)."""
+    sets: list[str] = field(default_factory=list)
+    """stdio: the test set each case belongs to (``official``, ``generated``, ...; :data:`TEST_SETS`), in the
+    tests' names; empty: one set, named ``io``."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,16 @@ class ParsedRow:
     """call: the comparison, ``apps_equal`` (APPS/TACO) or ``values_equal`` (LiveCodeBench, exact)."""
     prelude: str = ""
     """Imports run before the completion (APPS's harness imports for APPS-family rows)."""
+    language: str = "python"
+    """What the programs are written in (``python`` or ``cpp``: :data:`grpo_wb.tasks.records.LANGUAGES`)."""
+    checker: str | None = None
+    """The row's special judge (Python source), run on each test's output instead of comparing it."""
+    checker_style: str = "open-r1"
+    """How that checker is called (:data:`grpo_wb.tasks.records.CHECKER_STYLES`)."""
+    time_limit: float | None = None
+    """The row's seconds per test."""
+    memory_limit_mb: int | None = None
+    """The row's memory per test (MB)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Small facts kept in the task's metadata (data_source, difficulty, ...)."""
     notes: tuple[str, ...] = ()
@@ -328,13 +343,13 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
     vi = _json_field(row["verification_info"], "verification_info")
     if not isinstance(vi, dict) or not isinstance(vi.get("test_cases"), list):
         raise RowError("verification_info needs a test_cases list")
-    lang = str(vi.get("language") or "python").lower()
-    if lang not in ("python", "python3", "py"):
-        raise RowError(f"language {lang} (grpo_wb runs Python)")
+    language = row_language(vi.get("language"))
     tcs = vi["test_cases"]
     if not tcs:
         raise RowError("verification_info has no test cases")
     cases = primeintellect_cases(tcs)
+    if language == "cpp" and cases.kind != "stdio":
+        raise RowError("a C++ row with function_call tests (grpo_wb runs C++ programs on stdin only)")
     unrewardable = None
     if cases.kind == "assert":
         unrewardable = ("function_call cases, which open-r1's code_reward runs as stdin programs (type and fn_name "
@@ -347,17 +362,60 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
     return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
                      solution=row.get("gold_standard_solution") if isinstance(row.get("gold_standard_solution"),
                                                                                str) else None,
-                     prelude=APPS_PRELUDE, extra={"origin": row.get("source"), "task_type": row.get("task_type"),
+                     prelude=APPS_PRELUDE if language == "python" else "", language=language, extra={"origin": row.get("source"), "task_type": row.get("task_type"),
                                                   "trainer_reward": "open-r1", "trainer_unrewardable": unrewardable},
                      notes=(unrewardable,) if unrewardable else ())
+
+
+def row_language(value: Any) -> str:
+    """A row's ``language`` (open-r1: ``python`` or ``cpp``) as a task's; another language is the row's skip reason."""
+    lang = str(value or "python").strip().lower()
+    if lang in ("python", "python3", "py"):
+        return "python"
+    if lang in ("cpp", "c++", "cpp17", "c++17"):
+        return "cpp"
+    raise RowError(f"language {lang} (grpo_wb runs Python and C++)")
+
+
+TEST_SETS = {"open-r1": ("official", "generated"), "code-contests": ("public", "private", "generated")}
+"""The test sets a format's rows keep apart (``tasks import --test-set``): open-r1/codeforces' ``official_tests``
+and ``generated_tests`` (open-r1's reward runs both), CodeContests' public, private and generated tests."""
+
+
+def select_test_set(p: ParsedRow, name: str) -> ParsedRow:
+    """The row with only the tests of set ``name`` (a RowError when it has none)."""
+    c = p.cases
+    keep = [i for i, s in enumerate(c.sets) if s == name]
+    if not keep:
+        have = sorted(set(c.sets))
+        raise RowError(f"no {name} tests" + (f" (it has {', '.join(have)})" if have else ""))
+    return dataclasses.replace(p, cases=dataclasses.replace(
+        c, inputs=[c.inputs[i] for i in keep], outputs=[c.outputs[i] for i in keep], sets=[name] * len(keep)))
+
+
+def _stdio_sets(row: dict[str, Any], columns: dict[str, str]) -> Cases:
+    """Stdio cases from lists of {input, output} in several columns, each column a test set."""
+    ins: list[str] = []
+    outs: list[str] = []
+    sets: list[str] = []
+    for column, name in columns.items():
+        tests = row.get(column)
+        if not isinstance(tests, list):
+            continue
+        for t in tests:
+            if not isinstance(t, dict):
+                raise RowError(f"{column} must be a list of {{input, output}}")
+            ins.append(_text(t.get("input", ""), f"{column} input"))
+            outs.append(_text(t.get("output", ""), f"{column} output"))
+            sets.append(name)
+    return Cases("stdio", ins, outs, sets=sets)
 
 
 def _parse_codeforces(row: dict[str, Any]) -> ParsedRow:
     tests = row.get("official_tests") or []
     if not isinstance(tests, list) or not tests:
         raise RowError("official_tests is empty")
-    cases = Cases("stdio", [_text(t.get("input", ""), "test input") for t in tests],
-                  [_text(t.get("output", ""), "test output") for t in tests])
+    cases = _stdio_sets(row, {"official_tests": "official", "generated_tests": "generated"})
     if isinstance(row.get("prompt"), (str, list)):
         text, messages = _chat_prompt(row["prompt"])
     else:
@@ -365,10 +423,36 @@ def _parse_codeforces(row: dict[str, Any]) -> ParsedRow:
         parts = [row.get("title"), row["description"], row.get("input_format") and "Input\n" + row["input_format"],
                  row.get("output_format") and "Output\n" + row["output_format"]]
         text, messages = "\n\n".join(str(p) for p in parts if p), None
-    notes = ("has a checker (several answers may be right); grpo_wb compares with the official output",) \
-        if row.get("generated_checker") else ()
+    language = row_language(row.get("language"))
+    checker = row.get("generated_checker")
+    if checker is not None and (not isinstance(checker, str) or not checker.strip()):
+        checker = None
+    notes = []
+    if checker:
+        notes.append("judged by its checker (several answers may be right)")
+    if row.get("interaction_format"):
+        notes.append("interactive (open-r1 runs no interactor: it cannot grade it either)")
+    if row.get("input_mode") == "file":
+        notes.append("reads input.txt and writes output.txt, not stdin and stdout")
+    if isinstance(row.get("generated_tests"), int) and not isinstance(row["generated_tests"], bool) \
+            and row["generated_tests"] > 0:
+        notes.append("its generated tests live outside the row (open-r1's test_cases_*.parquet): official tests only")
     return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if row.get("id") is None else str(row["id"]),
-                     prelude=APPS_PRELUDE, extra={"rating": row.get("rating")}, notes=notes)
+                     prelude=APPS_PRELUDE if language == "python" else "", language=language, checker=checker,
+                     time_limit=_positive(row.get("time_limit"), "time_limit"),
+                     memory_limit_mb=_positive(row.get("memory_limit"), "memory_limit", whole=True),
+                     extra={"rating": row.get("rating"), "contest_id": row.get("contest_id"), "index": row.get("index"),
+                            "trainer_reward": "open-r1-codeforces"},
+                     notes=tuple(notes))
+
+
+def _positive(value: Any, name: str, whole: bool = False) -> Any:
+    """A row's limit: None when absent, else a positive number (MB rounded up to a whole number)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise RowError(f"{name} must be a positive number, got {value!r}")
+    return int(-(-value // 1)) if whole else float(value)
 
 
 def parse_taco(row: dict[str, Any]) -> ParsedRow:
@@ -388,17 +472,19 @@ def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
     _need(row, "description")
     ins: list[str] = []
     outs: list[str] = []
+    sets: list[str] = []
     for col in ("public_tests", "private_tests", "generated_tests"):
         t = row.get(col) or {}
         if not isinstance(t, dict) or len(t.get("input") or []) != len(t.get("output") or []):
             raise RowError(f"{col} must be {{input: [...], output: [...]}} of equal length")
         ins += [_text(x, f"{col} input") for x in t.get("input") or []]
         outs += [_text(x, f"{col} output") for x in t.get("output") or []]
+        sets += [col.split("_")[0]] * len(t.get("input") or [])
     if not ins:
         raise RowError("no public, private or generated tests")
     refs = _references(_python3(row.get("solutions")), _python3(row.get("incorrect_solutions")))
     notes = ("reads input from a file, not stdin",) if row.get("input_file") else ()
-    return ParsedRow(prompt=str(row["description"]), cases=Cases("stdio", ins, outs),
+    return ParsedRow(prompt=str(row["description"]), cases=Cases("stdio", ins, outs, sets=sets),
                      row_id=None if row.get("name") is None else str(row["name"]), **refs,
                      output_match="tokens", prelude=APPS_PRELUDE,
                      extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")},
@@ -1274,8 +1360,9 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
     setup = ""
     c = p.cases
     if c.kind == "stdio":
-        tests = [TestCase(name=f"io_{i}", type="stdio", input=x, output=y)
-                 for i, (x, y) in enumerate(zip(c.inputs, c.outputs))]
+        names = [f"io_{i}" for i in range(len(c.inputs))] if not c.sets else \
+            [f"{name}_{c.sets[:i].count(name)}" for i, name in enumerate(c.sets)]
+        tests = [TestCase(name=n, type="stdio", input=x, output=y) for n, x, y in zip(names, c.inputs, c.outputs)]
         entry = ""
     elif c.kind == "call":
         tests, entry = apps_io_tests({"inputs": c.inputs, "outputs": c.outputs, "fn_name": c.fn_name},
@@ -1290,7 +1377,8 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
         entry = c.fn_name or ""
     task = Task(task_id=task_id, prompt=p.prompt, entry_point=entry, tests=tuple(tests), test_setup=setup,
                 canonical_solution=p.solution, solutions=p.solutions, wrong_solutions=p.wrong_solutions,
-                prelude=p.prelude,
+                prelude=p.prelude, language=p.language, checker=p.checker, checker_style=p.checker_style,
+                time_limit=p.time_limit, memory_limit_mb=p.memory_limit_mb,
                 output_match=p.output_match if c.kind == "stdio" else "lines",
                 metadata={**{k: v for k, v in p.extra.items() if v is not None}, **metadata})
     _, errs = parse_task(task.to_json())
@@ -1336,12 +1424,15 @@ class RowImportSummary:
 
 def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mapping: dict[str, str] | None = None,
                    limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                   recipe: str | None = None) -> Iterator[Task]:
+                   recipe: str | None = None, test_set: str | None = None) -> Iterator[Task]:
     """Tasks from the rows of ``src``, streamed; a bad row raises ``WHERE: why`` (:func:`iter_located_rows`) unless
     ``skip_bad``. ``recipe``: a trainer's own way with the rows (``RECIPES``; the export reads the rows back the
-    same way)."""
+    same way). ``test_set``: only that set's tests (:data:`TEST_SETS`), so headroom can be asked on each."""
     if fmt not in FORMATS:
         raise UserError(f"unknown row format {fmt!r} (choose {', '.join(FORMATS)})")
+    if test_set is not None and test_set not in TEST_SETS.get(fmt, ()):
+        raise UserError(f"--test-set {test_set} does not go with {fmt} rows"
+                        + "".join(f"; {f} rows have {', '.join(s)}" for f, s in TEST_SETS.items()))
     if recipe is not None and recipe not in RECIPES.get(fmt, ()):
         raise UserError(f"--recipe {recipe} does not go with {fmt} rows"
                         + "".join(f"; {f} takes {', '.join(r)}" for f, r in RECIPES.items()))
@@ -1356,6 +1447,8 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
             bar.update(1)
             try:
                 parsed = parse_row(fmt, obj, mapping, recipe)
+                if test_set is not None:
+                    parsed = select_test_set(parsed, test_set)
                 prefix = id_prefix(fmt, src)  # a DatasetDict's split is in the id: splits never collide
                 base = f"{prefix}/{parsed.row_id}" if parsed.row_id else f"{prefix}/{row}"
                 task_id = base if base not in seen else f"{base}#row{row}"
@@ -1363,6 +1456,8 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
                     summary.note("duplicate ids, made unique with the row number")
                 try:
                     meta = source_metadata(fmt, resolved, src.split, row, row_hash(obj))
+                    if test_set is not None:
+                        meta["test_set"] = test_set
                     if parsed.messages:  # what the trainer's rollout sends (grpo_wb.rollouts.sampling)
                         meta["messages"] = parsed.messages
                     task = task_from_parsed(parsed, task_id, meta)
@@ -1391,7 +1486,7 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
 
 def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None = None, column_map: str | None = None,
                 limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                recipe: str | None = None) -> tuple[RowSource, RowImportSummary]:
+                recipe: str | None = None, test_set: str | None = None) -> tuple[RowSource, RowImportSummary]:
     """Import a row file into the canonical task file ``out`` (written whole, or not at all); return the source
     read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``; ``recipe``: see ``RECIPES``."""
     try:
@@ -1401,5 +1496,5 @@ def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None
     source = resolve_source(str(src), split)
     summary = RowImportSummary()
     write_tasks(out, iter_row_tasks(fmt, source, summary, mapping=mapping, limit=limit, skip_bad=skip_bad,
-                                    progress=progress, recipe=recipe))
+                                    progress=progress, recipe=recipe, test_set=test_set))
     return source, summary

@@ -10,6 +10,7 @@ import sys
 import time
 import warnings
 
+import wb_native
 import wb_protocol as protocol
 from wb_remote import _Function as _RemoteFunction
 from wb_values import NotBuiltin, encode
@@ -55,6 +56,8 @@ def compile_ahead(job):
 
     The worker empties ``_CODE`` as soon as the child is forked: nothing of one job may reach another job's
     child. A split job's tests, ``test_setup`` and ``check`` never reach the worker: only its program is here."""
+    if job.get("language", "python") != "python":
+        return
     if job.get("test_setup"):
         _ahead(job["test_setup"], "<test_setup>", "exec")
     for i, test in enumerate(job.get("tests", ())):
@@ -78,6 +81,9 @@ def run_harness(job, emit, tester=None):
     the program runs in the candidate's process at its other end (:func:`serve_candidate`)."""
     if tester is not None:
         run_split(job, emit, tester)
+        return
+    if job.get("language", "python") != "python":
+        wb_native.run_native(job, emit)
         return
     if _BASELINE is None:
         take_baseline()

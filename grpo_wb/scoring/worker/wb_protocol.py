@@ -42,12 +42,18 @@ CHECK = "check"            # ok, error?: the task's check function ran in the ch
 TAMPER = "tamper"          # where, what: names the candidate changed in builtins or watched modules
 DONE = "done"              # the child finished, after flushing its stderr
 TESTS_READ = "tests_read"  # a split job's tester has read its tests (the worker may read its stdin again)
-EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE, TESTS_READ)
+COMPILED = "compiled"      # ok, binary (base64) | error, seconds: a C++ compile job's result (wb_native)
+CHECKED = "checked"        # index, ok, message, seconds: a task's checker judged one test's output (wb_native)
+EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE, TESTS_READ, COMPILED, CHECKED)
 # what the audit's driver (grpo_wb/audit/_driver.py) reports from a child
 AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE = "audit_start", "audit_error", "audit_call", "audit_done"
 AUDIT_EVENTS = (AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE)
 DONE_MARK = b'{"event": "done"'
 """How the worker spots :data:`DONE` in the raw stream without parsing it (:func:`event_line` writes it so)."""
+
+CXX_FLAGS = ("-DONLINE_JUDGE", "-O2", "-std=c++17", "-pipe", "-s")
+"""How a C++ program is compiled (``wb_native``): open-r1's Codeforces line (Piston's ``codeforces`` package runs
+``g++ -DONLINE_JUDGE -O2 -std=c++17 -pipe -s``); the scorer's compile cache keys on it."""
 
 RESULT_KEYS = ("events_raw", "timed_out", "returncode", "duration", "stderr_tail", "overflow", "stopped", "cpu_s",
                "max_rss_mb")

@@ -1,0 +1,230 @@
+"""Programs a job's child starts (standard library only): compile a C++ source with g++, run a compiled program on
+each stdio test, or run a task's checker on each test's output. All inside the sandbox, under the job's limits, as
+the child's uid.
+
+* A **compile job** (``job["compile"]``) writes the source to ``main.cpp`` in the job directory, runs
+  :data:`wb_protocol.CXX_FLAGS` (open-r1's Codeforces flags) and reports :data:`wb_protocol.COMPILED`: the program, base64, or
+  the compiler's message. The candidate's code does not run in it; g++ is bounded as a test is (the job's wall-clock
+  deadline, address space, CPU seconds, file size, processes).
+* A **run job** (``job["binary"]``) writes the program the scorer sent back (never a file a job left: the scorer
+  keeps the compile cache, keyed by the source) and runs it once per test, stdin from the test's input, stdout to a
+  file read back up to the harness's cap; one :data:`wb_protocol.STDOUT` event per test, as a Python script's.
+
+This process (the harness) makes itself non-dumpable before any program runs: the program, same uid, can then
+neither trace it nor open its descriptors (``/proc/PID/fd``), so the event channel stays the harness's. The
+program never sees the expected outputs (they stay with the scorer) nor the event descriptor (closed across exec).
+"""
+import base64
+import ctypes
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import wb_protocol as protocol
+
+MAX_BINARY = 2 << 20
+"""The largest compiled program sent back (base64 it stays under the event channel's 4 MiB)."""
+MAX_MESSAGE = 2000
+"""How much of the compiler's message a compile error keeps (its start: the first error is the one that counts)."""
+MAX_STDOUT = 1 << 20
+"""A run's output past this is a failed test ("output too large"), as a Python script's."""
+
+
+def _write(path, data, mode):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _read_fd(fd, limit):
+    """Up to ``limit + 1`` bytes of an open file from its start (one more than the cap says it is too large)."""
+    return os.pread(fd, limit + 1, 0)
+
+
+def run_native(job, emit):
+    """What ``wb_harness.run_harness`` hands over: a compile job, a run job or a checker job."""
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    if job.get("compile"):
+        compile_cpp(job, emit)
+    elif job.get("checker") is not None:
+        run_checker(job, emit)
+    else:
+        run_binary(job, emit)
+
+
+_HARDTESTS_RUNNER = (
+    "import runpy, sys\n"
+    "read = lambda p: open(p, encoding='utf-8', errors='replace').read()\n"
+    "f = runpy.run_path('checker.py')['output_judging_function']\n"
+    "print('Result:', bool(f(read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3]))))\n")
+CHECKER_STYLES = {
+    # style: (what runs, argument order of the three files, how its verdict is read)
+    "open-r1": ("checker.py", ("input", "expected", "actual")),
+    "klear": ("checker.py", ("input", "actual", "expected")),
+    "hardtests": ("run_checker.py", ("input", "actual", "expected")),
+}
+"""How each dataset calls its Python checker: open-r1's Piston package runs ``checker.py INPUT CORRECT_OUTPUT
+SOLUTION_OUTPUT`` and accepts stdout ``1`` or ``100``; Klear-CodeTest runs ``checker.py INPUT OUTPUT EXPECTED`` and
+accepts ``True``; HardTests calls ``output_judging_function(input_str, candidate_output, reference_output)`` in a
+subprocess that prints ``Result: True``. Any non-zero exit is a rejection (a checker that fails rejects)."""
+MAX_CHECKER_OUTPUT = 4096
+
+
+def accepted(style, stdout):
+    """Whether a checker's stdout accepts (its exit status was 0)."""
+    text = stdout.decode("utf-8", "replace")
+    if style == "open-r1":
+        return "".join(text.split()) in ("1", "100")
+    if style == "klear":
+        return text.strip() == "True"
+    return "Result: True" in text
+
+
+def run_checker(job, emit):
+    """Run the task's checker once per test on (input, expected output, the candidate's output): a job of its own,
+    never in the candidate's process (the expected output reaches only this one)."""
+    style = job["style"]
+    script, order = CHECKER_STYLES[style]
+    _write("checker.py", job["checker"].encode("utf-8", "surrogatepass"), 0o600)
+    if script != "checker.py":
+        _write(script, _HARDTESTS_RUNNER.encode(), 0o600)
+    for case in job["tests"]:
+        t0 = time.perf_counter()
+        ev = {"event": protocol.CHECKED, "index": case["index"], "ok": False}
+        names = {}
+        for part in ("input", "expected", "actual"):
+            names[part] = f".{part}{case['index']}"
+            _write(names[part], case[part].encode("utf-8", "surrogatepass"), 0o600)
+        out = os.open(".checker_out", os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            proc = subprocess.run([sys.executable, "-I", "-S", "-B", script, *(names[p] for p in order)],
+                                  stdin=subprocess.DEVNULL, stdout=out, stderr=2, close_fds=True,
+                                  timeout=job["check_timeout"])
+            said = _read_fd(out, MAX_CHECKER_OUTPUT)
+            if proc.returncode != 0:
+                ev["message"] = f"the checker ended with {_ended(proc.returncode)}"
+            else:
+                ev["ok"] = accepted(style, said)
+                ev["message"] = said[:300].decode("utf-8", "replace").strip()
+        except subprocess.TimeoutExpired:
+            ev["message"] = f"the checker ran past {job['check_timeout']:g} s"
+        except OSError as e:
+            ev["message"] = f"the checker could not start: {e}"
+        finally:
+            os.close(out)
+            for name in (*names.values(), ".checker_out"):
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
+        ev["seconds"] = time.perf_counter() - t0
+        emit(ev)
+
+
+def compile_cpp(job, emit):
+    t0 = time.perf_counter()
+    _write("main.cpp", job["program"].encode("utf-8", "surrogatepass"), 0o600)
+    err = os.open(".cxx_messages", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        proc = subprocess.run([job.get("cxx") or "g++", *protocol.CXX_FLAGS, "-o", "main", "main.cpp"],
+                              stdin=subprocess.DEVNULL, stdout=err, stderr=err, close_fds=True)
+        code = proc.returncode
+    except OSError as e:
+        emit({"event": protocol.COMPILED, "ok": False, "error": f"cannot start the compiler: {e}", "missing": True})
+        return
+    message = os.pread(err, MAX_MESSAGE + 1, 0).decode("utf-8", "replace")
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE] + " ..."
+    seconds = time.perf_counter() - t0
+    if code != 0:
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
+            f"exit code {code}"
+        emit({"event": protocol.COMPILED, "ok": False, "error": message.strip() or f"the compiler failed ({how})",
+              "seconds": seconds})
+        return
+    try:
+        fd = os.open("main", os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            data = _read_fd(fd, MAX_BINARY)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        emit({"event": protocol.COMPILED, "ok": False, "error": f"no program came out of the compiler ({e})"})
+        return
+    if len(data) > MAX_BINARY:
+        emit({"event": protocol.COMPILED, "ok": False,
+              "error": f"the compiled program is larger than {MAX_BINARY >> 20} MiB"})
+        return
+    emit({"event": protocol.COMPILED, "ok": True, "binary": base64.b64encode(data).decode("ascii"),
+          "warnings": message.strip(), "seconds": seconds})
+
+
+def _ended(code):
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _unnamed(data=b""):
+    """A file in the job directory with no name (``O_TMPFILE``): nothing the program does to the directory (a
+    symlink, a FIFO, a file planted under a name the harness would use) reaches it."""
+    fd = os.open(".", os.O_TMPFILE | os.O_RDWR, 0o600)
+    if data:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def run_binary(job, emit):
+    """Each test: the program's own run, stdin and stdout unnamed files, the judge's time limit (``time_limit``),
+    its memory as address space (``memory_bytes``) and the stack as large as that allows (Codeforces' stack is its
+    memory limit; open-r1's Piston package runs ``ulimit -s unlimited``). A test whose run cannot be set up fails
+    with the reason, and the next test runs."""
+    _write("main", base64.b64decode(job["binary"]), 0o700)
+    memory = job.get("memory_bytes")
+
+    def limit():  # in the program's process, before exec
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+
+    emit({"event": protocol.LOADED})
+    for i, test in enumerate(job["tests"]):
+        t0 = time.perf_counter()
+        ev = {"event": protocol.STDOUT, "index": i}
+        fds = []
+        try:
+            fds.append(_unnamed(test["input"].encode("utf-8", "surrogatepass")))
+            fds.append(_unnamed())
+            fin, fout = fds
+            try:
+                code = subprocess.run(["./main"], stdin=fin, stdout=fout, stderr=2, close_fds=True,
+                                      timeout=job.get("time_limit"), preexec_fn=limit).returncode
+            except subprocess.TimeoutExpired:  # run() killed it
+                code = None
+                ev["error"] = f"time limit exceeded ({job['time_limit']:g} s)"
+            if code is not None:
+                data = _read_fd(fout, MAX_STDOUT)
+                if code != 0:  # open-r1 (Piston) and Codeforces: a non-zero exit is a runtime error
+                    ev["error"] = f"runtime error ({_ended(code)})"
+                elif len(data) > MAX_STDOUT:
+                    ev["error"] = "output too large"
+                else:
+                    ev["output"] = data.decode("utf-8", "replace")
+        except (OSError, subprocess.SubprocessError) as e:
+            ev.pop("output", None)
+            ev["error"] = f"the run could not be set up or read: {e}"
+        finally:
+            for fd in fds:
+                os.close(fd)
+        ev["seconds"] = time.perf_counter() - t0
+        emit(ev)
