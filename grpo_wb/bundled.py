@@ -34,6 +34,8 @@ APPS_ROWS_SAMPLES = DATA / "apps_rows" / "coderl_samples.jsonl.gz"
 """CodeRL's 83 programs for them, as a samples file (task ids of ``tasks import apps-rows``)."""
 REWARD_HARNESSES = EXTERNAL / "reward_harnesses"
 """evalplus 0.3.1's evaluation path and verl 0.9.1's prime_code, unchanged: what ``grpo-wb audit`` measures."""
+TESTLIB = EXTERNAL / "testlib" / "testlib.h.gz"
+"""testlib.h 0.9.45 (MikeMirzayanov/testlib 1e4e8a2, MIT): what CodeContests+'s C++ checkers include."""
 TOY_TASKS = DATA / "toy_tasks.jsonl"
 """The project's own small task set."""
 

@@ -17,9 +17,17 @@ CF = ROW_FIXTURES / "open-r1-codeforces.jsonl"
 SPLIT_TESTS = [{"name": f"t{i}", "type": "stdio", "input": f"{n}\n", "output": f"1 {n - 1}\n"}
                for i, n in enumerate((5, 7, 10, 1000000))]
 OPEN_R1_CHECKER = json.loads(CF.read_text().splitlines()[0])["generated_checker"]
-KLEAR_CHECKER = ("import sys\nn = int(open(sys.argv[1]).read().split()[0])\ngot = open(sys.argv[2]).read().split()\n"
-                 "ok = len(got) == 2 and all(x.isdigit() for x in got) and int(got[0]) != int(got[1]) and "
-                 "min(map(int, got)) > 0 and sum(map(int, got)) == n\nprint(ok)\n")
+KLEAR_CHECKER = ("import sys\n\n\ndef is_valid_output(input_str, output_str, reference_output_str):\n"
+                 "    n = int(input_str.split()[0])\n    got = output_str.split()\n"
+                 "    return len(got) == 2 and all(x.isdigit() for x in got) and int(got[0]) != int(got[1]) and \\\n"
+                 "        min(map(int, got)) > 0 and sum(map(int, got)) == n\n\n\n"
+                 "if __name__ == '__main__':  # Klear's own main takes the three texts as arguments\n"
+                 "    print(is_valid_output(sys.argv[1], sys.argv[2], sys.argv[3]))\n")
+TESTLIB_CHECKER = ("#include \"testlib.h\"\n"
+                   "int main(int argc, char* argv[]) {\n    registerTestlibCmd(argc, argv);\n"
+                   "    long long n = inf.readLong(), a = ouf.readLong(), b = ouf.readLong();\n"
+                   "    if (a <= 0 || b <= 0 || a == b || a + b != n) quitf(_wa, \"%lld + %lld is no split of %lld\", a, b, n);\n"
+                   "    if (!ouf.seekEof()) quitf(_wa, \"extra output\");\n    quitf(_ok, \"a valid split\");\n}\n")
 HARDTESTS_CHECKER = ("def output_judging_function(input_str, candidate_output, reference_output):\n"
                      "    n = int(input_str.split()[0])\n    got = candidate_output.split()\n"
                      "    try:\n        a, b = map(int, got)\n    except ValueError:\n        return False\n"
@@ -38,8 +46,9 @@ def test_checker_fields_round_trip_and_bad_ones_are_named():
     task = task_from_json({**SPLIT, "checker_style": "klear", "time_limit": 2, "memory_limit_mb": 256})
     assert task_from_json(task.to_json()) == task and task.time_limit == 2.0
     assert "checker" not in task_from_json({**SPLIT, "checker": None}).to_json()
-    for change, problem in [({"checker_style": "testlib"}, "unknown checker_style 'testlib'"),
+    for change, problem in [({"checker_style": "pytest"}, "unknown checker_style 'pytest'"),
                             ({"checker": "def (:"}, "checker does not compile"),
+                            ({"checker": "def (:", "checker_style": "klear"}, "checker does not compile"),
                             ({"checker": "  "}, "checker is empty"),
                             ({"time_limit": 0}, "time_limit must be a positive finite number of seconds"),
                             ({"memory_limit_mb": 1.5}, "field 'memory_limit_mb' must be a integer or null"),
@@ -90,7 +99,7 @@ def test_open_r1s_codeforces_comparison(output, expected, same):
 
 @pytest.fixture(scope="module")
 def scorer():
-    sc = Scorer(SandboxLimits(timeout=3.0, check_timeout=2.0), workers=2)
+    sc = Scorer(SandboxLimits(timeout=3.0, check_timeout=2.0, compile_timeout=60.0), workers=2)
     yield sc
     sc.close()
 
@@ -102,14 +111,19 @@ def score(scorer, task, completion, **kw):
 
 @pytest.mark.sandbox
 @pytest.mark.parametrize("style, checker", [("open-r1", OPEN_R1_CHECKER), ("klear", KLEAR_CHECKER),
-                                            ("hardtests", HARDTESTS_CHECKER)])
+                                            ("hardtests", HARDTESTS_CHECKER), ("testlib", TESTLIB_CHECKER)])
 def test_a_different_right_answer_passes_where_the_checker_says_so(scorer, style, checker):
+    if style == "testlib":
+        from test_cpp import need_gxx
+        need_gxx()
     task = {**SPLIT, "task_id": f"cf/split-{style}", "checker": checker, "checker_style": style}
     assert score(scorer, task, OTHER_RIGHT).status == "pass"
     assert score(scorer, task, SAME_AS_EXPECTED).status == "pass"
     wrong = score(scorer, task, WRONG)
     assert wrong.status == "fail" and wrong.tests_passed == 0 and wrong.error.startswith("rejected by the checker")
     assert wrong.failure["actual"] == "5 0\n"
+    if style == "testlib":  # testlib's own message
+        assert "5 + 0 is no split of 5" in wrong.error, wrong.error
     # without the checker, the same right answer fails: only the expected output's exact text passes
     plain = {k: v for k, v in task.items() if k not in ("checker", "checker_style")}
     assert score(scorer, plain, OTHER_RIGHT).status == "fail"
@@ -172,7 +186,7 @@ def test_a_judges_limits_hold_per_test_for_cpp(scorer):
               " std::vector<char> v(200u << 20, 1); std::cout << n + v[n] - 1 << '\\n'; }\n```")
     r = score(scorer, base, hungry)
     assert r.status == "fail" and r.error.startswith("runtime error"), r.error
-    assert score(scorer, {**base, "memory_limit_mb": 512}, hungry).status == "pass"
+    assert score(scorer, {**base, "memory_limit_mb": 512, "time_limit": 10}, hungry).status == "pass"
 
 
 def test_every_field_that_can_change_a_verdict_is_in_the_verdict_caches_key():
@@ -197,3 +211,51 @@ def test_every_field_that_can_change_a_verdict_is_in_the_verdict_caches_key():
     for name, value in other.items():
         changed = dataclasses.replace(base, **{name: value})
         assert key(changed) != key(base), name
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("style, checker, right", [
+    # Klear prints is_valid_output's value: only the text True accepts (a string 'False' is true to bool())
+    ("klear", "def is_valid_output(i, o, e):\n    return 'False'\n", False),
+    ("klear", "def is_valid_output(i, o, e):\n    return o.split()[0] != '0'\n\n\ndef main():\n    print('noise')\n\n\n"
+              "main()\n", True),  # Klear cuts the checker at its main
+    # HardTests passes the texts as they are: a carriage return is not a newline
+    ("hardtests", "def output_judging_function(i, o, e):\n    return '\\r' not in o\n", False),
+])
+def test_each_function_checker_is_read_as_its_dataset_reads_it(scorer, style, checker, right):
+    task = {**SPLIT, "task_id": f"cf/{style}-{right}", "checker": checker, "checker_style": style,
+            "tests": SPLIT_TESTS[:1]}
+    reply = OTHER_RIGHT if style != "hardtests" else "```python\nimport sys\nn = int(input())\nsys.stdout.write(f'2 {n - 2}\\r\\n')\n```"
+    assert score(scorer, task, reply).passed is right
+
+
+@pytest.mark.sandbox
+def test_testlibs_fail_and_a_crashing_checker_are_the_tasks_fault(scorer):
+    from test_cpp import need_gxx
+    need_gxx()
+    for body, name in [("quitf(_fail, \"jury answer broken\");", "fail"), ("raise(SIGSEGV);", "crash")]:
+        checker = TESTLIB_CHECKER.replace("    long long n", f"    {body}\n    long long n").replace(
+            '#include "testlib.h"', '#include "testlib.h"\n#include <csignal>')
+        r = score(scorer, {**SPLIT, "task_id": f"cf/testlib-{name}", "checker": checker, "checker_style": "testlib"},
+                  OTHER_RIGHT)
+        assert r.status == "sandbox_error" and "the checker failed on test" in r.error, (name, r.status, r.error)
+
+
+@pytest.mark.sandbox
+def test_a_testlib_checker_without_a_compiler_stops_the_run(monkeypatch):
+    monkeypatch.setenv("GRPO_WB_CXX", "/nonexistent/g++")
+    from grpo_wb.scoring.scorer import ToolchainMissing
+    task = task_from_json({**SPLIT, "checker": TESTLIB_CHECKER, "checker_style": "testlib"})
+    with Scorer(SandboxLimits(timeout=3.0), workers=1) as sc:
+        with pytest.raises(ToolchainMissing, match="has a testlib checker"):
+            list(sc.score([ScoreRequest(task, OTHER_RIGHT)]))
+
+
+@pytest.mark.sandbox
+def test_a_testlib_checker_that_does_not_compile_is_the_tasks_fault_not_the_completions(scorer):
+    from test_cpp import need_gxx
+    need_gxx()
+    assert parse_task({**SPLIT, "checker": TESTLIB_CHECKER, "checker_style": "testlib"})[0] is not None  # C++: no Python check
+    broken = {**SPLIT, "task_id": "cf/broken-checker", "checker": "#include \"testlib.h\"\nint main( {", "checker_style": "testlib"}
+    r = score(scorer, broken, OTHER_RIGHT)
+    assert r.status == "sandbox_error" and "does not compile" in r.error and "expected" in r.error, r.error

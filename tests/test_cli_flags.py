@@ -27,6 +27,7 @@ ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
 BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"), "limit"): ["verl", *ROWS],
             (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
             (("tasks", "import"), "test_set"): ["code-contests", *ROWS],
+            (("tasks", "import"), "language"): ["code-contests", *ROWS],
             (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
             (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
             (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],

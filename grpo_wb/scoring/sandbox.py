@@ -883,18 +883,24 @@ def cxx_compiler() -> str | None:
     return shutil.which(os.environ.get(CXX_ENV) or "g++")
 
 
-def compile_job(source: str, limits: SandboxLimits, compiler: str) -> dict[str, Any]:
+def compile_job(source: str, limits: SandboxLimits, compiler: str, *, headers: dict[str, str] | None = None,
+                timeout: float | None = None) -> dict[str, Any]:
     """A job that compiles one C++ source in the sandbox (``worker/wb_native.py``), bounded as a test is but by
-    ``limits.compile_timeout``; its ``compiled`` event carries the program or the compiler's message."""
+    ``timeout`` (default ``limits.compile_timeout``); ``headers`` (name: text) are written next to the source (a
+    checker's ``testlib.h``). Its ``compiled`` event carries the program or the compiler's message."""
     return {"program": source, "language": "cpp", "compile": True, "cxx": compiler, "tests": [],
-            "limits": SandboxLimits(**{**asdict(limits), "timeout": limits.compile_timeout}).for_child()}
+            "headers": headers or {},
+            "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout or limits.compile_timeout}).for_child()}
 
 
-def checker_job(source: str, style: str, cases: list[dict[str, Any]], limits: SandboxLimits) -> dict[str, Any]:
-    """A job that runs a task's checker (Python) on each case's input, expected and actual output
-    (``worker/wb_native.run_checker``); its deadline is ``limits.check_timeout`` a case, and a little more."""
+def checker_job(source: str, style: str, cases: list[dict[str, Any]], limits: SandboxLimits,
+                binary: bytes | None = None) -> dict[str, Any]:
+    """A job that runs a task's checker on each case's input, expected and actual output
+    (``worker/wb_native.run_checker``): Python source, or a compiled testlib checker (``binary``); its deadline is
+    ``limits.check_timeout`` a case, and a little more."""
     timeout = limits.check_timeout * len(cases) + 5.0
     return {"language": "checker", "checker": source, "style": style, "tests": cases,
+            "binary": None if binary is None else base64.b64encode(binary).decode("ascii"),
             "check_timeout": limits.check_timeout,
             "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout}).for_child()}
 

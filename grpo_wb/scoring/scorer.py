@@ -32,12 +32,15 @@ import socket
 import subprocess
 import threading
 import base64
+import functools
+import gzip
 from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
+from grpo_wb.bundled import TESTLIB, bundled
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
 from grpo_wb.scoring.extraction import Extraction, extract_answer
@@ -436,6 +439,17 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     return v("fail", reason)
 
 
+CHECKER_COMPILE_FACTOR = 4
+"""A testlib checker's compile gets this many times ``compile_timeout``: testlib.h alone takes seconds at -O2, and
+the checker is compiled once per task."""
+
+
+@functools.lru_cache(maxsize=1)
+def testlib_header() -> str:
+    """testlib.h as the project carries it (``data/external/testlib``)."""
+    return gzip.decompress(bundled(TESTLIB).read_bytes()).decode("utf-8")
+
+
 class CheckerUnavailable(Exception):
     """The task's checker could not run (the sandbox failed it): the completion gets ``sandbox_error``."""
 
@@ -466,13 +480,15 @@ class Compiled:
     """The compile job's stderr (the compiler writes its messages elsewhere: :attr:`error`)."""
 
 
-def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: str) -> Compiled:
-    """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`), judged here
-    from its ``compiled`` event, as a run is from its events. A compiler that cannot start in the sandbox is
-    :class:`ToolchainMissing`."""
+def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: str, *,
+                headers: dict[str, str] | None = None, timeout: float | None = None) -> Compiled:
+    """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`; ``headers`` and
+    ``timeout``: :func:`~grpo_wb.scoring.sandbox.compile_job`), judged here from its ``compiled`` event, as a run is
+    from its events. A compiler that cannot start in the sandbox is :class:`ToolchainMissing`."""
+    timeout = timeout or limits.compile_timeout
     try:
         for _ in range(2):  # a worker that died is retried once, in a fresh one
-            out = pool.run(compile_job(source, limits, compiler))
+            out = pool.run(compile_job(source, limits, compiler, headers=headers, timeout=timeout))
             if not out.worker_died:
                 break
     except SandboxUnavailable:
@@ -484,7 +500,7 @@ def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: 
     ev = next((e for e in out.events if e.get("event") == protocol.COMPILED), None)
     if ev is None:
         if out.timed_out:
-            return Compiled(None, "timeout", f"compilation ran past {limits.compile_timeout:g} s", out.duration)
+            return Compiled(None, "timeout", f"compilation ran past {timeout:g} s", out.duration)
         how = out.signal_name or f"exit code {out.returncode}"
         return Compiled(None, "error", f"compile error: the compiler ended without a result ({how})", out.duration,
                         out.stderr_tail)
@@ -780,18 +796,21 @@ class Scorer:
                 self._inflight.pop(key).set_result(v)
         return v, False
 
-    def _compiled(self, task: Task, source: str, limits: SandboxLimits) -> Compiled:
+    def _compiled(self, task: Task, source: str, limits: SandboxLimits, *, headers: dict[str, str] | None = None,
+                  timeout: float | None = None, what: str = "is C++") -> Compiled:
         """A C++ source compiled in the sandbox, once per source while the cache keeps it (sources hashed with the
         compiler and its flags; a second thread asking for a source being compiled waits for that compile; a compile
         that ran out of time is not kept: the neighbours' load may have caused it). The first compile of a scorer is
         a known-good program's: a compiler that cannot compile it is refused, not blamed on every completion."""
         compiler = cxx_compiler()
         if compiler is None:
-            raise ToolchainMissing(f"task {task.task_id!r} is C++ and no C++ compiler is installed "
+            raise ToolchainMissing(f"task {task.task_id!r} {what} and no C++ compiler is installed "
                                    f"(g++, or ${CXX_ENV}): install g++ (`make sandbox` does, as root on Debian/Ubuntu)")
         self._check_toolchain(compiler, limits)
-        h = hashlib.sha256(json.dumps([compiler, protocol.CXX_FLAGS, limits.compile_timeout,
-                                       limits.memory_bytes]).encode())
+        h = hashlib.sha256(json.dumps([compiler, protocol.CXX_FLAGS, timeout or limits.compile_timeout,
+                                       limits.memory_bytes, sorted(headers or {})]).encode())
+        for text in (headers or {}).values():
+            h.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
         h.update(source.encode("utf-8", "surrogatepass"))
         key = h.hexdigest()
         with self._lock:
@@ -810,7 +829,7 @@ class Scorer:
                 self.compile_hits += 1
             return got
         try:
-            got = compile_cpp(self.sandbox, source, limits, compiler)
+            got = compile_cpp(self.sandbox, source, limits, compiler, headers=headers, timeout=timeout)
         except BaseException as e:
             with self._lock:
                 self._compiling.pop(key).set_exception(e)
@@ -841,7 +860,16 @@ class Scorer:
         """The task's checker on each output, in a job of its own (the expected outputs reach only that job)."""
         cases = [{"index": i, "input": task.tests[i].input, "expected": task.tests[i].output, "actual": out}
                  for i, out in sorted(outputs.items())]
-        job = checker_job(task.checker or "", task.checker_style, cases, limits)
+        binary = None
+        if task.checker_style == "testlib":  # C++: compiled once per checker, testlib.h beside it
+            built = self._compiled(task, task.checker or "", limits, headers={"testlib.h": testlib_header()},
+                                   timeout=CHECKER_COMPILE_FACTOR * limits.compile_timeout,
+                                   what="has a testlib checker (C++)")
+            if built.binary is None:
+                raise CheckerUnavailable(f"the task's testlib checker does not compile ({built.status}): "
+                                         f"{built.error[:300]}")
+            binary = built.binary
+        job = checker_job(task.checker or "", task.checker_style, cases, limits, binary=binary)
         try:
             for _ in range(2):
                 out = self.sandbox.run(job)
@@ -856,6 +884,9 @@ class Scorer:
         results: dict[int, tuple[bool, str]] = {}
         for ev in out.events:
             if ev.get("event") == protocol.CHECKED and type(ev.get("index")) is int:
+                if ev.get("broken"):  # testlib's FAIL, or a checker that crashed: the task's judge is at fault
+                    raise CheckerUnavailable(f"the checker failed on test {task.tests[ev['index']].name}: "
+                                             f"{str(ev.get('message') or '')[:300]}")
                 results[ev["index"]] = (ev.get("ok") is True, str(ev.get("message") or ""))
         if out.timed_out:
             for i in outputs:
@@ -892,6 +923,8 @@ class Scorer:
                                         checker=lambda outputs: self._checked(task, outputs, limits))
         except CheckerUnavailable as e:  # the task's judge could not run: not the completion's doing
             return Verdict("sandbox_error", False, 0, total, outcome.duration, ext.mode, error=str(e))
+        except UserError:  # the run cannot go on (no compiler for the checker, isolation lost): stop it, in one line
+            raise
         except Exception as e:  # what the job reported could not be judged: its own doing, never a sandbox_error
             return Verdict("error", False, 0, total, outcome.duration, ext.mode,
                            error=f"its events could not be judged ({type(e).__name__}: {str(e)[:200]})",

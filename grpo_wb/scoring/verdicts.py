@@ -270,6 +270,20 @@ def codeforces_output_matches(output: str, expected: str) -> bool:
     return _codeforces_normal(output) == _codeforces_normal(expected)
 
 
+def _klear_normal(text: str) -> str:
+    lines = [line.strip(" \t\r\v\f") for line in text.split("\n")]
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines).rstrip()
+
+
+def klear_output_matches(output: str, expected: str) -> bool:
+    """Klear-CodeTest's comparison (Kwai-Klear/CodeTest ``sandbox/judge.cpp`` ``compare_outputs``): each line's end
+    trimmed and its leading spaces and tabs dropped, leading empty lines dropped, trailing whitespace trimmed, then
+    equal."""
+    return _klear_normal(output) == _klear_normal(expected)
+
+
 def stdio_matches(output: str, expected: str, mode: str = "lines") -> bool:
     """Whether stdout matches under the task's ``output_match`` (``lines``: line count included)."""
     if mode == "tokens":
@@ -284,6 +298,8 @@ def stdio_matches(output: str, expected: str, mode: str = "lines") -> bool:
         return taco_output_matches(output, expected)
     if mode == "codeforces":
         return codeforces_output_matches(output, expected)
+    if mode == "klear":
+        return klear_output_matches(output, expected)
     return normalise_output(output) == normalise_output(expected)
 
 

@@ -28,7 +28,7 @@ trailing whitespace and trailing blank lines (line count included); ``tokens``
 is CodeContests' rule (whitespace-separated tokens, case-insensitive, numbers
 within 1e-5); ``numeric-lines`` is LiveCodeBench's (lines stripped, a line also
 matches when its tokens are equal as decimal numbers); ``prime_code``, ``open-r1``, ``codeforces`` (open-r1's
-Codeforces reward) and ``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
+Codeforces reward), ``klear`` (Klear-CodeTest's judge) and ``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
 it is judged by its trainer's reward (``metadata.trainer_reward``).
 
 ``language`` ``cpp`` makes a stdin/stdout task a C++ one: its programs (the completion's last ```` ```cpp ````
@@ -38,9 +38,10 @@ task has stdio tests only and no Python ``prelude``, ``test_setup`` or ``check``
 ``checker`` is a stdio task's special judge (Codeforces problems with many right answers): a Python program the
 dataset ships, run in the sandbox on each test's input, expected output and the program's output, in a job of its
 own (never beside the candidate); it decides each test instead of ``output_match``. ``checker_style`` says how it is
-called: ``open-r1`` (``checker.py INPUT EXPECTED ACTUAL``, accepts stdout ``1`` or ``100``), ``klear``
-(``checker.py INPUT ACTUAL EXPECTED``, accepts ``True``) or ``hardtests`` (defines
-``output_judging_function(input, actual, expected)``).
+called: ``open-r1`` (``checker.py INPUT EXPECTED ACTUAL``, accepts stdout ``1`` or ``100``), ``klear`` (defines
+``is_valid_output(input, actual, expected)``), ``hardtests`` (defines ``output_judging_function(input, actual,
+expected)``) or ``testlib`` (C++ including ``testlib.h``, compiled in the sandbox, run as ``checker INPUT OUTPUT
+ANSWER``, exit code 0 accepts).
 
 ``time_limit`` and ``memory_limit_mb`` are a judge's limits per test (Codeforces' ``time_limit``, ``memory_limit``).
 A C++ program gets them on each run (past the time: that test fails, "time limit exceeded"; the memory is its address
@@ -81,9 +82,9 @@ from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 
 SCHEMA_VERSION = 1
 TEST_TYPES = ("assert", "stdio")
-OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco", "codeforces")
+OUTPUT_MATCHES = ("lines", "tokens", "numeric-lines", "prime_code", "open-r1", "taco", "codeforces", "klear")
 LANGUAGES = ("python", "cpp")
-CHECKER_STYLES = ("open-r1", "klear", "hardtests")
+CHECKER_STYLES = ("open-r1", "klear", "hardtests", "testlib")
 """How a task's checker is called (``scoring/worker/wb_native.CHECKER_STYLES``)."""
 """What a task's programs are written in: Python, or C++ (stdio tasks, compiled with g++ in the sandbox)."""
 #: the most programs an importer keeps in ``solutions`` and in ``wrong_solutions`` of one task: APPS and TACO rows
@@ -147,7 +148,7 @@ class Task:
     language: str = "python"
     """``python`` or ``cpp`` (:data:`LANGUAGES`): the language of the completions and references."""
     checker: str | None = None
-    """A stdio task's special judge, Python source run on (input, expected, actual) per test; None: ``output_match``."""
+    """A stdio task's special judge (Python, or C++ for ``testlib``) run on each test's output; None: ``output_match``."""
     checker_style: str = "open-r1"
     """How the checker is called and read (:data:`CHECKER_STYLES`)."""
     time_limit: float | None = None
@@ -299,7 +300,8 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
                               output=t.get("output", "")))
     if len({t.type for t in tests}) > 1:
         problems.append("tests mix stdio and assert tests: a task is either a script or a function")
-    for key in ("test_setup", "check", "prelude", "checker"):
+    python_checker = obj.get("checker_style", "open-r1") != "testlib"  # a testlib checker is C++
+    for key in ("test_setup", "check", "prelude", *(("checker",) if python_checker else ())):
         if obj.get(key) and (err := _compile_error(obj[key], key)):
             problems.append(err)
     if obj.get("output_match", "lines") not in OUTPUT_MATCHES:

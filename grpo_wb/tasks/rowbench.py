@@ -10,15 +10,19 @@ tracing allocations slows Python down.
 
 Then the formats whose rows are shaped otherwise (:data:`FORMAT_ROWS`: DeepCoder's four subsets in turn, AceCode's
 assert rows with their chat prompt and sampled programs, NeMo Gym's nested prompt and tests, open-r1/codeforces rows
-with official and generated tests, a checker and limits), ten tests a row, at the smaller size in both containers:
+with official and generated tests, a checker and limits, CodeContests+ with a testlib checker, HardTests with its
+pickled tests, Klear-CodeTest with its checker list), ten tests a row, at the smaller size in both containers:
 the same read-only floor and import rate.
 """
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 import tempfile
 import time
 import tracemalloc
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -93,11 +97,48 @@ def _codeforces_row(i: int, tests: int) -> dict:
             "generated_checker": _CF_CHECKER, "input_mode": "stdio"}
 
 
+def _cases(i: int, tests: int) -> list[dict]:
+    io = json.loads(synthetic_rows(1, tests)[0]["input_output"])
+    return [{"input": x, "output": y} for x, y in zip(io["inputs"], io["outputs"])]
+
+
+def _ccplus_row(i: int, tests: int) -> dict:
+    """A CodeContests+ row (config 1x): tests, a testlib checker, limits in ms and MB, tagged submissions."""
+    return {"source": "codeforces", "id": f"{1000 + i}A", "title": f"Problem {i}",
+            "description": "Read n, then n numbers; print their sum.", "time_limit": 2000, "memory_limit": 256,
+            "checker": '#include "testlib.h"\nint main(int argc, char* argv[]) { registerTestlibCmd(argc, argv);'
+                       ' if (ans.readLong() != ouf.readLong()) quitf(_wa, "differ"); quitf(_ok, "ok"); }\n',
+            "correct_submissions": [{"code": "n = int(input())\nprint(sum(map(int, input().split())))",
+                                     "language": "py3"}],
+            "incorrect_submissions": [], "test_cases": _cases(i, tests)}
+
+
+def _hardtests_row(i: int, tests: int) -> dict:
+    """A HardTests problem joined with its tests row: the generated tests base64/zlib/pickle-encoded, as shipped."""
+    cases = _cases(i, tests)
+    return {"pid": f"p{i}", "question_title": f"Problem {i}", "question_content": "Read n numbers; print their sum.",
+            "public_test_cases": [{**cases[0], "testtype": "stdin"}], "time_limit": "2 seconds",
+            "memory_limit": "256 megabytes",
+            "solutions": [{"code": "n = int(input())\nprint(sum(map(int, input().split())))", "language": "python3"}],
+            "test_cases_kit": {"pid": f"p{i}", "output_judging_function": None},
+            "test_cases": base64.b64encode(zlib.compress(pickle.dumps(json.dumps(cases[1:])))).decode()}
+
+
+def _klear_row(i: int, tests: int) -> dict:
+    return {"custom_id": f"code_contest_{i}", "question": f"Problem {i}: read n numbers; print their sum.",
+            "starter_code": "", "solutions": ["n = int(input())\nprint(sum(map(int, input().split())))"],
+            "checker": ["def is_valid_output(i, o, e):\n    return o.split() == e.split()\n"], "type": "stdin",
+            "reward": {"ground_truth": {"input_output": _cases(i, tests), "type": "stdin", "fn_name": None}},
+            "time-limit": "2", "memory-limit": 256.0}
+
+
 #: a synthetic row of each format whose rows are shaped unlike TACO's: ``label -> (format, (row number, tests) ->
 #: row)``
 FORMAT_ROWS: dict[str, tuple[str, Callable[[int, int], dict]]] = {
     "deepcoder": ("deepcoder", _deepcoder_row), "acecode": ("acecode", _acecode_row),
-    "nemo-gym": ("nemo-gym", _nemo_gym_row), "open-r1/cf": ("open-r1", _codeforces_row)}
+    "nemo-gym": ("nemo-gym", _nemo_gym_row), "open-r1/cf": ("open-r1", _codeforces_row),
+    "cc-plus": ("code-contests-plus", _ccplus_row), "hardtests": ("hardtests", _hardtests_row),
+    "klear": ("klear", _klear_row)}
 
 
 def bench_formats(out: Callable[[str], None] = print, n: int = SIZES[0], tmp: Path | None = None) -> list[dict]:

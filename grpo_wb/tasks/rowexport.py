@@ -31,10 +31,20 @@ from typing import Any, Iterable
 
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.records import Task
-from grpo_wb.tasks.rowformats import FORMATS, RECIPES, Cases, ParsedRow, RowError, parse_row
+from grpo_wb.tasks.rowformats import (
+    FORMATS,
+    LANGUAGE_FORMATS,
+    RECIPES,
+    Cases,
+    ParsedRow,
+    RowError,
+    parse_row,
+    select_test_set,
+)
 from grpo_wb.tasks.rows import RowSource, check_output, row_hash, rows_at, write_rows
 
-EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl", "deepcoder", "acecode", "nemo-gym")
+EXPORT_FORMATS = ("jsonl", "verl", "open-r1", "taco", "trl", "deepcoder", "acecode", "nemo-gym", "code-contests-plus",
+                  "hardtests", "klear")
 TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check", "timeout", "prelude", "output_match",
                "language", "checker", "checker_style", "time_limit", "memory_limit_mb")
 """The task columns of a TRL dataset: what grpo_wb's TRL reward rebuilds a task from."""
@@ -42,7 +52,10 @@ TRL_COLUMNS = ("prompt", "task_id", "entry_point", "tests", "test_setup", "check
 VERL_DATA_SOURCES = {"code-contests": "codecontests", "apps-rows": "apps", "taco": "taco"}
 #: which source schemas each export format writes back unchanged
 SAME_SCHEMA = {"verl": ("verl",), "open-r1": ("open-r1",), "taco": ("taco", "apps-rows"), "deepcoder": ("deepcoder",),
-               "acecode": ("acecode",), "nemo-gym": ("nemo-gym",)}
+               "acecode": ("acecode",), "nemo-gym": ("nemo-gym",), "code-contests-plus": ("code-contests-plus",),
+               "hardtests": ("hardtests",), "klear": ("klear",)}
+#: the checker each format's rows can hold (any other checker is refused, never dropped)
+CHECKER_FORMATS = {"code-contests-plus": "testlib", "hardtests": "hardtests", "klear": "klear"}
 
 
 def trl_record(task: Task, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -83,7 +96,9 @@ def parsed_from_task(task: Task) -> ParsedRow:
     if task.is_script:
         return ParsedRow(prompt=task.prompt, cases=Cases("stdio", [t.input for t in task.tests],
                                                          [t.output for t in task.tests]),
-                         output_match=task.output_match, prelude=task.prelude, language=task.language, **refs)
+                         output_match=task.output_match, prelude=task.prelude, language=task.language,
+                         checker=task.checker, checker_style=task.checker_style, time_limit=task.time_limit,
+                         memory_limit_mb=task.memory_limit_mb, **refs)
     calls = [_call_case(t.code) for t in task.tests]
     if calls and all(c is not None for c in calls) and len({c[2] for c in calls}) == 1:
         return ParsedRow(prompt=task.prompt, cases=Cases("call", [c[0] for c in calls], [c[1] for c in calls],
@@ -112,8 +127,17 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
     c = p.cases
     if fmt == "trl":
         return trl_record(task, p.messages)
-    if task.checker is not None:
-        raise RowError(f"it is judged by a checker, which new {fmt} rows cannot hold (use --format trl or jsonl)")
+    if task.checker is not None and CHECKER_FORMATS.get(fmt) != task.checker_style:
+        raise RowError(f"it is judged by a {task.checker_style} checker, which new {fmt} rows cannot hold "
+                       "(use --format trl or jsonl)")
+    if fmt in CHECKER_FORMATS:
+        if c.kind != "stdio":
+            raise RowError(f"its tests are not stdin/stdout cases, which {fmt} rows hold (use --format trl or jsonl)")
+        own = "klear" if fmt == "klear" else "lines"
+        if task.checker is None and task.output_match != own:
+            raise RowError(f"its output is compared by {task.output_match!r}, which {fmt} rows (compared by "
+                           f"{own!r}) cannot hold (use --format trl or jsonl)")
+        return _checker_row(fmt, p, task)
     if p.language != "python" and fmt != "open-r1":
         raise RowError(f"a {p.language} task, which {fmt} rows cannot mark as such (use --format open-r1 or jsonl)")
     if fmt == "acecode":
@@ -154,6 +178,32 @@ def build_row(fmt: str, p: ParsedRow, task: Task, data_source: str) -> dict[str,
                 "hash_id": task.task_id, "dataset": data_source, "source": data_source}
     return {"problem_id": task.task_id, "question": p.prompt, "solutions": json.dumps(refs),
             "starter_code": p.starter_code, "input_output": json.dumps(_io(c, "list"))}
+
+
+def _checker_row(fmt: str, p: ParsedRow, task: Task) -> dict[str, Any]:
+    """A CodeContests+, HardTests (problems and tests joined) or Klear-CodeTest row, read back the same by its
+    importer: the stdio cases, the checker, the limits in the row's units, the references in the task's language."""
+    c = p.cases
+    cases = [{"input": i, "output": o} for i, o in zip(c.inputs, c.outputs)]
+    refs = ([p.solution] if p.solution else []) + list(p.solutions)
+    lang = {"code-contests-plus": {"python": "py3", "cpp": "cpp"}, "hardtests": {"python": "python3", "cpp": "cpp"}}
+    if fmt == "code-contests-plus":
+        return {"id": task.task_id, "title": "", "description": p.prompt, "test_cases": cases, "checker": p.checker,
+                "time_limit": None if p.time_limit is None else round(p.time_limit * 1000),
+                "memory_limit": p.memory_limit_mb,
+                "correct_submissions": [{"code": r, "language": lang[fmt][p.language]} for r in refs],
+                "incorrect_submissions": [{"code": w, "language": lang[fmt][p.language]} for w in p.wrong_solutions]}
+    if fmt == "hardtests":
+        return {"pid": task.task_id, "question_content": p.prompt, "public_test_cases": [], "test_cases": cases,
+                "test_cases_kit": {"pid": task.task_id, "output_judging_function": p.checker},
+                "time_limit": None if p.time_limit is None else f"{p.time_limit:g} seconds",
+                "memory_limit": None if p.memory_limit_mb is None else f"{p.memory_limit_mb} megabytes",
+                "starter_code": p.starter_code,
+                "solutions": [{"code": r, "language": lang[fmt][p.language]} for r in refs]}
+    return {"custom_id": task.task_id, "question": p.prompt, "starter_code": p.starter_code, "solutions": refs,
+            "checker": [p.checker] if p.checker else [], "type": "stdin",
+            "reward": {"ground_truth": {"input_output": cases, "type": "stdin", "fn_name": None}},
+            "time-limit": p.time_limit, "memory-limit": p.memory_limit_mb}
 
 
 def _named(code: str, old: str, new: str) -> str:
@@ -258,14 +308,19 @@ def export_rows(tasks: Iterable[Task], fmt: str, out: str | Path,
         if orig is not None and (fmt == "jsonl" or (src and src[0] in SAME_SCHEMA.get(fmt, ()))):
             row = dict(orig)
             schema_from = schema_from or src[1]
+            if t.metadata.get("test_set"):  # the source row holds every set: say which one was scored
+                row["grpo_wb_test_set"] = t.metadata["test_set"]
         elif fmt == "jsonl":
             row = t.to_json()
         else:
             try:
                 # rows imported through a column map are read back from the task (the map is not kept)
                 recipe = t.metadata.get("import_recipe") if src and src[0] in RECIPES else None
-                parsed = parse_row(src[0], orig, recipe=recipe) \
+                parsed = parse_row(src[0], orig, recipe=recipe,
+                                   language=t.language if src[0] in LANGUAGE_FORMATS else None) \
                     if orig is not None and src[0] != "rows" else parsed_from_task(t)
+                if orig is not None and t.metadata.get("test_set"):  # imported with --test-set: that set only
+                    parsed = select_test_set(parsed, t.metadata["test_set"])
                 name = data_source or (src[0] if src else str(t.metadata.get("source", "grpo_wb")))
                 row = build_row(fmt, parsed, t, VERL_DATA_SOURCES.get(name, name))
             except RowError as e:

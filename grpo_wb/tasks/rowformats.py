@@ -35,6 +35,11 @@ in another trainer's schema. Sources, as read (see ``docs/datasets.md``):
   ``test_cases`` (assert statements), ``context_messages``.
 * ``nemo-gym``: nvidia/Nemotron-RL-coding-competitive_coding (card; NVIDIA-NeMo/Gym 07d6b0d
   ``resources_servers/code_gen/app.py``): ``responses_create_params.input``, ``verifier_metadata.unit_tests``.
+* ``code-contests-plus``: ByteDance-Seed/Code-Contests-Plus (configs 1x..5x): ``test_cases``, a testlib ``checker``,
+  limits, ``correct_submissions``/``incorrect_submissions``.
+* ``hardtests``: sigcp/hardtests_problems joined with sigcp/hardtests_tests on ``pid`` (LeiLiLab/HardTestGen):
+  the statement, public and generated tests, the output judging function, limits.
+* ``klear``: Klear-CodeTest (Kwai-Klear/CodeTest): ``question``, ``reward.ground_truth.input_output``, ``checker``.
 * ``rows``: any row file, with ``--map`` naming the columns.
 
 Rows that ship several programs keep them all (distinct, in order, at most
@@ -46,13 +51,13 @@ hostile file cannot run code here (LiveCodeBench's own loader would).
 """
 from __future__ import annotations
 
-import dataclasses
-
 import ast
 import base64
+import dataclasses
 import io
 import json
 import pickle
+import re
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -80,7 +85,7 @@ from grpo_wb.tasks.rows import (
 )
 
 FORMATS = ("verl", "open-r1", "taco", "apps-rows", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode",
-           "nemo-gym", "rows")
+           "nemo-gym", "code-contests-plus", "hardtests", "klear", "rows")
 
 #: the data_source values verl's default_compute_score sends to a code scorer (verl/utils/reward_score/__init__.py)
 VERL_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco")
@@ -377,7 +382,8 @@ def row_language(value: Any) -> str:
     raise RowError(f"language {lang} (grpo_wb runs Python and C++)")
 
 
-TEST_SETS = {"open-r1": ("official", "generated"), "code-contests": ("public", "private", "generated")}
+TEST_SETS = {"open-r1": ("official", "generated"), "code-contests": ("public", "private", "generated"),
+             "hardtests": ("public", "generated")}
 """The test sets a format's rows keep apart (``tasks import --test-set``): open-r1/codeforces' ``official_tests``
 and ``generated_tests`` (open-r1's reward runs both), CodeContests' public, private and generated tests."""
 
@@ -468,7 +474,7 @@ def parse_taco(row: dict[str, Any]) -> ParsedRow:
                      notes=_with_cap_note((), refs))
 
 
-def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
+def parse_code_contests(row: dict[str, Any], language: str = "python") -> ParsedRow:
     _need(row, "description")
     ins: list[str] = []
     outs: list[str] = []
@@ -482,20 +488,191 @@ def parse_code_contests(row: dict[str, Any]) -> ParsedRow:
         sets += [col.split("_")[0]] * len(t.get("input") or [])
     if not ins:
         raise RowError("no public, private or generated tests")
-    refs = _references(_python3(row.get("solutions")), _python3(row.get("incorrect_solutions")))
+    refs = _references(_python3(row.get("solutions"), language), _python3(row.get("incorrect_solutions"), language))
     notes = ("reads input from a file, not stdin",) if row.get("input_file") else ()
     return ParsedRow(prompt=str(row["description"]), cases=Cases("stdio", ins, outs, sets=sets),
                      row_id=None if row.get("name") is None else str(row["name"]), **refs,
-                     output_match="tokens", prelude=APPS_PRELUDE,
+                     output_match="tokens", prelude=APPS_PRELUDE if language == "python" else "", language=language,
                      extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")},
                      notes=_with_cap_note(notes, refs))
 
 
-def _python3(sols: Any) -> list[str]:
-    """The Python 3 programs (language 3) of CodeContests' ``{language: [int], solution: [str]}``."""
+def _python3(sols: Any, language: str = "python") -> list[str]:
+    """The Python 3 programs (language 3; C++: 2) of CodeContests' ``{language: [int], solution: [str]}``."""
     if not isinstance(sols, dict):
         return []
-    return [s for lang, s in zip(sols.get("language") or [], sols.get("solution") or []) if lang == 3]
+    want = 2 if language == "cpp" else 3
+    return [s for lang, s in zip(sols.get("language") or [], sols.get("solution") or []) if lang == want]
+
+
+# ----------------------------------------------------------------------------- checker datasets
+
+_CPP_SOURCE = re.compile(r"#include\b|\bint\s+main\s*\(|\bstd::")
+
+
+def program_language(code: str) -> str:
+    """``cpp`` for a program that reads as C++ (an ``#include``, ``int main(``, ``std::``), else ``python``: Klear
+    ships its solutions without a language tag, and its judge tells them apart the same way."""
+    return "cpp" if _CPP_SOURCE.search(code) else "python"
+
+
+_LANGUAGE_TAGS = {"python": ("python", "python3", "py3", "py"), "cpp": ("cpp", "c++", "cpp17", "c++17", "gnu++17")}
+
+
+def _tagged_programs(items: Any, language: str, key: str = "code") -> list[str]:
+    """The programs of a list of ``{code, language}`` written in ``language`` (py2 is not Python 3)."""
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get(key), str) \
+                and str(item.get("language", "")).strip().lower() in _LANGUAGE_TAGS[language]:
+            out.append(item[key])
+    return out
+
+
+_LIMIT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([a-z ]*)\.?\s*$", re.IGNORECASE)
+_TIME_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "ms": 1e-3, "msec": 1e-3,
+               "millisecond": 1e-3, "milliseconds": 1e-3}
+_MEMORY_UNITS = {"mb": 1, "megabyte": 1, "megabytes": 1, "mib": 1, "m": 1, "kb": 1 / 1024, "kib": 1 / 1024,
+                 "kilobytes": 1 / 1024, "k": 1 / 1024, "gb": 1024, "gib": 1024, "gigabytes": 1024, "g": 1024,
+                 "b": 1 / 2**20, "bytes": 1 / 2**20}
+
+
+def parse_limit(value: Any, name: str, kind: str, default_unit: str) -> float | None:
+    """A row's time (seconds) or memory (MB) limit: a number in ``default_unit`` or a string with a unit
+    (``2 seconds``, ``1000 ms``, ``256 megabytes``, ``262144 KB``); None when absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise RowError(f"{name} must be a number, got {value!r}")
+    m = _LIMIT.match(str(value).replace(",", ""))
+    if not m:
+        raise RowError(f"{name} is not a {kind} limit: {value!r}")
+    number, unit = float(m.group(1)), m.group(2).strip().lower()
+    if not unit and kind == "memory" and number >= 2**20:  # a bare number that large is bytes, not MB
+        unit = "bytes"
+    scale = (_TIME_UNITS if kind == "time" else _MEMORY_UNITS).get(unit or default_unit)
+    if scale is None or not number > 0:
+        raise RowError(f"{name} is not a {kind} limit: {value!r}")
+    return number * scale
+
+
+def _limits(time_value: Any, memory_value: Any, time_unit: str, names: tuple[str, str]) -> dict[str, Any]:
+    seconds = parse_limit(time_value, names[0], "time", time_unit)
+    mb = parse_limit(memory_value, names[1], "memory", "mb")
+    return {"time_limit": seconds, "memory_limit_mb": None if mb is None else int(-(-mb // 1))}
+
+
+def _stdio_list(tests: Any, name: str, test_set: str) -> Cases:
+    """``[{input, output}, ...]`` as stdio cases of one test set."""
+    if not isinstance(tests, list):
+        raise RowError(f"{name} must be a list of {{input, output}}")
+    ins, outs = [], []
+    for t in tests:
+        if not isinstance(t, dict):
+            raise RowError(f"{name} must be a list of {{input, output}}")
+        ins.append(_text(t.get("input", ""), f"{name} input"))
+        outs.append(_text(t.get("output", ""), f"{name} output"))
+    return Cases("stdio", ins, outs, sets=[test_set] * len(ins))
+
+
+def _joined(*cases: Cases) -> Cases:
+    return Cases("stdio", [x for c in cases for x in c.inputs], [y for c in cases for y in c.outputs],
+                 sets=[s for c in cases for s in c.sets])
+
+
+def parse_code_contests_plus(row: dict[str, Any], language: str = "python") -> ParsedRow:
+    """ByteDance-Seed/Code-Contests-Plus (configs 1x..5x: the same problems with 1 to 5 times the generated tests):
+    ``test_cases`` [{input, output}], a testlib ``checker`` (C++), ``time_limit`` (ms), ``memory_limit`` (MB),
+    ``correct_submissions`` / ``incorrect_submissions`` [{code, language}]."""
+    _need(row, "description")
+    cases = _stdio_list(row.get("test_cases") or [], "test_cases", "generated")
+    if not cases.inputs:
+        raise RowError("test_cases is empty (the tests are in configs 1x to 5x)")
+    checker = row.get("checker") if isinstance(row.get("checker"), str) and row["checker"].strip() else None
+    refs = _references(_tagged_programs(row.get("correct_submissions"), language),
+                       _tagged_programs(row.get("incorrect_submissions"), language))
+    title = row.get("title")
+    notes = ["judged by its testlib checker (C++, compiled with testlib.h)"] if checker else []
+    rates = {k: row.get(k) for k in ("true_positive_rate", "true_negative_rate") if row.get(k) is not None}
+    return ParsedRow(prompt=f"{title}\n\n{row['description']}" if title else str(row["description"]), cases=cases,
+                     row_id=None if row.get("id") is None else str(row["id"]), **refs,
+                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
+                     checker=checker, checker_style="testlib",
+                     **_limits(row.get("time_limit"), row.get("memory_limit"), "ms", ("time_limit", "memory_limit")),
+                     extra={"origin": row.get("source"), **rates}, notes=_with_cap_note(tuple(notes), refs))
+
+
+def parse_hardtests(row: dict[str, Any], language: str = "python") -> ParsedRow:
+    """sigcp/hardtests_problems joined with sigcp/hardtests_tests on ``pid``: the statement (``question_content``),
+    ``public_test_cases``, the generated ``test_cases`` (base64/zlib/pickle of JSON, decoded without globals),
+    ``test_cases_kit.output_judging_function`` (the checker; null: HardTests' default comparison, each line and the
+    whole output right-stripped, which is grpo_wb's ``lines``), ``time_limit``/``memory_limit`` strings, ``solutions``
+    [{code, language}]."""
+    if row.get("question_content") is None:
+        raise RowError("no statement (question_content): join the hardtests_problems row on pid")
+    if row.get("test_cases") is None:
+        raise RowError("no test_cases: join the hardtests_tests row on pid")
+    raw = row["test_cases"]
+    generated = decode_compressed_json(raw, "test_cases") if isinstance(raw, str) else raw
+    public = _stdio_list([t for t in row.get("public_test_cases") or [] if isinstance(t, dict)
+                          and t.get("testtype", "stdin") == "stdin"], "public_test_cases", "public")
+    cases = _joined(public, _stdio_list(generated, "test_cases", "generated"))
+    if not cases.inputs:
+        raise RowError("no tests")
+    kit = row.get("test_cases_kit") if isinstance(row.get("test_cases_kit"), dict) else {}
+    ojf = kit.get("output_judging_function")
+    checker = ojf if isinstance(ojf, str) and ojf.strip() else None
+    refs = _references(_tagged_programs(row.get("solutions"), language))
+    title = row.get("question_title")
+    return ParsedRow(prompt=f"{title}\n\n{row['question_content']}" if title else str(row["question_content"]),
+                     cases=cases, row_id=None if row.get("pid") is None else str(row["pid"]), **refs,
+                     starter_code=str(row.get("starter_code") or ""),
+                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
+                     checker=checker, checker_style="hardtests",
+                     **_limits(row.get("time_limit"), row.get("memory_limit"), "s", ("time_limit", "memory_limit")),
+                     extra={"platform": row.get("platform")},
+                     notes=_with_cap_note(("judged by its output judging function",) if checker else (), refs))
+
+
+def parse_klear(row: dict[str, Any], language: str = "python") -> ParsedRow:
+    """Klear-CodeTest (Jianlp/Klear-CodeTest; Kwai-Klear/CodeTest 3dd70d5 ``readme.md``): ``question``,
+    ``reward.ground_truth`` {input_output: [{input, output}], type "stdin", fn_name null} (or ``CodeTests``, a JSON
+    string with ``input_output``), ``checker`` (a list: the last one is used, as ``special_judge_gen.py`` does),
+    ``solutions`` (untagged: C++ told from Python by their text), ``time-limit``/``memory-limit`` (numbers or
+    strings)."""
+    _need(row, "question")
+    gt = row.get("reward", {}).get("ground_truth") if isinstance(row.get("reward"), dict) else None
+    if gt is None and row.get("CodeTests") is not None:
+        gt = row["CodeTests"]
+    if isinstance(gt, str):
+        gt = _json_field(gt, "ground_truth")
+    if not isinstance(gt, dict) or not isinstance(gt.get("input_output"), list):
+        raise RowError("no tests (reward.ground_truth.input_output)")
+    if str(gt.get("type") or "stdin") != "stdin" or gt.get("fn_name"):
+        raise RowError(f"tests of type {gt.get('type')!r} (grpo_wb reads Klear's stdin rows)")
+    cases = _stdio_list(gt["input_output"], "input_output", "generated")
+    if not cases.inputs:
+        raise RowError("input_output is empty")
+    checkers = row.get("checker") or []
+    if isinstance(checkers, str):  # one checker, or a JSON list of them
+        try:
+            decoded = json.loads(checkers)
+        except json.JSONDecodeError:
+            decoded = None
+        checkers = decoded if isinstance(decoded, list) else [checkers]
+    if not isinstance(checkers, list):
+        raise RowError(f"checker must be a list of programs, got {type(checkers).__name__}")
+    if checkers and (not isinstance(checkers[-1], str) or not checkers[-1].strip()):
+        raise RowError("its last checker (the one Klear runs) is empty")
+    programs = [p for p in row.get("solutions") or [] if isinstance(p, str) and program_language(p) == language]
+    refs = _references(programs)
+    return ParsedRow(prompt=str(row["question"]), cases=cases,
+                     row_id=None if row.get("custom_id") is None else str(row["custom_id"]), **refs,
+                     starter_code=str(row.get("starter_code") or ""),
+                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
+                     output_match="klear", checker=checkers[-1] if checkers else None, checker_style="klear",
+                     **_limits(row.get("time-limit"), row.get("memory-limit"), "s", ("time-limit", "memory-limit")),
+                     notes=_with_cap_note(("judged by its checker",) if checkers else (), refs))
 
 
 def lcb_cases(tests: list[dict[str, Any]], meta: Any) -> tuple[Cases, str, str]:
@@ -836,12 +1013,17 @@ PARSERS: dict[str, Callable[[dict[str, Any]], ParsedRow]] = {
     "verl": parse_verl, "open-r1": parse_open_r1, "taco": parse_taco, "apps-rows": parse_taco,
     "code-contests": parse_code_contests, "livecodebench": parse_livecodebench, "kodcode": parse_kodcode,
     "deepcoder": parse_deepcoder, "acecode": parse_acecode, "nemo-gym": parse_nemo_gym,
+    "code-contests-plus": parse_code_contests_plus, "hardtests": parse_hardtests, "klear": parse_klear,
 }
+LANGUAGE_FORMATS = ("code-contests", "code-contests-plus", "hardtests", "klear")
+"""Formats whose problems are language-neutral and whose rows ship programs in several languages: ``tasks import
+--language cpp`` makes C++ tasks of them, with the C++ programs as references."""
 
 
-def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe: str | None = None) -> ParsedRow:
-    """Read one row of ``fmt`` (``rows`` needs ``mapping``; ``recipe``: one of ``RECIPES[fmt]``); a RowError says
-    why it cannot be a task."""
+def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe: str | None = None,
+              language: str | None = None) -> ParsedRow:
+    """Read one row of ``fmt`` (``rows`` needs ``mapping``; ``recipe``: one of ``RECIPES[fmt]``; ``language``: the
+    tasks' language, for :data:`LANGUAGE_FORMATS`); a RowError says why it cannot be a task."""
     if isinstance(row, UnreadableRow):
         raise RowError(row.reason)
     if not isinstance(row, dict):
@@ -853,6 +1035,10 @@ def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe:
     try:
         if fmt == "rows":
             return parse_mapped(row, mapping)
+        if language is not None and language != "python":
+            if fmt not in LANGUAGE_FORMATS:
+                raise ValueError(f"{fmt} rows take no language {language!r}")
+            return PARSERS[fmt](row, language=language)  # type: ignore[call-arg]
         return PARSERS[fmt](row) if recipe is None else parse_deepcoder(row, recipe)
     except RowError:
         raise
@@ -1424,12 +1610,15 @@ class RowImportSummary:
 
 def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mapping: dict[str, str] | None = None,
                    limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                   recipe: str | None = None, test_set: str | None = None) -> Iterator[Task]:
+                   recipe: str | None = None, test_set: str | None = None,
+                   language: str | None = None) -> Iterator[Task]:
     """Tasks from the rows of ``src``, streamed; a bad row raises ``WHERE: why`` (:func:`iter_located_rows`) unless
     ``skip_bad``. ``recipe``: a trainer's own way with the rows (``RECIPES``; the export reads the rows back the
     same way). ``test_set``: only that set's tests (:data:`TEST_SETS`), so headroom can be asked on each."""
     if fmt not in FORMATS:
         raise UserError(f"unknown row format {fmt!r} (choose {', '.join(FORMATS)})")
+    if language not in (None, "python") and fmt not in LANGUAGE_FORMATS:
+        raise UserError(f"--language {language} goes with {', '.join(LANGUAGE_FORMATS)} rows, not {fmt}")
     if test_set is not None and test_set not in TEST_SETS.get(fmt, ()):
         raise UserError(f"--test-set {test_set} does not go with {fmt} rows"
                         + "".join(f"; {f} rows have {', '.join(s)}" for f, s in TEST_SETS.items()))
@@ -1446,7 +1635,7 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
             summary.read += 1
             bar.update(1)
             try:
-                parsed = parse_row(fmt, obj, mapping, recipe)
+                parsed = parse_row(fmt, obj, mapping, recipe, language)
                 if test_set is not None:
                     parsed = select_test_set(parsed, test_set)
                 prefix = id_prefix(fmt, src)  # a DatasetDict's split is in the id: splits never collide
@@ -1486,7 +1675,8 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
 
 def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None = None, column_map: str | None = None,
                 limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                recipe: str | None = None, test_set: str | None = None) -> tuple[RowSource, RowImportSummary]:
+                recipe: str | None = None, test_set: str | None = None,
+                language: str | None = None) -> tuple[RowSource, RowImportSummary]:
     """Import a row file into the canonical task file ``out`` (written whole, or not at all); return the source
     read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``; ``recipe``: see ``RECIPES``."""
     try:
@@ -1496,5 +1686,5 @@ def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None
     source = resolve_source(str(src), split)
     summary = RowImportSummary()
     write_tasks(out, iter_row_tasks(fmt, source, summary, mapping=mapping, limit=limit, skip_bad=skip_bad,
-                                    progress=progress, recipe=recipe, test_set=test_set))
+                                    progress=progress, recipe=recipe, test_set=test_set, language=language))
     return source, summary

@@ -55,42 +55,62 @@ def run_native(job, emit):
         run_binary(job, emit)
 
 
-_HARDTESTS_RUNNER = (
-    "import runpy, sys\n"
-    "read = lambda p: open(p, encoding='utf-8', errors='replace').read()\n"
-    "f = runpy.run_path('checker.py')['output_judging_function']\n"
-    "print('Result:', bool(f(read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3]))))\n")
+_FUNCTION_RUNNER = (
+    "import sys\n"
+    "style, name = sys.argv[1], sys.argv[2]\n"
+    "src = open('checker.py', encoding='utf-8').read()\n"
+    "if style == 'klear' and '\\ndef main(' in '\\n' + src:\n"  # Klear cuts the checker at its main
+    "    src = ('\\n' + src).split('\\ndef main(', 1)[0]\n"
+    "newline = '' if style == 'hardtests' else None\n"  # HardTests passes raw text (JSON); Klear reads files
+    "read = lambda p: open(p, encoding='utf-8', errors='replace', newline=newline).read()\n"
+    "ns = {'__name__': 'checker'}\n"
+    "exec(compile(src, 'checker.py', 'exec'), ns)\n"
+    "got = ns[name](read(sys.argv[3]), read(sys.argv[4]), read(sys.argv[5]))\n"
+    "print('Result:', str(got) if style == 'klear' else bool(got))\n")
 CHECKER_STYLES = {
-    # style: (what runs, argument order of the three files, how its verdict is read)
-    "open-r1": ("checker.py", ("input", "expected", "actual")),
-    "klear": ("checker.py", ("input", "actual", "expected")),
-    "hardtests": ("run_checker.py", ("input", "actual", "expected")),
+    # style: (the command before the three files, their order)
+    "open-r1": (("checker.py",), ("input", "expected", "actual")),
+    "klear": (("run_checker.py", "klear", "is_valid_output"), ("input", "actual", "expected")),
+    "hardtests": (("run_checker.py", "hardtests", "output_judging_function"), ("input", "actual", "expected")),
+    "testlib": (("./checker",), ("input", "actual", "expected")),
 }
-"""How each dataset calls its Python checker: open-r1's Piston package runs ``checker.py INPUT CORRECT_OUTPUT
-SOLUTION_OUTPUT`` and accepts stdout ``1`` or ``100``; Klear-CodeTest runs ``checker.py INPUT OUTPUT EXPECTED`` and
-accepts ``True``; HardTests calls ``output_judging_function(input_str, candidate_output, reference_output)`` in a
-subprocess that prints ``Result: True``. Any non-zero exit is a rejection (a checker that fails rejects)."""
+"""How each dataset calls its checker. open-r1's Piston package runs ``checker.py INPUT CORRECT_OUTPUT SOLUTION_OUTPUT``
+and accepts stdout ``1`` or ``100``; Klear-CodeTest cuts the checker at its ``def main(`` and prints
+``is_valid_output(input_str, output_str, reference_output_str)``, accepting exactly ``True`` (files read as text);
+HardTests calls ``output_judging_function(input_str, candidate_output, reference_output)`` with the texts as they are
+(no newline translation) and accepts a true value; a testlib checker (C++, compiled) runs as ``checker INPUT OUTPUT
+ANSWER`` and accepts with exit code 0, while its FAIL (exit 3: the checker or the answer is wrong) or a death by a
+signal is the checker's own failure (``broken``). Any other non-zero exit is a rejection."""
+TESTLIB_FAIL = 3
+"""testlib's exit code for ``_fail`` without EJUDGE/CONTESTER/TESTSYS."""
 MAX_CHECKER_OUTPUT = 4096
 
 
-def accepted(style, stdout):
-    """Whether a checker's stdout accepts (its exit status was 0)."""
+def accepted(style, code, stdout):
+    """Whether a checker that exited with ``code`` and printed ``stdout`` accepts."""
+    if style == "testlib":
+        return code == 0
+    if code != 0:
+        return False
     text = stdout.decode("utf-8", "replace")
     if style == "open-r1":
         return "".join(text.split()) in ("1", "100")
-    if style == "klear":
-        return text.strip() == "True"
-    return "Result: True" in text
+    return text.strip() == "Result: True"
 
 
 def run_checker(job, emit):
     """Run the task's checker once per test on (input, expected output, the candidate's output): a job of its own,
-    never in the candidate's process (the expected output reaches only this one)."""
+    never in the candidate's process (the expected output reaches only this one). A testlib checker comes compiled
+    (``binary``, from the scorer's compile cache)."""
     style = job["style"]
-    script, order = CHECKER_STYLES[style]
-    _write("checker.py", job["checker"].encode("utf-8", "surrogatepass"), 0o600)
-    if script != "checker.py":
-        _write(script, _HARDTESTS_RUNNER.encode(), 0o600)
+    command, order = CHECKER_STYLES[style]
+    if style == "testlib":
+        _write("checker", base64.b64decode(job["binary"]), 0o700)
+    else:
+        _write("checker.py", job["checker"].encode("utf-8", "surrogatepass"), 0o600)
+        command = (sys.executable, "-I", "-S", "-B", *command)
+        if "run_checker.py" in command:
+            _write("run_checker.py", _FUNCTION_RUNNER.encode(), 0o600)
     for case in job["tests"]:
         t0 = time.perf_counter()
         ev = {"event": protocol.CHECKED, "index": case["index"], "ok": False}
@@ -100,15 +120,16 @@ def run_checker(job, emit):
             _write(names[part], case[part].encode("utf-8", "surrogatepass"), 0o600)
         out = os.open(".checker_out", os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            proc = subprocess.run([sys.executable, "-I", "-S", "-B", script, *(names[p] for p in order)],
-                                  stdin=subprocess.DEVNULL, stdout=out, stderr=2, close_fds=True,
+            proc = subprocess.run([*command, *(names[p] for p in order)], stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=out if style == "testlib" else 2, close_fds=True,
                                   timeout=job["check_timeout"])
             said = _read_fd(out, MAX_CHECKER_OUTPUT)
-            if proc.returncode != 0:
+            ev["ok"] = accepted(style, proc.returncode, said)
+            ev["message"] = said[:300].decode("utf-8", "replace").strip()
+            if style == "testlib" and (proc.returncode == TESTLIB_FAIL or proc.returncode < 0):
+                ev["broken"] = True
+            if not ev["ok"] and proc.returncode != 0 and not (style == "testlib" and ev["message"]):
                 ev["message"] = f"the checker ended with {_ended(proc.returncode)}"
-            else:
-                ev["ok"] = accepted(style, said)
-                ev["message"] = said[:300].decode("utf-8", "replace").strip()
         except subprocess.TimeoutExpired:
             ev["message"] = f"the checker ran past {job['check_timeout']:g} s"
         except OSError as e:
@@ -127,9 +148,13 @@ def run_checker(job, emit):
 def compile_cpp(job, emit):
     t0 = time.perf_counter()
     _write("main.cpp", job["program"].encode("utf-8", "surrogatepass"), 0o600)
+    headers = job.get("headers") or {}
+    for name, text in headers.items():  # e.g. testlib.h for a checker, next to the source
+        _write(os.path.basename(name), text.encode("utf-8", "surrogatepass"), 0o600)
     err = os.open(".cxx_messages", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        proc = subprocess.run([job.get("cxx") or "g++", *protocol.CXX_FLAGS, "-o", "main", "main.cpp"],
+        proc = subprocess.run([job.get("cxx") or "g++", *protocol.CXX_FLAGS, *(["-I."] if headers else []),
+                               "-o", "main", "main.cpp"],
                               stdin=subprocess.DEVNULL, stdout=err, stderr=err, close_fds=True)
         code = proc.returncode
     except OSError as e:
