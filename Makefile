@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # grpo-wb subprocess a test starts compiles the package again and pytest rewrites every test file on each run.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast install lab clean sandbox browser
+.PHONY: demo test test-fast lint install lab clean sandbox browser
 
 # The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
 # elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`). g++ compiles
@@ -74,14 +74,19 @@ demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT) $(MBPP_S)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 # the layer contract first (pyproject.toml [tool.importlinter]): a back edge fails the build before any test runs
-test: $(STAMP) sandbox browser
+# the house rules before any test: the layer contract, ruff (lint and format) and mypy (config in pyproject.toml)
+lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check grpo_wb tests
+	$(BIN)/ruff format --check grpo_wb tests
+	$(BIN)/mypy
+
+test: $(STAMP) sandbox browser lint
 	$(BIN)/python -m pytest -q
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow)
-test-fast: $(STAMP)
-	$(BIN)/lint-imports
+test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 lab: $(STAMP)

@@ -17,6 +17,7 @@ pyproject.toml, checked by ``lint-imports`` in ``make test``):
 The names below are importable from here; each is looked up on first use, so ``import grpo_wb.scoring``
 (a sandbox worker's Ray actor, say) does not import pandas.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,11 +26,17 @@ from typing import Any
 from grpo_wb.version import __version__
 
 _NAMES = {
-    "load_run": "grpo_wb.runs.load", "Run": "grpo_wb.runs.load",
-    "SmokeConfig": "grpo_wb.runs.smoke", "SmokeRun": "grpo_wb.runs.smoke",
-    "Task": "grpo_wb.tasks.records", "TestCase": "grpo_wb.tasks.records", "load_tasks": "grpo_wb.tasks.records",
-    "Scorer": "grpo_wb.scoring.scorer", "ScoreRequest": "grpo_wb.scoring.scorer",
-    "compute_advantages": "grpo_wb.signal.advantages", "AdvantageConfig": "grpo_wb.signal.advantages",
+    "load_run": "grpo_wb.runs.load",
+    "Run": "grpo_wb.runs.load",
+    "SmokeConfig": "grpo_wb.runs.smoke",
+    "SmokeRun": "grpo_wb.runs.smoke",
+    "Task": "grpo_wb.tasks.records",
+    "TestCase": "grpo_wb.tasks.records",
+    "load_tasks": "grpo_wb.tasks.records",
+    "Scorer": "grpo_wb.scoring.scorer",
+    "ScoreRequest": "grpo_wb.scoring.scorer",
+    "compute_advantages": "grpo_wb.signal.advantages",
+    "AdvantageConfig": "grpo_wb.signal.advantages",
     "analyze": "grpo_wb.signal.headroom",
 }
 

@@ -5,6 +5,7 @@ Real model outputs and real task sets travel with the repository, so the tests, 
 was installed from (``pip install -e .``, as ``make`` does); :func:`bundled` says so in one line
 when a file is not there.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,6 +44,8 @@ TOY_TASKS = DATA / "toy_tasks.jsonl"
 def bundled(path: Path) -> Path:
     """``path`` when it exists, else a UserError naming it and where it comes from."""
     if not path.exists():
-        raise UserError(f"{path}: bundled data missing (a checkout of grpo_wb carries it in data/external; "
-                        "see data/external/PROVENANCE.md)")
+        raise UserError(
+            f"{path}: bundled data missing (a checkout of grpo_wb carries it in data/external; "
+            "see data/external/PROVENANCE.md)"
+        )
     return path

@@ -14,6 +14,7 @@ style). From that one declaration come:
 * the lines of a notebook's ``parameters`` cell (:func:`parameter_line`), so notebooks declare the same
   names, types, defaults and help as the config they feed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,12 +26,21 @@ import math
 import sys
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from grpo_wb.errors import UserError
 
-T = TypeVar("T")
+
+class _Dataclass(Protocol):
+    """Any dataclass (the shape of typeshed's ``DataclassInstance``), what :func:`from_args` and :func:`from_dict`
+    build."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+
+T = TypeVar("T", bound=_Dataclass)
 
 
 # ----------------------------------------------------------------------------- values checked at parse time
@@ -97,15 +107,26 @@ def int_list(s: str) -> list[int]:
 # ----------------------------------------------------------------------------- declaring a field's flag
 
 
-def cli(*, type: Callable[[str], Any] | None = None, flags: tuple[str, ...] = (), positional: bool = False,
-        metavar: str | tuple[str, ...] | None = None, nargs: int | None = None) -> dict[str, Any]:
+def cli(
+    *,
+    type: Callable[[str], Any] | None = None,
+    flags: tuple[str, ...] = (),
+    positional: bool = False,
+    metavar: str | tuple[str, ...] | None = None,
+    nargs: int | None = None,
+) -> dict[str, Any]:
     """Field metadata for :func:`add_flags`: an argparse ``type``, other ``flags`` (``("-k", "--k")``), a
     ``positional`` argument, a ``metavar`` or ``nargs`` (a repeatable flag of several values)."""
-    return {"cli": {k: v for k, v in dict(type=type, flags=flags, positional=positional, metavar=metavar,
-                                          nargs=nargs).items() if v}}
+    return {
+        "cli": {
+            k: v
+            for k, v in dict(type=type, flags=flags, positional=positional, metavar=metavar, nargs=nargs).items()
+            if v
+        }
+    }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _class_bodies(module: str) -> dict[str, list[ast.stmt]]:
     """The statements of each top-level class of ``module``, by name: one parse per module, where
     ``inspect.getsource`` per class tokenised its file again for each (a third of ``grpo-wb --help``'s start)."""
@@ -116,7 +137,7 @@ def _class_bodies(module: str) -> dict[str, list[ast.stmt]]:
     return {n.name: n.body for n in tree.body if isinstance(n, ast.ClassDef)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_docs(cls: type) -> dict[str, str]:
     """The docstring under each field of ``cls`` and of the dataclasses it extends, whitespace folded."""
     docs: dict[str, str] = {}
@@ -125,8 +146,13 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         body = _class_bodies(klass.__module__).get(klass.__qualname__, [])
         for a, b in zip(body, body[1:]):
-            if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr) \
-                    and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
+            if (
+                isinstance(a, ast.AnnAssign)
+                and isinstance(a.target, ast.Name)
+                and isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Constant)
+                and isinstance(b.value.value, str)
+            ):
                 docs[a.target.id] = " ".join(b.value.value.split())
     return docs
 
@@ -139,19 +165,23 @@ def _plain(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _default(f: dataclasses.Field) -> Any:
+def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return dataclasses.MISSING
 
 
 def _shows_default(default: Any) -> bool:
     """Whether help says ``(default: ...)``: not for a required field, a switch, None or an empty list (by
     identity and type: ``0 == False`` and ``1.0 == True`` are defaults to show)."""
-    return not (default is dataclasses.MISSING or default is None or isinstance(default, bool)
-                or (isinstance(default, list) and not default))
+    return not (
+        default is dataclasses.MISSING
+        or default is None
+        or isinstance(default, bool)
+        or (isinstance(default, list) and not default)
+    )
 
 
 class _Append(argparse.Action):
@@ -183,8 +213,9 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             if default is True:
                 parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false", **kw)
             else:
-                parser.add_argument(*(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name,
-                                    action="store_true", **kw)
+                parser.add_argument(
+                    *(meta.get("flags") or ("--" + f.name.replace("_", "-"),)), dest=f.name, action="store_true", **kw
+                )
             continue
         if typing.get_origin(tp) is Literal:
             kw["choices"] = list(typing.get_args(tp))
@@ -224,7 +255,7 @@ def from_args(cls: type[T], args: argparse.Namespace) -> T:
 # ----------------------------------------------------------------------------- checks every config shares
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _choices(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool], ...]:
     """``(field, allowed values, optional)`` for each ``Literal`` field of ``cls``."""
     out = []
@@ -238,7 +269,8 @@ def _choices(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool], ...]:
 def check_choices(obj: Any) -> None:
     """Every ``Literal`` field of the dataclass ``obj`` holds one of its values: the choices are declared once,
     by the annotation, which argparse (``choices``) and :func:`from_dict` read too."""
-    for name, allowed, optional in _choices(type(obj)):
+    cls: type = type(obj)
+    for name, allowed, optional in _choices(cls):
         value = getattr(obj, name)
         if value not in allowed and not (optional and value is None):
             raise UserError(f"unknown {name.replace('_', '-')} {value!r} (choose {', '.join(map(str, allowed))})")
@@ -325,6 +357,9 @@ def parameter_line(cls: type, name: str, default: Any = dataclasses.MISSING) -> 
         default = _default(f)
     if default is None or default is dataclasses.MISSING:
         default = {"str": "", "list": []}.get(notebook_type, default)
-    shown = json.dumps(default) if isinstance(default, str) else repr(list(default) if isinstance(default, tuple)
-                                                                        else default)
+    shown = (
+        json.dumps(default)
+        if isinstance(default, str)
+        else repr(list(default) if isinstance(default, tuple) else default)
+    )
     return f"{name}: {notebook_type} = {shown}  # {field_docs(cls)[name]}"

@@ -4,6 +4,7 @@ A :class:`UserError` is a mistake in the user's input or configuration. The CLI
 prints it as one line (``grpo-wb: error: ...``) and exits non-zero; it never
 shows a traceback. Anything else escaping the CLI is a bug in grpo_wb.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,7 +45,7 @@ def one_line(text: object, limit: int = 300, *, first_line: bool = False) -> str
     if first_line:
         s = next((ln for ln in s.splitlines() if ln.strip()), "")
     s = " ".join(s.split())
-    return s if len(s) <= limit else s[:limit - 3] + "..."
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def exception_line(e: BaseException, limit: int = 200) -> str:

@@ -5,6 +5,7 @@ crash loses at most the line being written; JSON artifacts are written to a
 temporary file in the same directory and renamed over the target, so a reader
 sees either the old file or the new one, never half of one.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -17,9 +18,10 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any
 
 import orjson
 
@@ -88,8 +90,9 @@ def _json_escape_surrogates(text: str) -> str:
 
 
 def _json(obj: Any, **kw: Any) -> str:
-    return _json_escape_surrogates(json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False,
-                                              ensure_ascii=False, **kw))
+    return _json_escape_surrogates(
+        json.dumps(_clean(obj), default=lambda o: _clean(_default(o)), allow_nan=False, ensure_ascii=False, **kw)
+    )
 
 
 def dumps(obj: Any) -> str:
@@ -110,7 +113,9 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # what open() would give, not mkstemp's 0600
         # text a model or a child wrote (a report quoting an error) must not fail the write: see encodable()
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "errors": "backslashreplace"})) as f:
+        binary = "b" in mode
+        encoding, errors = (None, None) if binary else ("utf-8", "backslashreplace")  # None: open()'s own defaults
+        with os.fdopen(fd, mode, encoding=encoding, errors=errors) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -174,7 +179,7 @@ class JsonlAppender:
             os.fsync(self._f.fileno())
         self._f.close()
 
-    def __enter__(self) -> "JsonlAppender":
+    def __enter__(self) -> JsonlAppender:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -190,7 +195,7 @@ def open_text(path: str | os.PathLike, *, binary: bool = False):
         raise UserError("is a directory, expected a file", path=str(path))
     if p.suffix == ".gz":
         return gzip.open(p, "rb") if binary else gzip.open(p, "rt", encoding="utf-8")
-    return open(p, "rb") if binary else open(p, "r", encoding="utf-8")
+    return open(p, "rb") if binary else open(p, encoding="utf-8")
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -216,8 +221,9 @@ def fast_loads(line: bytes) -> Any:
         return json.loads(line)
 
 
-def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None = None,
-               fast: bool = False) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None = None, fast: bool = False
+) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)``; skip blank lines; bad JSON is a UserError naming the line, or, with
     ``on_bad``, yields ``on_bad(why)`` in its place (for callers that count and skip bad lines). ``fast``: parsed
     by orjson (:func:`fast_loads`: integers past 64 bits become floats)."""
@@ -233,8 +239,7 @@ def iter_jsonl(path: str | os.PathLike, *, on_bad: Callable[[str], Any] | None =
                     if on_bad is not None:
                         yield lineno, on_bad(f"invalid JSON: {e.msg} (column {e.colno})")
                         continue
-                    raise UserError(f"invalid JSON: {e.msg} (column {e.colno})",
-                                    path=str(path), line=lineno) from None
+                    raise UserError(f"invalid JSON: {e.msg} (column {e.colno})", path=str(path), line=lineno) from None
         except UnicodeDecodeError as e:
             raise UserError(f"not UTF-8 text: {e.reason}", path=str(path)) from None
         except (OSError, EOFError) as e:

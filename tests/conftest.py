@@ -7,6 +7,7 @@ the rest (the unit tier); a test of that tier that starts or uses a sandbox work
 process or any it starts (below), so the unit tier stays free of bubblewrap and of the sandbox, and a test
 that runs code is marked as such.
 """
+
 import contextlib
 import json
 import os
@@ -66,6 +67,56 @@ def need(path: Path) -> Path:
     return Path(path)
 
 
+def binary_scored(tmp_path: Path, tasks, pass_counts, n: int = 8) -> Path:
+    """A scored file, ``scored.jsonl``: ``pass_counts[i]`` of ``n`` samples of task i pass (binary reward)."""
+    rows = [
+        {"task_id": t.task_id, "passed": j < c, "reward": float(j < c)}
+        for t, c in zip(tasks, pass_counts)
+        for j in range(n)
+    ]
+    return write_jsonl(tmp_path / "scored.jsonl", rows)
+
+
+# ----------------------------------------------------------------------------- command lines shared by the CLI tests
+
+
+def score_argv(tasks, completions, out, *extra: str) -> list[str]:
+    """`grpo-wb score` of a completions file against a tasks file, into ``out``; then ``extra``."""
+    return ["score", "--tasks", str(tasks), "--completions", str(completions), "--out", str(out), *extra]
+
+
+def import_argv(fmt: str, src, out, *extra: str) -> list[str]:
+    """`grpo-wb tasks import FMT --src SRC --out OUT`; then ``extra``."""
+    return ["tasks", "import", fmt, "--src", str(src), "--out", str(out), *extra]
+
+
+def filter_argv(scored, tasks, out, fmt: str, *extra: str) -> list[str]:
+    """`grpo-wb filter` keeping the band [0.1, 0.9] of a scored file's tasks, written as ``fmt`` rows."""
+    argv = ["filter", str(scored), "--band", "0.1", "0.9", "--tasks", str(tasks), "--out", str(out)]
+    return [*argv, "--format", fmt, *extra]
+
+
+def export_frontier_argv(scored, tasks, out, fmt: str) -> list[str]:
+    """`grpo-wb headroom` writing the frontier tasks at G = 4 as ``fmt`` rows."""
+    argv = ["headroom", str(scored), "--tasks", str(tasks), "--export-frontier", str(out), "--format", fmt]
+    return [*argv, "--group-size", "4"]
+
+
+def replay_model(srv) -> list[str]:
+    """The flags that sample a ``ReplayServer`` (``grpo_wb.rollouts.loopback``): its OpenAI API and model."""
+    return ["--backend", "openai", "--base-url", srv.base_url, "--model", srv.model]
+
+
+EARLY_STOP = "--group-size 4 --batch-size 5 --steps 6 --patience 2 --min-informative-fraction 0.5".split()
+"""Smoke flags that stop a mock run on ``all_pass_toy`` after 2 of its 6 steps (patience 2, no informative group)."""
+
+
+def all_pass_toy(tmp_path: Path) -> Path:
+    """The toy tasks, each with mock_skill 1.0 (every mock completion passes), written to ``easy.jsonl``."""
+    easy = [dict(t, metadata={**t["metadata"], "mock_skill": 1.0}) for t in read_jsonl(TOY)]
+    return write_jsonl(tmp_path / "easy.jsonl", easy)
+
+
 _RECORDS = Path(tempfile.mkdtemp(prefix="grpo_wb_tiers_"))
 _FORBID_RECORD = _RECORDS / "attempts"
 _FAILURES_RECORD = _RECORDS / "sandbox_failures"
@@ -95,8 +146,11 @@ def _sandbox_forbidden_unless_marked(item):
             os.environ.pop(k, None)
     attempts = _FORBID_RECORD.read_text()
     if attempts:
-        pytest.fail(f"{item.nodeid} is not marked sandbox but started or used a sandbox worker: mark it "
-                    f"@pytest.mark.sandbox (attempts: {attempts.strip().splitlines()[0]})", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} is not marked sandbox but started or used a sandbox worker: mark it "
+            f"@pytest.mark.sandbox (attempts: {attempts.strip().splitlines()[0]})",
+            pytrace=False,
+        )
 
 
 @contextlib.contextmanager
@@ -119,9 +173,12 @@ def _sandbox_must_work(item):
         os.environ.pop(FAILURES_ENV, None)
     failures = _FAILURES_RECORD.read_text()
     if failures:
-        pytest.fail(f"{item.nodeid}: the sandbox failed ({failures.splitlines()[0]}); a test that runs code "
-                    f"fails when its code cannot run (mark a test that breaks the sandbox on purpose "
-                    f"@pytest.mark.sandbox_breaks)", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid}: the sandbox failed ({failures.splitlines()[0]}); a test that runs code "
+            f"fails when its code cannot run (mark a test that breaks the sandbox on purpose "
+            f"@pytest.mark.sandbox_breaks)",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(wrapper=True)

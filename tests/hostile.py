@@ -1,5 +1,6 @@
-"""Source snippets of hostile completions, and the one-completion scoring call, shared by the sandbox, red-team,
-early-stop and exec-test tests."""
+"""Source snippets of hostile completions, the one-completion scoring call and the assert-test task, shared by the
+sandbox, red-team, early-stop and exec-test tests."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,18 @@ import threading
 import time
 
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
-from grpo_wb.tasks.records import Task
+from grpo_wb.tasks.records import Task, TestCase
+
+
+def assert_task(task_id: str, prompt: str, entry_point: str, tests, **fields) -> Task:
+    """A task whose tests are the assert statements ``tests`` (named t0, t1, ...); ``fields``: the task's others."""
+    return Task(
+        task_id=task_id,
+        prompt=prompt,
+        entry_point=entry_point,
+        tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)),
+        **fields,
+    )
 
 
 def score_one(scorer: Scorer, task: Task, completion: str, **kw):

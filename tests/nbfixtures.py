@@ -1,4 +1,5 @@
 """Shared helpers for the notebook-layer tests: small smoke runs (made once per session) and tiny notebooks."""
+
 from __future__ import annotations
 
 import atexit
@@ -23,8 +24,9 @@ def shared_run(group_size: int = 4) -> Path:
         from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 
         out = _TMP / f"g{group_size}" / "run"
-        cfg = SmokeConfig(tasks=str(TOY), out=str(out), group_size=group_size, batch_size=4, steps=2, seed=0,
-                          timeout=0.5)
+        cfg = SmokeConfig(
+            tasks=str(TOY), out=str(out), group_size=group_size, batch_size=4, steps=2, seed=0, timeout=0.5
+        )
         SmokeRun(cfg, overwrite=True, progress=False, log=lambda m: None).run()
         _RUNS[group_size] = out
     return _RUNS[group_size]
@@ -55,7 +57,7 @@ def n_tables(nb) -> int:
 
 
 def html_body(html: str) -> str:
-    return html[html.index("<body"):]
+    return html[html.index("<body") :]
 
 
 def assert_shareable_html(html: str, min_images: int) -> None:

@@ -1,19 +1,15 @@
 """Advantages against hand-computed values (TRL GRPOTrainer conventions)."""
+
 import math
 
 import pytest
 
-from grpo_wb.signal.advantages import (
-    AdvantageConfig,
-    compute_advantages,
-    group_has_variance,
-    nanstd,
-)
+from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages, group_has_variance, nanstd
 from grpo_wb.signal.diagnostics import build_groups, step_metrics
 
-A = [1.0, 0.0, 0.0, 1.0]     # mean 0.5, sample std sqrt(1/3) = 0.57735
-B = [1.0, 1.0, 1.0, 1.0]     # all pass
-C = [1.0, 0.0, 0.0, 0.0]     # mean 0.25, sample std 0.5
+A = [1.0, 0.0, 0.0, 1.0]  # mean 0.5, sample std sqrt(1/3) = 0.57735
+B = [1.0, 1.0, 1.0, 1.0]  # all pass
+C = [1.0, 0.0, 0.0, 0.0]  # mean 0.25, sample std 0.5
 
 
 def close(xs, ys, tol=1e-9):
@@ -70,9 +66,16 @@ def test_rloo_leave_one_out_baseline():
     close(a, [2 / 3, -2 / 3, -2 / 3, 2 / 3])
 
 
-@pytest.mark.parametrize("cfg", [AdvantageConfig(), AdvantageConfig(scale_rewards="batch"),
-                                 AdvantageConfig(scale_rewards="none"), AdvantageConfig(mode="rloo"),
-                                 AdvantageConfig(mode="rloo", scale_rewards="none")])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        AdvantageConfig(),
+        AdvantageConfig(scale_rewards="batch"),
+        AdvantageConfig(scale_rewards="none"),
+        AdvantageConfig(mode="rloo"),
+        AdvantageConfig(mode="rloo", scale_rewards="none"),
+    ],
+)
 def test_zero_variance_group_gets_zero_advantages_in_every_mode(cfg):
     noisy = [0.1 + 0.2, 0.3, 0.3, 0.3]  # std ~1e-17: float noise, not signal
     out = compute_advantages([B, [0.0] * 4, noisy, A], cfg)

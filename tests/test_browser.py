@@ -2,13 +2,14 @@
 ``make test`` installs as it installs bubblewrap) driven by selenium, with every host unresolvable, opens the
 rollout explorer's HTML from a file, filters the table to ``timeout``, opens a task, finds the failing test's
 diff, and follows deep links. Without Chromium this test fails, naming what is missing."""
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
-
 from conftest import write_jsonl
+
 from grpo_wb.cli.main import main
 from grpo_wb.tasks.records import Task, TestCase, write_tasks
 
@@ -18,30 +19,76 @@ NOTEBOOK = "notebooks/rollout_explorer.ipynb"
 
 
 def _rows():
-    io_fail = {"test": "t0", "kind": "stdio", "error": "wrong output", "input": "21\n", "expected": "42\n21\n",
-               "actual": "42\n22\n"}
-    val_fail = {"test": "assert_0", "kind": "values", "error": "AssertionError",
-                "code": "assert candidate(2) == 4", "actual": "5"}
+    io_fail = {
+        "test": "t0",
+        "kind": "stdio",
+        "error": "wrong output",
+        "input": "21\n",
+        "expected": "42\n21\n",
+        "actual": "42\n22\n",
+    }
+    val_fail = {
+        "test": "assert_0",
+        "kind": "values",
+        "error": "AssertionError",
+        "code": "assert candidate(2) == 4",
+        "actual": "5",
+    }
 
     def r(tid, i, status, failure=None, error=""):
-        return {"task_id": tid, "completion_id": f"{tid}#{i}", "sample_index": i, "status": status,
-                "passed": status == "pass", "reward": float(status == "pass"), "error": error,
-                "completion": f"# sample {i} of {tid}\nprint({i})\n", "duration_s": 0.01,
-                "extraction": {"mode": "fenced", "rule": "last_python_block"}, "failure": failure or {}}
-    return [r("t/io", 0, "fail", io_fail, "wrong output"), r("t/io", 1, "pass"),
-            r("t/hang", 0, "timeout", error="timed out"), r("t/hang", 1, "timeout", error="timed out"),
-            r("t/value", 0, "fail", val_fail, "AssertionError"), r("t/value", 1, "pass"),
-            *(r("t/easy", i, "pass") for i in range(3))]
+        return {
+            "task_id": tid,
+            "completion_id": f"{tid}#{i}",
+            "sample_index": i,
+            "status": status,
+            "passed": status == "pass",
+            "reward": float(status == "pass"),
+            "error": error,
+            "completion": f"# sample {i} of {tid}\nprint({i})\n",
+            "duration_s": 0.01,
+            "extraction": {"mode": "fenced", "rule": "last_python_block"},
+            "failure": failure or {},
+        }
+
+    return [
+        r("t/io", 0, "fail", io_fail, "wrong output"),
+        r("t/io", 1, "pass"),
+        r("t/hang", 0, "timeout", error="timed out"),
+        r("t/hang", 1, "timeout", error="timed out"),
+        r("t/value", 0, "fail", val_fail, "AssertionError"),
+        r("t/value", 1, "pass"),
+        *(r("t/easy", i, "pass") for i in range(3)),
+    ]
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     d = tmp_path_factory.mktemp("browser")
     write_jsonl(d / "scored.jsonl", _rows())
-    write_tasks(d / "tasks.jsonl", [Task(t, f"Prompt of {t}.", "", (TestCase("t0", type="stdio", output="x\n"),))
-                                    for t in ("t/io", "t/hang", "t/value", "t/easy")])
-    assert main(["report", NOTEBOOK, "--out", str(d / "rep"), "-p", "input_path", str(d / "scored.jsonl"),
-                 "-p", "tasks_file", str(d / "tasks.jsonl")]) == 0
+    write_tasks(
+        d / "tasks.jsonl",
+        [
+            Task(t, f"Prompt of {t}.", "", (TestCase("t0", type="stdio", output="x\n"),))
+            for t in ("t/io", "t/hang", "t/value", "t/easy")
+        ],
+    )
+    assert (
+        main(
+            [
+                "report",
+                NOTEBOOK,
+                "--out",
+                str(d / "rep"),
+                "-p",
+                "input_path",
+                str(d / "scored.jsonl"),
+                "-p",
+                "tasks_file",
+                str(d / "tasks.jsonl"),
+            ]
+        )
+        == 0
+    )
     return d / "rep" / "report.html"
 
 
@@ -55,8 +102,14 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
-              "--host-resolver-rules=MAP * ~NOTFOUND"):  # offline: no host resolves
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+    ):  # offline: no host resolves
         opts.add_argument(a)
     d = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver")))
     yield d

@@ -31,6 +31,7 @@ causes, each checked here from the data (anything else fails the test):
   MBPP files; these two were the exceptions, as if their stored runs were resumed or run in another order.
   The list must match exactly, so it cannot go stale.
 """
+
 from __future__ import annotations
 
 import ast
@@ -64,7 +65,7 @@ NOT_REPRODUCED = {
 FILES = sorted(CHAT_REPLIES.glob("*.jsonl.gz"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _raw(path):
     return read_jsonl(path)
 
@@ -79,11 +80,22 @@ def verdicts():
             mc = import_mapcoder(path)
             raw = _raw(path)
             tasks = {t.task_id: t for t in mc.tasks}
-            reqs = [ScoreRequest(tasks[s["task_id"]], s["completion"], i, completion_id=f"{path.name}:{s['line']}")
-                    for i, s in enumerate(mc.samples)]
+            reqs = [
+                ScoreRequest(tasks[s["task_id"]], s["completion"], i, completion_id=f"{path.name}:{s['line']}")
+                for i, s in enumerate(mc.samples)
+            ]
             for s, res in zip(mc.samples, sc.score(reqs)):
-                out.append({"file": path, "index": s["line"] - 1, "set": path.name.split("__")[1],
-                            "row": raw[s["line"] - 1],                            "task": tasks[s["task_id"]], "is_solved": s["is_solved"], "res": res})
+                out.append(
+                    {
+                        "file": path,
+                        "index": s["line"] - 1,
+                        "set": path.name.split("__")[1],
+                        "row": raw[s["line"] - 1],
+                        "task": tasks[s["task_id"]],
+                        "is_solved": s["is_solved"],
+                        "res": res,
+                    }
+                )
     return out
 
 
@@ -125,7 +137,7 @@ def _shared_namespace_evidence(v) -> set[str]:
     program in the same MapCoder file binds at module level: in MapCoder's one namespace, the earlier
     definition is what this program found (helping it, or shadowing what it meant)."""
     earlier: set[str] = set()
-    for row in _raw(v["file"])[:v["index"]]:
+    for row in _raw(v["file"])[: v["index"]]:
         if row.get("source_codes"):
             earlier |= _names(_mapcoder_program(row, with_prompt=False))[0]
     free = _names(_mapcoder_program(v["row"], with_prompt=False))[1]
@@ -143,8 +155,12 @@ def _causes(verdicts) -> list[tuple[dict, str]]:
         if v["set"] == "APPS":
             continue
         for with_prompt in (False, True):
-            t = Task(task_id=f"replay/{v['res'].completion_id}/{with_prompt}", prompt="",
-                     entry_point=v["row"]["entry_point"], tests=(TestCase(name="ran", code="pass"),))
+            t = Task(
+                task_id=f"replay/{v['res'].completion_id}/{with_prompt}",
+                prompt="",
+                entry_point=v["row"]["entry_point"],
+                tests=(TestCase(name="ran", code="pass"),),
+            )
             replays.append(ScoreRequest(t, _mapcoder_program(v["row"], with_prompt), completion_id=t.task_id))
     with Scorer(SandboxLimits(timeout=TIMEOUT), workers=2, cache=False) as sc:
         replayed = {r.completion_id: r.passed for r in sc.score(replays)}
@@ -160,8 +176,9 @@ def _causes(verdicts) -> list[tuple[dict, str]]:
             cause = "shared-namespace"
         elif ours and not replayed[f"replay/{cid}/False"] and replayed[f"replay/{cid}/True"]:
             cause = "prompt-not-prepended"
-        elif ours and _norm(code) not in _norm(extract_program(v["task"].prompt, v["task"].entry_point,
-                                                                 v["row"]["responses"][0]).program or ""):
+        elif ours and _norm(code) not in _norm(
+            extract_program(v["task"].prompt, v["task"].entry_point, v["row"]["responses"][0]).program or ""
+        ):
             cause = "other-block"
         elif ours and replayed[f"replay/{cid}/False"] and (v["file"].name, v["row"].get("task_id")) in NOT_REPRODUCED:
             cause = "not reproduced"
@@ -179,8 +196,11 @@ def test_agreement_with_mapcoder_and_every_disagreement_explained(verdicts):
     print(f"\nagreement with MapCoder's is_solved: {agree}/{n} = {100 * agree / n:.2f}%; statuses {dict(statuses)}")
     for (ds, side, cause), k in sorted(table.items(), key=lambda kv: -kv[1]):
         print(f"  {k:4d}  {ds:9s} {side:20s} {cause}")
-    unexplained = [(v["file"].name, v["row"].get("task_id"), v["is_solved"], v["res"].status, v["res"].error[:100])
-                   for v, c in causes if c == "unexplained"]
+    unexplained = [
+        (v["file"].name, v["row"].get("task_id"), v["is_solved"], v["res"].status, v["res"].error[:100])
+        for v, c in causes
+        if c == "unexplained"
+    ]
     assert unexplained == [], unexplained
     found = {(v["file"].name, v["row"].get("task_id")) for v, c in causes if c == "not reproduced"}
     # a row of the list missing here must have timed out: HumanEval/129's answer is a search whose run time sits
@@ -192,8 +212,11 @@ def test_agreement_with_mapcoder_and_every_disagreement_explained(verdicts):
 
 def test_no_reply_mapcoder_solved_is_a_parse_failure_here(verdicts):
     """Extraction on real chat replies: what MapCoder ran and passed, grpo_wb finds code in too."""
-    lost = [(v["file"].name, v["row"].get("task_id")) for v in verdicts
-            if v["is_solved"] and v["res"].status == "parse_failure"]
+    lost = [
+        (v["file"].name, v["row"].get("task_id"))
+        for v in verdicts
+        if v["is_solved"] and v["res"].status == "parse_failure"
+    ]
     assert lost == []
 
 

@@ -1,4 +1,5 @@
 """Bad input to the CLI: one clear line on stderr, a non-zero exit, never a traceback."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ def ws(tmp_path):
     }
     files["good"].write_text(json.dumps(good) + "\n")
     files["bad_json"].write_text(json.dumps(good) + "\n" + '{"task_id": "toy/add", "completion": \n')
-    files["unknown_task"].write_text(json.dumps(good) + "\n" + json.dumps({"task_id": "toy/nope", "completion": "x"}) + "\n")
+    files["unknown_task"].write_text(
+        json.dumps(good) + "\n" + json.dumps({"task_id": "toy/nope", "completion": "x"}) + "\n"
+    )
     files["no_completion"].write_text(json.dumps({"task_id": "toy/add"}) + "\n")
     files["int_completion"].write_text(json.dumps({"task_id": "toy/add", "completion": 3}) + "\n")
     files["not_object"].write_text("[1, 2]\n")
@@ -59,15 +62,32 @@ def run_main(capsys, argv):
 
 def run_sub(argv, cwd):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", *map(str, argv)], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "grpo_wb.cli", *map(str, argv)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, p.stderr
     return p.returncode, p.stdout, p.stderr
 
 
 def score(ws, completions, *extra):
-    return ["score", "--tasks", ws["tasks"], "--completions", ws[completions], "--out", ws["out"],
-            "--no-progress", "--timeout", "2", *extra]
+    return [
+        "score",
+        "--tasks",
+        ws["tasks"],
+        "--completions",
+        ws[completions],
+        "--out",
+        ws["out"],
+        "--no-progress",
+        "--timeout",
+        "2",
+        *extra,
+    ]
 
 
 def smoke(ws, *extra):
@@ -76,38 +96,54 @@ def smoke(ws, *extra):
 
 # name -> (argv builder, expected single stderr line prefix builder)
 USER_ERRORS = {
-    "score_bad_json": (lambda w: score(w, "bad_json"),
-                       lambda w: f"{PREFIX}{w['bad_json']}:2: invalid JSON"),
-    "score_unknown_task_id": (lambda w: score(w, "unknown_task"),
-                              lambda w: f"{PREFIX}{w['unknown_task']}:2: task_id 'toy/nope' is not in the task file"),
-    "score_missing_completion": (lambda w: score(w, "no_completion"),
-                                 lambda w: f"{PREFIX}{w['no_completion']}:1: missing or non-string field 'completion'"),
-    "score_non_string_completion": (lambda w: score(w, "int_completion"),
-                                    lambda w: f"{PREFIX}{w['int_completion']}:1: missing or non-string field 'completion'"),
-    "score_not_an_object": (lambda w: score(w, "not_object"),
-                            lambda w: f"{PREFIX}{w['not_object']}:1: expected a JSON object"),
-    "score_empty_completions": (lambda w: score(w, "empty"),
-                                lambda w: f"{PREFIX}{w['empty']}: no completions in file"),
+    "score_bad_json": (lambda w: score(w, "bad_json"), lambda w: f"{PREFIX}{w['bad_json']}:2: invalid JSON"),
+    "score_unknown_task_id": (
+        lambda w: score(w, "unknown_task"),
+        lambda w: f"{PREFIX}{w['unknown_task']}:2: task_id 'toy/nope' is not in the task file",
+    ),
+    "score_missing_completion": (
+        lambda w: score(w, "no_completion"),
+        lambda w: f"{PREFIX}{w['no_completion']}:1: missing or non-string field 'completion'",
+    ),
+    "score_non_string_completion": (
+        lambda w: score(w, "int_completion"),
+        lambda w: f"{PREFIX}{w['int_completion']}:1: missing or non-string field 'completion'",
+    ),
+    "score_not_an_object": (
+        lambda w: score(w, "not_object"),
+        lambda w: f"{PREFIX}{w['not_object']}:1: expected a JSON object",
+    ),
+    "score_empty_completions": (lambda w: score(w, "empty"), lambda w: f"{PREFIX}{w['empty']}: no completions in file"),
     "score_missing_completions_file": (
         lambda w: ["score", "--tasks", w["tasks"], "--completions", w["dir"] / "nope.jsonl", "--out", w["out"]],
-        lambda w: f"{PREFIX}{w['dir'] / 'nope.jsonl'}: no such file"),
+        lambda w: f"{PREFIX}{w['dir'] / 'nope.jsonl'}: no such file",
+    ),
     "score_completions_is_directory": (
         lambda w: ["score", "--tasks", w["tasks"], "--completions", w["dir"], "--out", w["out"]],
-        lambda w: f"{PREFIX}{w['dir']}: is a directory, expected a file"),
-    "smoke_batch_size_too_large": (lambda w: smoke(w, "--batch-size", N_TOY + 1),
-                                   lambda w: f"{PREFIX}batch-size {N_TOY + 1} exceeds the number of tasks"),
-    "smoke_group_size_1": (lambda w: smoke(w, "--group-size", "1"),
-                           lambda w: f"{PREFIX}group-size must be at least 2"),
-    "smoke_replay_without_completions": (lambda w: smoke(w, "--backend", "replay"),
-                                         lambda w: f"{PREFIX}--backend replay needs --completions FILE"),
-    "smoke_replay_missing_file": (lambda w: smoke(w, "--backend", "replay", "--completions", w["dir"] / "nope.jsonl"),
-                                  lambda w: f"{PREFIX}{w['dir'] / 'nope.jsonl'}: no such file"),
-    "smoke_replay_uncovered_tasks": (lambda w: smoke(w, "--backend", "replay", "--completions", w["good"]),
-                                     lambda w: f"{PREFIX}{w['good']}: no completions for {N_TOY - 1} task(s)"),
-    "smoke_resume_and_overwrite": (lambda w: smoke(w, "--resume", "--overwrite"),
-                                   lambda w: f"{PREFIX}--resume and --overwrite contradict each other"),
-    "smoke_negative_epsilon": (lambda w: smoke(w, "--epsilon", "-1"),
-                               lambda w: f"{PREFIX}epsilon must be >= 0"),
+        lambda w: f"{PREFIX}{w['dir']}: is a directory, expected a file",
+    ),
+    "smoke_batch_size_too_large": (
+        lambda w: smoke(w, "--batch-size", N_TOY + 1),
+        lambda w: f"{PREFIX}batch-size {N_TOY + 1} exceeds the number of tasks",
+    ),
+    "smoke_group_size_1": (lambda w: smoke(w, "--group-size", "1"), lambda w: f"{PREFIX}group-size must be at least 2"),
+    "smoke_replay_without_completions": (
+        lambda w: smoke(w, "--backend", "replay"),
+        lambda w: f"{PREFIX}--backend replay needs --completions FILE",
+    ),
+    "smoke_replay_missing_file": (
+        lambda w: smoke(w, "--backend", "replay", "--completions", w["dir"] / "nope.jsonl"),
+        lambda w: f"{PREFIX}{w['dir'] / 'nope.jsonl'}: no such file",
+    ),
+    "smoke_replay_uncovered_tasks": (
+        lambda w: smoke(w, "--backend", "replay", "--completions", w["good"]),
+        lambda w: f"{PREFIX}{w['good']}: no completions for {N_TOY - 1} task(s)",
+    ),
+    "smoke_resume_and_overwrite": (
+        lambda w: smoke(w, "--resume", "--overwrite"),
+        lambda w: f"{PREFIX}--resume and --overwrite contradict each other",
+    ),
+    "smoke_negative_epsilon": (lambda w: smoke(w, "--epsilon", "-1"), lambda w: f"{PREFIX}epsilon must be >= 0"),
 }
 
 
@@ -200,10 +236,14 @@ def test_score_with_an_invalid_task_file_lists_its_problems(capsys, ws):
 USAGE_ERRORS = {
     "steps_abc": (lambda w: smoke(w, "--steps", "abc"), "argument --steps: expected an integer, got 'abc'"),
     "steps_0": (lambda w: smoke(w, "--steps", "0"), "argument --steps: must be at least 1"),
-    "fraction_2": (lambda w: smoke(w, "--min-informative-fraction", "2"),
-                   "argument --min-informative-fraction: must be in [0, 1]"),
-    "fraction_abc": (lambda w: smoke(w, "--min-informative-fraction", "lots"),
-                     "argument --min-informative-fraction: expected a number in [0, 1]"),
+    "fraction_2": (
+        lambda w: smoke(w, "--min-informative-fraction", "2"),
+        "argument --min-informative-fraction: must be in [0, 1]",
+    ),
+    "fraction_abc": (
+        lambda w: smoke(w, "--min-informative-fraction", "lots"),
+        "argument --min-informative-fraction: expected a number in [0, 1]",
+    ),
     "group_size_0": (lambda w: smoke(w, "--group-size", "0"), "argument --group-size: must be at least 1"),
     "mock_skill": (lambda w: smoke(w, "--mock-skill", "1.5"), "argument --mock-skill: must be in [0, 1]"),
     "seed_abc": (lambda w: smoke(w, "--seed", "x"), "argument --seed: invalid int value"),
@@ -212,8 +252,10 @@ USAGE_ERRORS = {
     "k_0": (lambda w: score(w, "good", "-k", "1,0"), "argument -k/--k: k values must be >= 1"),
     "k_abc": (lambda w: score(w, "good", "-k", "a,b"), "argument -k/--k: expected comma-separated integers"),
     "bad_reward": (lambda w: score(w, "good", "--reward", "dense"), "argument --reward: invalid choice"),
-    "missing_out": (lambda w: ["score", "--tasks", w["tasks"], "--completions", w["good"]],
-                    "the following arguments are required: --out"),
+    "missing_out": (
+        lambda w: ["score", "--tasks", w["tasks"], "--completions", w["good"]],
+        "the following arguments are required: --out",
+    ),
     "unknown_command": (lambda w: ["fly"], "argument COMMAND: invalid choice"),  # "train" exists now
     "no_command": (lambda w: [], "the following arguments are required: COMMAND"),
 }
@@ -232,9 +274,17 @@ def test_malformed_flags_are_usage_errors(capsys, ws, case):
 # ----------------------------------------------------------------------------- as a real process
 
 
-@pytest.mark.parametrize("case", ["score_bad_json", "score_unknown_task_id", "score_missing_completion",
-                                  "smoke_batch_size_too_large", "smoke_group_size_1",
-                                  "smoke_replay_without_completions"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "score_bad_json",
+        "score_unknown_task_id",
+        "score_missing_completion",
+        "smoke_batch_size_too_large",
+        "smoke_group_size_1",
+        "smoke_replay_without_completions",
+    ],
+)
 def test_subprocess_user_error(ws, case):
     argv, expect = USER_ERRORS[case]
     rc, out, err = run_sub(argv(ws), cwd=ws["dir"])

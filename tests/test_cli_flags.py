@@ -3,6 +3,7 @@
 The flags are derived from each command's arguments dataclass; this walks every subcommand's parser, changes
 one flag at a time from a valid command line, and checks that exactly the field the flag names changed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,29 +17,46 @@ from grpo_wb.cli.main import build_parser, commands
 from grpo_wb.config import from_args
 
 # valid values for the required fields and positionals, by field name
-REQUIRED = {"tasks": str(TOY), "out": "out.jsonl", "completions": "samples.jsonl", "path": str(TOY),
-            "model": "model-dir", "input": "scored.jsonl", "notebook": "nb.ipynb", "plan": "plan.yaml"}
+REQUIRED = {
+    "tasks": str(TOY),
+    "out": "out.jsonl",
+    "completions": "samples.jsonl",
+    "path": str(TOY),
+    "model": "model-dir",
+    "input": "scored.jsonl",
+    "notebook": "nb.ipynb",
+    "plan": "plan.yaml",
+}
 # a command whose base line needs more than its required fields
-BASE = {("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"],
-        ("filter",): ["scored.jsonl", "--recipe", "dapo"],
-        ("audit",): ["--reward", "rewards:fn", "--style", "verl", "--out", "audit"]}
+BASE = {
+    ("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"],
+    ("filter",): ["scored.jsonl", "--recipe", "dapo"],
+    ("audit",): ["--reward", "rewards:fn", "--style", "verl", "--out", "audit"],
+}
 # a flag that goes with another kind of base line than its command's
 ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
-BASE_FOR = {(("tasks", "import"), "split"): ["verl", *ROWS], (("tasks", "import"), "limit"): ["verl", *ROWS],
-            (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
-            (("tasks", "import"), "test_set"): ["code-contests", *ROWS],
-            (("tasks", "import"), "language"): ["code-contests", *ROWS],
-            (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
-            (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
-            (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
-            (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"],
-            (("sample",), "adaptive"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"]}
+BASE_FOR = {
+    (("tasks", "import"), "split"): ["verl", *ROWS],
+    (("tasks", "import"), "limit"): ["verl", *ROWS],
+    (("tasks", "import"), "skip_bad"): ["verl", *ROWS],
+    (("tasks", "import"), "test_set"): ["code-contests", *ROWS],
+    (("tasks", "import"), "language"): ["code-contests", *ROWS],
+    (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
+    (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
+    (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
+    (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"],
+    (("sample",), "adaptive"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
+}
 # flags whose new value is valid only with another flag too (that flag's field may change as well)
-COMPANIONS = {"ray_address": (["--executor", "ray"], {"executor"}),
-              "backend": (["--completions", "samples.jsonl"], {"completions"}),
-              "resume": ([], set()), "overwrite": ([], set()),
-              "drop": (["--audit", "DIR"], {"audit"}), "min_mutation_score": (["--audit", "DIR"], {"audit"}),
-              "export": (["--tasks", str(TOY)], {"tasks"})}
+COMPANIONS = {
+    "ray_address": (["--executor", "ray"], {"executor"}),
+    "backend": (["--completions", "samples.jsonl"], {"completions"}),
+    "resume": ([], set()),
+    "overwrite": ([], set()),
+    "drop": (["--audit", "DIR"], {"audit"}),
+    "min_mutation_score": (["--audit", "DIR"], {"audit"}),
+    "export": (["--tasks", str(TOY)], {"tasks"}),
+}
 
 
 def _subparser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
@@ -63,9 +81,15 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
 
 
 # a value the flag's field checks (any other would be refused, not ignored)
-VALID = {(("audit",), "exploits"): "always_equal", (("audit",), "reward"): "other_rewards:fn",
-         (("tasks", "audit"), "mutants"): "3", (("tasks", "audit"), "against"): "humaneval",
-         (("filter",), "drop"): "broken", (("bench",), "rows"): "5,6", (("plan",), "sweep"): "4,8"}
+VALID = {
+    (("audit",), "exploits"): "always_equal",
+    (("audit",), "reward"): "other_rewards:fn",
+    (("tasks", "audit"), "mutants"): "3",
+    (("tasks", "audit"), "against"): "humaneval",
+    (("filter",), "drop"): "broken",
+    (("bench",), "rows"): "5,6",
+    (("plan",), "sweep"): "4,8",
+}
 
 
 def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> list[str]:
@@ -84,10 +108,18 @@ def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> l
         return [flag, "3,4"]
     if isinstance(action.nargs, int) and action.nargs > 1:  # --band LOW HIGH
         return [flag, *(str(0.2 + 0.1 * i) for i in range(action.nargs))]
-    if action.type in (int, float) or getattr(action.type, "__name__", "") in ("positive_int", "non_negative_int", "positive_float", "fraction"):
+    if action.type in (int, float) or getattr(action.type, "__name__", "") in (
+        "positive_int",
+        "non_negative_int",
+        "positive_float",
+        "fraction",
+    ):
         base = default if isinstance(default, (int, float)) else 1
-        new = base + 1 if getattr(action.type, "__name__", "") in ("int", "positive_int", "non_negative_int") \
+        new = (
+            base + 1
+            if getattr(action.type, "__name__", "") in ("int", "positive_int", "non_negative_int")
             else min(1.0, base / 2 + 0.25)
+        )
         if new == base:
             new = base / 4
         return [flag, str(new)]
@@ -95,8 +127,13 @@ def _changed(action: argparse.Action, default, words: tuple[str, ...] = ()) -> l
 
 
 PARSER = functools.lru_cache(maxsize=1)(build_parser)
-CASES = [(c, a) for c in commands() if c.args is not None
-         for a in _subparser(PARSER(), c.words)._actions if a.option_strings and a.dest != "help"]
+CASES = [
+    (c, a)
+    for c in commands()
+    if c.args is not None
+    for a in _subparser(PARSER(), c.words)._actions
+    if a.option_strings and a.dest != "help"
+]
 
 
 @pytest.mark.parametrize("cmd, action", CASES, ids=[f"{' '.join(c.words)}:{a.option_strings[-1]}" for c, a in CASES])
@@ -112,7 +149,9 @@ def test_each_flag_changes_exactly_its_field(cmd, action):
             parser.parse_args(base_argv + [action.option_strings[-1], "not-a-choice"])
         return
     extra, also = COMPANIONS.get(action.dest, ([], set()))
-    changed = from_args(cmd.args, parser.parse_args(base_argv + _changed(action, getattr(base, action.dest), cmd.words) + extra))
+    changed = from_args(
+        cmd.args, parser.parse_args(base_argv + _changed(action, getattr(base, action.dest), cmd.words) + extra)
+    )
     diff = {f for f in fields if getattr(base, f) != getattr(changed, f)}
     assert action.dest in diff, f"{action.option_strings[-1]}: {cmd.args.__name__}.{action.dest} did not change"
     assert diff <= {action.dest} | also, diff
@@ -134,8 +173,9 @@ def test_train_site_packages_reaches_the_reward():
     from grpo_wb.training.bridge import ExecutionReward
     from grpo_wb.training.config import TrlTrainConfig
 
-    args = build_parser().parse_args(["train", "--model", "m", "--tasks", str(TOY), "--out", "o", "--site-packages",
-                                      "--isolation", "strict"])
+    args = build_parser().parse_args(
+        ["train", "--model", "m", "--tasks", str(TOY), "--out", "o", "--site-packages", "--isolation", "strict"]
+    )
     cfg = from_args(TrlTrainConfig, args)
     reward = ExecutionReward(TOY, limits=cfg.limits())
     assert reward.limits.site_packages is True and reward.limits.isolation == "strict"

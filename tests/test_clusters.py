@@ -1,13 +1,14 @@
 """Failure clusters: signatures, set-wide clusters, tasks whose samples all fail one way, and the command line."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import write_jsonl
+
 from grpo_wb.bundled import CHAT_REPLIES
 from grpo_wb.cli import main
-from grpo_wb.runs.recipes import score_samples_file
 from grpo_wb.errors import UserError
+from grpo_wb.runs.recipes import score_samples_file
 from grpo_wb.signal.clusters import FailureClusters, cluster_source, failure_kind, message_shape
 from grpo_wb.tasks.importers import import_mapcoder
 from grpo_wb.tasks.records import write_tasks
@@ -15,31 +16,55 @@ from grpo_wb.tasks.records import write_tasks
 
 def row(tid, i, status="fail", error="AssertionError", test="t0", actual="1", passed=False):
     failure = {} if passed else {"test": test, "kind": "values", "error": error, "actual": actual}
-    return {"task_id": tid, "completion_id": f"{tid}#{i}", "status": "pass" if passed else status, "passed": passed,
-            "reward": float(passed), "error": "" if passed else error, "failed_tests": [] if passed else [test],
-            "failure": failure}
+    return {
+        "task_id": tid,
+        "completion_id": f"{tid}#{i}",
+        "status": "pass" if passed else status,
+        "passed": passed,
+        "reward": float(passed),
+        "error": "" if passed else error,
+        "failed_tests": [] if passed else [test],
+        "failure": failure,
+    }
 
 
 def test_messages_alike_read_alike():
     assert message_shape("NameError: name 'foo' is not defined") == "NameError: name '…' is not defined"
-    assert message_shape("Traceback (most recent call last):\nIndexError: index 12 out of 3") == \
-        "IndexError: index N out of N"
-    assert message_shape("SyntaxError: '(' was never closed (<candidate>, line 7)") == \
-        "SyntaxError: '…' was never closed (<candidate>, line N)"
+    assert (
+        message_shape("Traceback (most recent call last):\nIndexError: index 12 out of 3")
+        == "IndexError: index N out of N"
+    )
+    assert (
+        message_shape("SyntaxError: '(' was never closed (<candidate>, line 7)")
+        == "SyntaxError: '…' was never closed (<candidate>, line N)"
+    )
     assert message_shape("x at 0x7f00ab12") == "x at 0x…"
 
 
 def test_kinds():
-    assert [failure_kind(s, e) for s, e in [("fail", "AssertionError"), ("fail", "wrong output"),
-                                            ("fail", "TypeError: bad"), ("error", "NameError: x"), ("timeout", ""),
-                                            ("parse_failure", "no Python code block"), ("sandbox_error", "x")]] == \
-        ["wrong answer", "wrong answer", "exception", "exception", "timeout", "no code", "sandbox"]
+    assert [
+        failure_kind(s, e)
+        for s, e in [
+            ("fail", "AssertionError"),
+            ("fail", "wrong output"),
+            ("fail", "TypeError: bad"),
+            ("error", "NameError: x"),
+            ("timeout", ""),
+            ("parse_failure", "no Python code block"),
+            ("sandbox_error", "x"),
+        ]
+    ] == ["wrong answer", "wrong answer", "exception", "exception", "timeout", "no code", "sandbox"]
 
 
 def test_clusters_count_rows_and_tasks_largest_first():
-    rows = [row("a", 0), row("a", 1, error="NameError: name 'x' is not defined", status="error"),
-            row("b", 0, error="NameError: name 'y' is not defined", status="error"), row("b", 1, passed=True),
-            row("c", 0), row("c", 1)]
+    rows = [
+        row("a", 0),
+        row("a", 1, error="NameError: name 'x' is not defined", status="error"),
+        row("b", 0, error="NameError: name 'y' is not defined", status="error"),
+        row("b", 1, passed=True),
+        row("c", 0),
+        row("c", 1),
+    ]
     fc = FailureClusters().add_all(rows)
     assert (fc.rows, fc.failures) == (6, 5)
     top = [(c.kind, c.shape, c.rows, len(c.tasks)) for c in fc.top()]
@@ -48,11 +73,11 @@ def test_clusters_count_rows_and_tasks_largest_first():
 
 
 def test_a_task_that_fails_one_way_is_called_out_and_others_are_not():
-    rows = [row("same", i, actual="42") for i in range(5)]                      # one wrong output, one test
+    rows = [row("same", i, actual="42") for i in range(5)]  # one wrong output, one test
     rows += [row("env", i, status="error", error="ModuleNotFoundError: No module named 'numpy'") for i in range(4)]
-    rows += [row("varied", i, actual=str(i)) for i in range(5)]                 # wrong, but each its own way
+    rows += [row("varied", i, actual=str(i)) for i in range(5)]  # wrong, but each its own way
     rows += [row("solved", i) for i in range(4)] + [row("solved", 4, passed=True)]
-    rows += [row("few", i, actual="0") for i in range(3)]                       # under min_samples
+    rows += [row("few", i, actual="0") for i in range(3)]  # under min_samples
     same = {s.task_id: s for s in FailureClusters().add_all(rows).same_way(min_samples=4)}
     assert set(same) == {"same", "env"}
     assert same["same"].same_output and "same wrong output on t0" in same["same"].why
@@ -71,7 +96,13 @@ def test_the_chat_replies_to_humaneval_163_all_fail_the_same_way(tmp_path):
     rows = score_samples_file(tmp_path / "t.jsonl", tmp_path / "s.jsonl", out=tmp_path / "scored.jsonl")
     assert len(rows) == 7 and not any(r["passed"] for r in rows)
     (s,) = FailureClusters().add_all(rows).same_way()
-    assert (s.task_id, s.samples, s.kind, s.test, s.same_output) == ("HumanEval/163", 7, "wrong answer", "assert_0", True)
+    assert (s.task_id, s.samples, s.kind, s.test, s.same_output) == (
+        "HumanEval/163",
+        7,
+        "wrong answer",
+        "assert_0",
+        True,
+    )
 
 
 def test_headroom_prints_the_clusters(tmp_path, capsys):

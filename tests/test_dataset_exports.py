@@ -1,5 +1,6 @@
 """Exports a ``datasets`` user can load: JSON lines, Parquet, Arrow and ``save_to_disk`` folders, each loaded back
 with the real ``datasets`` library, rows and features compared with the source's."""
+
 from __future__ import annotations
 
 import gzip
@@ -8,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import read_jsonl, write_jsonl
+from conftest import binary_scored, export_frontier_argv, import_argv, read_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
@@ -24,16 +25,18 @@ VERL_ROWS = [r for r in read_jsonl(FIX / "verl.jsonl") if "reward_model" in r][:
 def _features():
     import datasets
 
-    return datasets.Features({
-        "data_source": datasets.Value("string"),
-        "prompt": [{"content": datasets.Value("string"), "role": datasets.Value("string")}],
-        "ability": datasets.Value("string"),
-        "reward_model": {"ground_truth": datasets.Value("string"), "style": datasets.Value("string")},
-        "extra_info": {"index": datasets.Value("int32"), "split": datasets.Value("string")},
-        "difficulty": datasets.ClassLabel(names=["easy", "medium", "hard"]),
-        "tags": datasets.Sequence(datasets.Value("string")),
-        "rating": datasets.Value("int16"),
-    })
+    return datasets.Features(
+        {
+            "data_source": datasets.Value("string"),
+            "prompt": [{"content": datasets.Value("string"), "role": datasets.Value("string")}],
+            "ability": datasets.Value("string"),
+            "reward_model": {"ground_truth": datasets.Value("string"), "style": datasets.Value("string")},
+            "extra_info": {"index": datasets.Value("int32"), "split": datasets.Value("string")},
+            "difficulty": datasets.ClassLabel(names=["easy", "medium", "hard"]),
+            "tags": datasets.Sequence(datasets.Value("string")),
+            "rating": datasets.Value("int16"),
+        }
+    )
 
 
 def _typed_rows(rows):
@@ -44,8 +47,9 @@ def _dataset_dict(path: Path, splits: dict[str, list[dict]]) -> Path:
     """A ``DatasetDict`` written by ``save_to_disk``, with features JSON could not say (ClassLabel, int16, int32)."""
     import datasets
 
-    datasets.DatasetDict({name: datasets.Dataset.from_list(_typed_rows(rows), features=_features())
-                          for name, rows in splits.items()}).save_to_disk(str(path))
+    datasets.DatasetDict(
+        {name: datasets.Dataset.from_list(_typed_rows(rows), features=_features()) for name, rows in splits.items()}
+    ).save_to_disk(str(path))
     return path
 
 
@@ -62,20 +66,23 @@ def _without_ours(rows):
     return [{k: v for k, v in r.items() if not k.startswith("grpo_wb_")} for r in rows]
 
 
-def _scored(tmp_path, tasks, pass_counts, n=8):
-    rows = [{"task_id": t.task_id, "passed": j < c, "reward": float(j < c)}
-            for t, c in zip(tasks, pass_counts) for j in range(n)]
-    return write_jsonl(tmp_path / "scored.jsonl", rows)
-
-
 def test_the_output_path_says_the_container(tmp_path):
-    assert [output_kind(p) for p in ("a.jsonl", "a.JSONL.gz", "a.json", "a.ndjson", "a.parquet", "a.arrow")] == \
-        ["jsonl", "jsonl", "jsonl", "jsonl", "parquet", "arrow"]
+    assert [output_kind(p) for p in ("a.jsonl", "a.JSONL.gz", "a.json", "a.ndjson", "a.parquet", "a.arrow")] == [
+        "jsonl",
+        "jsonl",
+        "jsonl",
+        "jsonl",
+        "parquet",
+        "arrow",
+    ]
     assert output_kind(f"{tmp_path}/new_folder/") == "save_to_disk"  # a trailing slash asks for a folder
     assert output_kind(tmp_path) == "save_to_disk"  # so does an existing folder
     for bad in ("frontier", "frontier.csv", "rows.txt"):  # no suffix is not guessed to be a folder
-        with pytest.raises(UserError, match=rf"{bad}: unknown output type: end it with .jsonl.*or / for a "
-                                            "save_to_disk folder"):
+        with pytest.raises(
+            UserError,
+            match=rf"{bad}: unknown output type: end it with .jsonl.*or / for a "
+            "save_to_disk folder",
+        ):
             output_kind(tmp_path / bad)
     with pytest.raises(UserError) as e:
         write_rows(tmp_path / "frontier", [{"a": 1}])
@@ -109,14 +116,20 @@ def test_every_container_loads_back_with_the_source_rows_and_features(tmp_path):
     assert [t.metadata["source_split"] for t in tasks] == ["test"] * 3
     expected = datasets.load_from_disk(str(src))["test"]
     cols = {t.task_id: {"grpo_wb_pass_rate": 0.25 * i, "grpo_wb_category": "frontier"} for i, t in enumerate(tasks)}
-    outs = {"parquet": tmp_path / "out.parquet", "arrow": tmp_path / "out.arrow",
-            "save_to_disk": f"{tmp_path}/out_folder/", "jsonl": tmp_path / "out.jsonl"}
+    outs = {
+        "parquet": tmp_path / "out.parquet",
+        "arrow": tmp_path / "out.arrow",
+        "save_to_disk": f"{tmp_path}/out_folder/",
+        "jsonl": tmp_path / "out.jsonl",
+    }
     for kind, out in outs.items():
         assert export_rows(tasks, "jsonl", out, cols) == kind
-    loaded = {"parquet": datasets.load_dataset("parquet", data_files=str(outs["parquet"]), split="train"),
-              "arrow": datasets.Dataset.from_file(str(outs["arrow"])),
-              "save_to_disk": datasets.load_from_disk(outs["save_to_disk"]),
-              "jsonl": datasets.load_dataset("json", data_files=str(outs["jsonl"]), split="train")}
+    loaded = {
+        "parquet": datasets.load_dataset("parquet", data_files=str(outs["parquet"]), split="train"),
+        "arrow": datasets.Dataset.from_file(str(outs["arrow"])),
+        "save_to_disk": datasets.load_from_disk(outs["save_to_disk"]),
+        "jsonl": datasets.load_dataset("json", data_files=str(outs["jsonl"]), split="train"),
+    }
     for kind, ds in loaded.items():
         assert isinstance(ds, datasets.Dataset), kind
         assert _without_ours(ds.to_list()) == expected.to_list(), kind
@@ -162,11 +175,10 @@ def test_cli_writes_folders_and_follows_the_force_rules(tmp_path, capsys):
     src = tmp_path / "train.parquet"
     datasets.Dataset.from_list(_typed_rows(VERL_ROWS[:5]), features=_features()).to_parquet(str(src))
     tasks_file = tmp_path / "tasks.jsonl"
-    assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tasks_file)]) == 0
-    scored = _scored(tmp_path, load_tasks(tasks_file), [8, 4, 2, 0, 3])
+    assert main(import_argv("verl", src, tasks_file)) == 0
+    scored = binary_scored(tmp_path, load_tasks(tasks_file), [8, 4, 2, 0, 3])
     out = tmp_path / "frontier"
-    assert main(["headroom", str(scored), "--tasks", str(tasks_file), "--export-frontier", f"{out}/",
-                 "--format", "jsonl", "--group-size", "4"]) == 0
+    assert main(export_frontier_argv(scored, tasks_file, f"{out}/", "jsonl")) == 0
     assert f"3 jsonl rows to {out}/ (save_to_disk;" in capsys.readouterr().out
     ds = datasets.load_from_disk(str(out))
     source = datasets.Dataset.from_parquet(str(src))
@@ -182,8 +194,25 @@ def test_cli_writes_folders_and_follows_the_force_rules(tmp_path, capsys):
     assert main([*argv, str(kept)]) == 1
     err = capsys.readouterr().err
     assert f"{kept} exists; pass --force to replace it" in err and err.count("\n") == 1
-    assert main(["filter", str(scored), "--band", "0.3", "0.9", "--tasks", str(tasks_file), "--format", "verl",
-                 "--out", str(kept), "--force"]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                str(scored),
+                "--band",
+                "0.3",
+                "0.9",
+                "--tasks",
+                str(tasks_file),
+                "--format",
+                "verl",
+                "--out",
+                str(kept),
+                "--force",
+            ]
+        )
+        == 0
+    )
     assert len(datasets.load_from_disk(str(kept))) == 2
     # a folder that is not a dataset is never replaced, --force or not
     other = tmp_path / "notes"

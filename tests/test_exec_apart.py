@@ -6,6 +6,7 @@ Each attack below is a wrong answer that knows the harness; each asserts one pro
 scorer still scores the next completion right. The controls after them show that what tests legitimately do with
 the candidate's objects still works across the two processes.
 """
+
 import json
 import textwrap
 
@@ -22,12 +23,21 @@ pytestmark = [pytest.mark.sandbox]
 # the answers are 918273645 + i: numbers no completion below knows
 LOOP = "for i in range(3):\n    assert candidate(i) == 918273645 + i"
 CHECK = "def check(candidate):\n    assert candidate(0) == 918273645\n    assert candidate(2) == 918273647\n"
-EXEC = Task(task_id="apart/exec", prompt="def magic(i):\n", entry_point="magic",
-            tests=(TestCase(name="loop", code=LOOP),), check=CHECK)
+EXEC = Task(
+    task_id="apart/exec",
+    prompt="def magic(i):\n",
+    entry_point="magic",
+    tests=(TestCase(name="loop", code=LOOP),),
+    check=CHECK,
+)
 # a value test and an exec test in one task: the check holds the value test's expected value too
-MIXED = Task(task_id="apart/mixed", prompt="def magic(i):\n", entry_point="magic",
-             tests=(TestCase(name="value", code="assert candidate(1) == 918273646"),
-                    TestCase(name="loop", code=LOOP)), check=CHECK)
+MIXED = Task(
+    task_id="apart/mixed",
+    prompt="def magic(i):\n",
+    entry_point="magic",
+    tests=(TestCase(name="value", code="assert candidate(1) == 918273646"), TestCase(name="loop", code=LOOP)),
+    check=CHECK,
+)
 GOOD = "def magic(i):\n    return 918273645 + i\n"
 WRONG = "def magic(i):\n    return 0\n"
 
@@ -55,10 +65,12 @@ def test_controls(scorer):
 
 # ----------------------------------------------------------------------------- forging the event stream
 
+
 def forged(task):
     """Code that writes the events of a pass for every exec test of ``task`` (and its check) on the fd ``_FD``."""
-    lines = [{"event": "loaded"}] + [{"event": "test", "index": i, "ok": True, "seconds": 0.0}
-                                     for i, t in enumerate(task.tests) if "for" in t.code]
+    lines = [{"event": "loaded"}] + [
+        {"event": "test", "index": i, "ok": True, "seconds": 0.0} for i, t in enumerate(task.tests) if "for" in t.code
+    ]
     lines += [{"event": "check", "ok": True}, {"event": "done"}]
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     return f"import os\n_LINES = {data!r}\n"
@@ -67,22 +79,34 @@ def forged(task):
 @pytest.mark.parametrize("task", [EXEC, MIXED], ids=["exec", "mixed"])
 def test_forged_events_on_every_descriptor_at_import(scorer, task):
     # the forgery that passed every exec test: the event channel was descriptor 3 of the harness's process
-    r = score(scorer, task, forged(task) + "for fd in range(3, 256):\n    try:\n        os.write(fd, _LINES)\n"
-                                           "    except OSError:\n        pass\nos._exit(0)\n")
+    r = score(
+        scorer,
+        task,
+        forged(task) + "for fd in range(3, 256):\n    try:\n        os.write(fd, _LINES)\n"
+        "    except OSError:\n        pass\nos._exit(0)\n",
+    )
     assert_no_reward(scorer, r)
 
 
 @pytest.mark.parametrize("task", [EXEC, MIXED], ids=["exec", "mixed"])
 def test_forged_events_at_call_time(scorer, task):
-    r = score(scorer, task, forged(task) + "def magic(i):\n    for fd in range(3, 256):\n        try:\n"
-                                           "            os.write(fd, _LINES[len(b'{\"event\": \"loaded\"}\\n'):])\n"
-                                           "        except OSError:\n            pass\n    os._exit(0)\n")
+    r = score(
+        scorer,
+        task,
+        forged(task) + "def magic(i):\n    for fd in range(3, 256):\n        try:\n"
+        '            os.write(fd, _LINES[len(b\'{"event": "loaded"}\\n\'):])\n'
+        "        except OSError:\n            pass\n    os._exit(0)\n",
+    )
     assert_no_reward(scorer, r)
 
 
 def test_forged_events_through_proc(scorer):
     # every descriptor of every process it can see, opened through /proc (the tester's are not its to open)
-    r = score(scorer, EXEC, forged(EXEC) + textwrap.dedent("""
+    r = score(
+        scorer,
+        EXEC,
+        forged(EXEC)
+        + textwrap.dedent("""
         def magic(i):
             for pid in os.listdir('/proc'):
                 if pid.isdigit() and int(pid) != os.getpid():
@@ -93,13 +117,17 @@ def test_forged_events_through_proc(scorer):
                         except OSError:
                             pass
             os._exit(0)
-        """))
+        """),
+    )
     assert_no_reward(scorer, r)
 
 
 def test_the_tester_cannot_be_traced_or_written(scorer):
     # the candidate (same uid as the tester) reports what it could do to its parent: nothing
-    r = score(scorer, EXEC, textwrap.dedent("""
+    r = score(
+        scorer,
+        EXEC,
+        textwrap.dedent("""
         import ctypes, os
         def magic(i):
             libc = ctypes.CDLL(None, use_errno=True)
@@ -111,17 +139,22 @@ def test_the_tester_cannot_be_traced_or_written(scorer):
                 except OSError as e:
                     seen.append(f'{what}={e.errno}')
             raise RuntimeError('|'.join(seen))
-        """))
+        """),
+    )
     assert r.reward == 0.0
     assert "ptrace=-1" in r.error and "mem=opened" not in r.error and "fd/3=opened" not in r.error, r.error
 
 
 # ----------------------------------------------------------------------------- reading the expected values
 
+
 @pytest.mark.parametrize("task", [EXEC, MIXED], ids=["exec", "mixed"])
 def test_no_expected_value_in_the_candidates_memory(scorer, task):
     # a scan of everything the process has mapped readable (through ctypes: no /proc/self/mem needed)
-    r = score(scorer, task, textwrap.dedent("""
+    r = score(
+        scorer,
+        task,
+        textwrap.dedent("""
         import ctypes, re
         def _scan():
             found = []
@@ -136,13 +169,17 @@ def test_no_expected_value_in_the_candidates_memory(scorer, task):
         _FOUND = _scan()
         def magic(i):
             return (_FOUND[0] if _FOUND else 0) + i
-        """))
+        """),
+    )
     assert_no_reward(scorer, r)
 
 
 @pytest.mark.parametrize("task", [EXEC, MIXED], ids=["exec", "mixed"])
 def test_no_test_source_among_the_candidates_objects(scorer, task):
-    r = score(scorer, task, textwrap.dedent("""
+    r = score(
+        scorer,
+        task,
+        textwrap.dedent("""
         import gc, re, sys
         def _texts():
             for o in gc.get_objects():
@@ -160,12 +197,16 @@ def test_no_test_source_among_the_candidates_objects(scorer, task):
                 if m:
                     return int(m.group(1)) + i
             return 0
-        """))
+        """),
+    )
     assert_no_reward(scorer, r)
 
 
 def test_no_expected_value_up_the_call_stack(scorer):
-    r = score(scorer, EXEC, textwrap.dedent("""
+    r = score(
+        scorer,
+        EXEC,
+        textwrap.dedent("""
         import sys
         def magic(i):
             f, best = sys._getframe(1), 0
@@ -175,7 +216,8 @@ def test_no_expected_value_up_the_call_stack(scorer):
                         best = max(best, v)
                 f = f.f_back
             return best + i
-        """))
+        """),
+    )
     assert_no_reward(scorer, r)
 
 
@@ -188,29 +230,41 @@ def test_killing_the_tester(scorer):
 
 
 def test_garbage_on_the_answer_channel(scorer):
-    r = score(scorer, EXEC, "import os\ndef magic(i):\n    os.write(4, b'\\x00\\x00\\x00\\x05{\"ok\"')\n"
-                            "    os.write(4, b'\\xff' * 4096)\n    return 0\n")
+    r = score(
+        scorer,
+        EXEC,
+        "import os\ndef magic(i):\n    os.write(4, b'\\x00\\x00\\x00\\x05{\"ok\"')\n"
+        "    os.write(4, b'\\xff' * 4096)\n    return 0\n",
+    )
     assert_no_reward(scorer, r)
 
 
 def test_answers_ahead_of_the_questions(scorer):
     # well-formed answers written before they are asked for are still only answers: the tests compare them
-    r = score(scorer, EXEC, "import json, os, struct\n_A = json.dumps({'ok': 918273645}).encode()\n"
-                            "os.write(4, (struct.pack('>I', len(_A)) + _A) * 50)\n"
-                            "def magic(i):\n    return 0\n")
+    r = score(
+        scorer,
+        EXEC,
+        "import json, os, struct\n_A = json.dumps({'ok': 918273645}).encode()\n"
+        "os.write(4, (struct.pack('>I', len(_A)) + _A) * 50)\n"
+        "def magic(i):\n    return 0\n",
+    )
     assert r.reward < 1.0 and not r.passed, (r.status, r.error)
 
 
 def test_the_entry_point_answers_plain_values_only(scorer):
-    r = score(scorer, EXEC, "class _Any(int):\n    def __eq__(self, other):\n        return True\n"
-                            "    __hash__ = int.__hash__\n\ndef magic(i):\n    return _Any(0)\n")
+    r = score(
+        scorer,
+        EXEC,
+        "class _Any(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\n\ndef magic(i):\n    return _Any(0)\n",
+    )
     assert_no_reward(scorer, r)
     assert "NotBuiltin" in r.error, r.error
 
 
 # ----------------------------------------------------------------------------- what tests do, across two processes
 
-PROGRAM = '''
+PROGRAM = """
 class EmptyError(IndexError):
     def __init__(self, msg):
         super().__init__(msg)
@@ -269,7 +323,7 @@ def deep(n):
     for _ in range(n):
         x = [x]
     return x
-'''
+"""
 
 SEMANTICS = {
     "call by value": "assert add(1, 2) == 3 and add('a', 'b') == 'ab' and add((1,), (2,)) == (1, 2)",
@@ -277,10 +331,10 @@ SEMANTICS = {
     "identity": "s = Stack()\nassert s.push(1) is s",
     "isinstance": "s = Stack.make(1)\nassert isinstance(s, Stack) and type(s).__name__ == 'Stack'",
     "builtin exceptions": "s = Stack.make(1, 2, 3)\ntry:\n    s.push(4)\nexcept OverflowError as e:\n"
-                          "    assert str(e) == 'full'\nelse:\n    raise AssertionError('no error')",
+    "    assert str(e) == 'full'\nelse:\n    raise AssertionError('no error')",
     "the candidate's exceptions": "s = Stack()\ntry:\n    s.pop()\nexcept EmptyError as e:\n"
-                                  "    assert isinstance(e, IndexError) and e.code == 7 and str(e) == 'empty stack'\n"
-                                  "else:\n    raise AssertionError('no error')",
+    "    assert isinstance(e, IndexError) and e.code == 7 and str(e) == 'empty stack'\n"
+    "else:\n    raise AssertionError('no error')",
     "dunders": "s = Stack.make(1, 2)\nassert 2 in s and 5 not in s and list(s) == [1, 2] and s == Stack.make(1, 2)",
     "class attributes": "assert Stack.LIMIT == 3",
     "attribute writes": "s = Stack()\ns.items = [9]\nassert s.pop() == 9",

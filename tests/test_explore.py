@@ -1,5 +1,6 @@
 """The rollout explorer's data and HTML: counts, the byte-offset index, one task's group, what a group view shows,
 and bad input as one line."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,8 +11,8 @@ from html import unescape
 
 import numpy as np
 import pytest
-
 from conftest import TOY, write_jsonl
+
 from grpo_wb.errors import UserError
 from grpo_wb.reports import explorer
 from grpo_wb.runs import explore
@@ -23,19 +24,42 @@ from grpo_wb.tasks.records import Task, TestCase, write_tasks
 
 
 def row(tid, i, status="fail", passed=False, reward=None, **kw):
-    failure = {} if passed else {"test": "t0", "kind": "values", "error": "AssertionError",
-                                 "code": "assert candidate(1) == 2", "actual": str(i % 2)}
-    r = {"task_id": tid, "completion_id": f"{tid}#{i}", "sample_index": i, "completion": f"    return {i}\n",
-         "status": "pass" if passed else status, "passed": passed,
-         "reward": float(passed) if reward is None else reward, "error": "" if passed else "AssertionError",
-         "failure": failure}
+    failure = (
+        {}
+        if passed
+        else {
+            "test": "t0",
+            "kind": "values",
+            "error": "AssertionError",
+            "code": "assert candidate(1) == 2",
+            "actual": str(i % 2),
+        }
+    )
+    r = {
+        "task_id": tid,
+        "completion_id": f"{tid}#{i}",
+        "sample_index": i,
+        "completion": f"    return {i}\n",
+        "status": "pass" if passed else status,
+        "passed": passed,
+        "reward": float(passed) if reward is None else reward,
+        "error": "" if passed else "AssertionError",
+        "failure": failure,
+    }
     return {**r, **kw}
 
 
 @pytest.fixture
 def scored(tmp_path):
-    rows = [row("a", 0, passed=True), row("a", 1), row("b", 0), row("a", 2, passed=True), row("b", 1, "timeout"),
-            row("c", 0, passed=True), row("a", 3)]
+    rows = [
+        row("a", 0, passed=True),
+        row("a", 1),
+        row("b", 0),
+        row("a", 2, passed=True),
+        row("b", 1, "timeout"),
+        row("c", 0, passed=True),
+        row("a", 3),
+    ]
     return write_jsonl(tmp_path / "scored.jsonl", rows), rows
 
 
@@ -44,8 +68,11 @@ def test_counts_categories_and_the_index_give_each_task_its_own_rows_in_order(sc
     ro = explore.open_rollouts(path)
     assert ro.rows == 7 and list(ro.counts) == ["a", "b", "c"]
     recs = {r["task_id"]: r for r in explore.task_records(ro)}
-    assert [(recs[t]["category"], recs[t]["passed"], recs[t]["samples"]) for t in "abc"] == \
-        [("frontier", 2, 4), ("too hard", 0, 2), ("too easy", 1, 1)]
+    assert [(recs[t]["category"], recs[t]["passed"], recs[t]["samples"]) for t in "abc"] == [
+        ("frontier", 2, 4),
+        ("too hard", 0, 2),
+        ("too easy", 1, 1),
+    ]
     assert recs["b"]["statuses"] == "fail 1 · timeout 1"
     got = ro.group("a")
     assert [r["completion_id"] for r in got] == ["a#0", "a#1", "a#2", "a#3"]
@@ -97,7 +124,9 @@ def test_a_file_changed_after_opening_is_one_line_not_another_tasks_rows(scored)
 
 
 def test_rows_json_reads_a_bom_nan_and_a_partial_last_line(tmp_path):
-    text = json.dumps(row("a", 0)).replace('"reward": 0.0', '"reward": NaN') + "\n" + json.dumps(row("a", 1, passed=True))
+    text = (
+        json.dumps(row("a", 0)).replace('"reward": 0.0', '"reward": NaN') + "\n" + json.dumps(row("a", 1, passed=True))
+    )
     p = tmp_path / "scored.jsonl"
     p.write_bytes(b"\xef\xbb\xbf" + text.encode() + b"\n" + b'{"task_id": "a", "pas')
     ro = explore.open_rollouts(p)
@@ -129,19 +158,22 @@ def test_rows_without_completions_and_tasks_missing_from_the_task_file_are_one_l
     rows = [row("toy/add", 0), {k: v for k, v in row("elsewhere/1", 0).items() if k != "completion"}]
     path = write_jsonl(tmp_path / "scored.jsonl", rows)
     ro = explore.open_rollouts(path, TOY)
-    assert ro.notes == ["scored.jsonl: 1 of 2 rows carry no completion text (shown with their status, reward and "
-                        "failure only)",
-                        "scored.jsonl: 1 of 2 tasks are not in toy_tasks.jsonl (first: elsewhere/1); shown without "
-                        "their prompt"]
+    assert ro.notes == [
+        "scored.jsonl: 1 of 2 rows carry no completion text (shown with their status, reward and failure only)",
+        "scored.jsonl: 1 of 2 tasks are not in toy_tasks.jsonl (first: elsewhere/1); shown without their prompt",
+    ]
     page = unescape(explorer.render(ro))
     assert "no completion text recorded" in page and "Return the sum" in page  # toy/add's prompt is there
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "has no scored rows: nothing to explore"),
-    ('{"task_id": "a", "passed": true}\n{"task_id": 3}\n', r":2: not a scored completion"),
-    ('{"task_id": "a", "passed": true}\nnot json\n', r":2: invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "has no scored rows: nothing to explore"),
+        ('{"task_id": "a", "passed": true}\n{"task_id": 3}\n', r":2: not a scored completion"),
+        ('{"task_id": "a", "passed": true}\nnot json\n', r":2: invalid JSON"),
+    ],
+)
 def test_bad_results_files_are_one_line_naming_the_line(tmp_path, content, message):
     p = tmp_path / "scored.jsonl"
     p.write_text(content)
@@ -180,12 +212,18 @@ def test_text_from_the_rows_is_escaped_in_the_table_and_the_groups(tmp_path):
 def test_real_scored_failures_show_the_call_and_the_diff(tmp_path):
     """Scored here: a stdio task's wrong output is shown as a diff of expected and actual lines, a value test's
     failure as the call and the actual value, a hang as a timeout."""
-    task = Task("io/double", "Read n, print 2n and then n.", "",
-                (TestCase("t0", type="stdio", input="21\n", output="42\n21\n"),))
+    task = Task(
+        "io/double",
+        "Read n, print 2n and then n.",
+        "",
+        (TestCase("t0", type="stdio", input="21\n", output="42\n21\n"),),
+    )
     write_tasks(tmp_path / "tasks.jsonl", [task])
-    samples = [{"task_id": "io/double", "completion": "n = int(input())\nprint(2 * n)\nprint(n + 1)\n"},
-               {"task_id": "io/double", "completion": "while True:\n    pass\n"},
-               {"task_id": "io/double", "completion": "n = int(input())\nprint(2 * n)\nprint(n)\n"}]
+    samples = [
+        {"task_id": "io/double", "completion": "n = int(input())\nprint(2 * n)\nprint(n + 1)\n"},
+        {"task_id": "io/double", "completion": "while True:\n    pass\n"},
+        {"task_id": "io/double", "completion": "n = int(input())\nprint(2 * n)\nprint(n)\n"},
+    ]
     write_jsonl(tmp_path / "s.jsonl", samples)
     score_samples_file(tmp_path / "tasks.jsonl", tmp_path / "s.jsonl", timeout=1.0, out=tmp_path / "scored.jsonl")
     ro = explore.open_rollouts(tmp_path / "scored.jsonl", tmp_path / "tasks.jsonl")

@@ -1,4 +1,5 @@
 """extract_program: the shapes completions come in, and what the scorer makes of them."""
+
 from __future__ import annotations
 
 import pytest
@@ -93,8 +94,10 @@ def test_unclosed_fence_from_a_truncated_completion():
 
 
 def test_multiple_blocks_the_one_defining_the_entry_point_wins():
-    completion = ("First, an example of use:\n```python\nprint(add(1, 2))\n```\n"
-                  f"The function:\n```python\n{FULL}```\nAnd a test:\n```python\nassert add(1, 1) == 2\n```\n")
+    completion = (
+        "First, an example of use:\n```python\nprint(add(1, 2))\n```\n"
+        f"The function:\n```python\n{FULL}```\nAnd a test:\n```python\nassert add(1, 1) == 2\n```\n"
+    )
     ext = extract_program(PROMPT, EP, completion)
     assert ext.mode == "full_function"
     assert "print(add(1, 2))" not in ext.program and "assert add(1, 1)" not in ext.program
@@ -102,8 +105,10 @@ def test_multiple_blocks_the_one_defining_the_entry_point_wins():
 
 
 def test_multiple_defining_blocks_the_last_wins():
-    completion = ("```python\ndef add(a, b):\n    return a - b\n```\nOops, fixed:\n"
-                  "```python\ndef add(a, b):\n    return a + b\n```\n")
+    completion = (
+        "```python\ndef add(a, b):\n    return a - b\n```\nOops, fixed:\n"
+        "```python\ndef add(a, b):\n    return a + b\n```\n"
+    )
     ext = extract_program(PROMPT, EP, completion)
     assert ext.mode == "full_function"
     assert "a - b" not in ext.program
@@ -136,13 +141,16 @@ def test_empty_python_fence_is_a_parse_failure():
     assert_parse_failure("```python\n```", "no Python code block")
 
 
-@pytest.mark.parametrize("text", [
-    "I'm sorry, I can't help with that.",
-    "Sorry",
-    "As an AI language model, I cannot write code.",
-    "The function returns the sum of a and b.",
-    "You can use the + operator (it is simple).",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm sorry, I can't help with that.",
+        "Sorry",
+        "As an AI language model, I cannot write code.",
+        "The function returns the sum of a and b.",
+        "You can use the + operator (it is simple).",
+    ],
+)
 def test_prose_without_code_is_a_parse_failure(text):
     assert_parse_failure(text, "no code in the reply")
 
@@ -166,17 +174,18 @@ def test_statuses_from_the_scorer(add_task):
     cases = [
         ("    return a + b\n", "pass", "continuation"),
         (f"```python\n{prompt_def}\n    return b + a\n```", "pass", "full_function"),
-        (f"```\n{prompt_def}\n    return a + b\n", "pass", "full_function"),   # unclosed fence
+        (f"```\n{prompt_def}\n    return a + b\n", "pass", "full_function"),  # unclosed fence
         ("    return a - b\n", "fail", "continuation"),
-        ("    return a +\n", "error", "continuation"),                          # syntax error
+        ("    return a +\n", "error", "continuation"),  # syntax error
         ("    raise SystemExit(0)\nraise SystemExit(0)\n", "error", "continuation"),  # leaves early
         ("I'm sorry, I can't help with that.", "parse_failure", "none"),
         ("```bash\necho 3\n```", "parse_failure", "none"),
         ("   \n", "parse_failure", "none"),
     ]
     with Scorer(SandboxLimits(timeout=5), workers=2) as scorer:
-        results = list(scorer.score(ScoreRequest(task=add_task, completion=c, sample_index=i)
-                                    for i, (c, _, _) in enumerate(cases)))
+        results = list(
+            scorer.score(ScoreRequest(task=add_task, completion=c, sample_index=i) for i, (c, _, _) in enumerate(cases))
+        )
     got = [(r.status, r.extraction_mode) for r in results]
     assert got == [(s, m) for _, s, m in cases]
     n = len(add_task.tests)
@@ -192,8 +201,12 @@ def test_statuses_from_the_scorer(add_task):
     assert "SyntaxError" in results[4].error
     assert "SystemExit" in results[5].error
     # which rule chose the code travels with each result (the verdict itself is cached by program)
-    assert results[1].extraction == {"mode": "full_function", "rule": "last complete defining block", "block": 0,
-                                     "n_blocks": 1}
+    assert results[1].extraction == {
+        "mode": "full_function",
+        "rule": "last complete defining block",
+        "block": 0,
+        "n_blocks": 1,
+    }
     assert results[2].extraction["rule"] == "last defining block"  # unclosed, the only block
     assert results[0].extraction == {"mode": "continuation", "rule": "raw", "block": None, "n_blocks": 0}
 
@@ -219,26 +232,32 @@ def test_indented_fence_in_a_list_item():
 # ----------------------------------------------------------------------------- real chat replies (issue 18)
 
 
-@pytest.mark.parametrize("text", [
-    "Sorry, I cannot help with that.",
-    "# Solution\nThe answer is\u2026",
-    "if you add them you get the sum.",
-    "print the result",
-    "    I think the answer is to add them.",
-    "The function returns a + b when both are given.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sorry, I cannot help with that.",
+        "# Solution\nThe answer is\u2026",
+        "if you add them you get the sum.",
+        "print the result",
+        "    I think the answer is to add them.",
+        "The function returns a + b when both are given.",
+    ],
+)
 def test_prose_the_tokenizer_reads_as_sentences_is_a_parse_failure(text):
     assert_parse_failure(text, "no code")
 
 
-@pytest.mark.parametrize("text", [
-    "    return a +\n",                                   # cut off
-    "    result = [x for x in range(3)\n    return result +\n",
-    "def add(a, b)\n    return a + b\n",                # a missing colon
-    "    if a > b\n        return a\n    return b\n",
-    "    print 'py2'\n    return a + b\n",               # Python 2
-    "    retrun a + b\n",                                 # a typo: two words, but the line is code-shaped
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "    return a +\n",  # cut off
+        "    result = [x for x in range(3)\n    return result +\n",
+        "def add(a, b)\n    return a + b\n",  # a missing colon
+        "    if a > b\n        return a\n    return b\n",
+        "    print 'py2'\n    return a + b\n",  # Python 2
+        "    retrun a + b\n",  # a typo: two words, but the line is code-shaped
+    ],
+)
 def test_broken_code_stays_code(text):
     ext = extract_program(PROMPT, EP, text)
     assert ext.ok, ext.reason
@@ -247,7 +266,9 @@ def test_broken_code_stays_code(text):
 def test_a_cut_off_repeat_of_the_code_block_does_not_win():
     """Chat models repeat their block; at the token limit the last copy is cut off mid-line."""
     block = f"```python\n{FULL}```\n"
-    completion = "Here it is:\n" + block + "Again, for clarity:\n" + block + "Once more:\n```python\ndef add(a, b):\n    ret"
+    completion = (
+        "Here it is:\n" + block + "Again, for clarity:\n" + block + "Once more:\n```python\ndef add(a, b):\n    ret"
+    )
     ext = extract_program(PROMPT, EP, completion)
     assert (ext.rule, ext.block, ext.n_blocks) == ("last complete defining block", 1, 3)
     assert run_add(ext.program)(2, 3) == 5
@@ -266,19 +287,24 @@ def test_an_unclosed_block_still_wins_when_it_is_the_only_one_and_says_so():
 
 
 def test_an_unclosed_block_followed_by_another_fence_ends_there():
-    completion = "Example:\n```python\ndef sub(a, b):\n    return a - b\n\nNow the answer:\n```python\n" + FULL + "```\n"
+    completion = (
+        "Example:\n```python\ndef sub(a, b):\n    return a - b\n\nNow the answer:\n```python\n" + FULL + "```\n"
+    )
     ext = extract_program(PROMPT, EP, completion)
     assert (ext.rule, ext.n_blocks, ext.block) == ("last complete defining block", 2, 1)
     assert "def sub" not in ext.program
 
 
-@pytest.mark.parametrize("wrap", [
-    "<think>\nLet me think: add them. def add(a, b): nope\n</think>\n{code}",
-    "{code}<|im_end|>\n<|im_start|>user\nthanks<|im_end|>",
-    "{code}<|eot_id|>",
-    "<step>{code}</step></s>",
-    "{code}\n</s>",
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "<think>\nLet me think: add them. def add(a, b): nope\n</think>\n{code}",
+        "{code}<|im_end|>\n<|im_start|>user\nthanks<|im_end|>",
+        "{code}<|eot_id|>",
+        "<step>{code}</step></s>",
+        "{code}\n</s>",
+    ],
+)
 def test_reasoning_traces_and_chat_template_tokens_are_stripped(wrap):
     ext = extract_program(PROMPT, EP, wrap.format(code=f"```python\n{FULL}```"))
     assert ext.ok and ext.mode == "full_function" and "<" not in ext.program.replace("->", "")
@@ -372,14 +398,20 @@ def test_a_fence_opened_in_the_middle_of_a_line():
     assert run_add(ext.program)(2, 3) == 5
 
 
-@pytest.mark.parametrize("text", [" Sorry, I cannot help with that.",
-                                  " The function returns a + b when both are given."])
+@pytest.mark.parametrize(
+    "text", [" Sorry, I cannot help with that.", " The function returns a + b when both are given."]
+)
 def test_control_prose_that_starts_with_a_space_is_still_not_code(text):
     assert_parse_failure(text, "no code")
 
 
-@pytest.mark.parametrize("text", ["[PYTHON]\nI cannot write that function.\n[/PYTHON]\n",
-                                  "The answer is: ```python\nI cannot write that function.\n```\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[PYTHON]\nI cannot write that function.\n[/PYTHON]\n",
+        "The answer is: ```python\nI cannot write that function.\n```\n",
+    ],
+)
 def test_control_prose_in_the_new_block_shapes_is_still_not_code(text):
     assert_parse_failure(text, "holds prose")
 
@@ -389,8 +421,14 @@ def test_control_other_tags_that_start_with_py_are_not_python_code(tag):
     assert_parse_failure(f"```{tag}\n>>> add(1, 2)\n3\n```\n", "no Python code block")
 
 
-@pytest.mark.parametrize("body", [BODY, "    def helper(x):\n        return x\n    return helper(a) + b\n",
-                                  "    def helper(x):\n        return x +\n"])  # cut off: it still continues
+@pytest.mark.parametrize(
+    "body",
+    [
+        BODY,
+        "    def helper(x):\n        return x\n    return helper(a) + b\n",
+        "    def helper(x):\n        return x +\n",
+    ],
+)  # cut off: it still continues
 def test_control_an_indented_body_is_still_glued_to_the_prompt(body):
     ext = extract_program(PROMPT, EP, body)
     assert (ext.mode, ext.rule) == ("continuation", "raw") and ext.program == PROMPT + body

@@ -1,4 +1,5 @@
 """The executors' input reader (grpo_wb.scoring.feed): items in order, errors after them, and no lost wake-ups."""
+
 import threading
 
 import pytest

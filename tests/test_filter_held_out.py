@@ -1,4 +1,5 @@
 """What a filter buys, measured on samples it did not choose with (issue 24 point 7): arithmetic on scored rows."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def _tasks(n_tasks: int, n: int, seed: int = 0) -> tuple[list[TaskSamples], dict
 
 
 def _q(p: float, g: int) -> float:
-    return 1 - p ** g - (1 - p) ** g
+    return 1 - p**g - (1 - p) ** g
 
 
 def _truth_of_the_cross_fit(samples, truth, rule_keeps, g):
@@ -73,8 +74,11 @@ def test_a_rule_that_keeps_nothing_on_half_the_samples_says_so():
 
 def test_the_command_prints_and_writes_both_figures(tmp_path, capsys):
     # 8 samples a task and G = 8, as the issue saw it: in-sample, every dapo-kept task is "always informative"
-    rows = [{"task_id": f"c{c}", "passed": j % 8 < c, "reward": float(j % 8 < c)} for c in (0, 1, 2, 5, 7, 8)
-            for j in range(8)]
+    rows = [
+        {"task_id": f"c{c}", "passed": j % 8 < c, "reward": float(j % 8 < c)}
+        for c in (0, 1, 2, 5, 7, 8)
+        for j in range(8)
+    ]
     scored = write_jsonl(tmp_path / "scored.jsonl", rows)
     out = tmp_path / "f.json"
     assert main(["filter", str(scored), "--recipe", "dapo", "--json", str(out)]) == 0

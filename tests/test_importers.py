@@ -1,4 +1,5 @@
 """`grpo-wb tasks import humaneval`, the check splitter, and scoring the imported set."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,12 +13,7 @@ from grpo_wb.cli.main import main
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
-from grpo_wb.tasks.importers import (
-    default_humaneval_path,
-    humaneval_task,
-    import_humaneval,
-    split_check,
-)
+from grpo_wb.tasks.importers import default_humaneval_path, humaneval_task, import_humaneval, split_check
 from grpo_wb.tasks.records import load_tasks
 
 
@@ -150,8 +146,20 @@ def _one_problem(problems, **changes):
     return d
 
 
-@pytest.mark.parametrize("case", ["missing", "directory", "bad_json", "missing_field", "non_string_field",
-                                  "not_gzip", "empty", "duplicate", "test_syntax"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing",
+        "directory",
+        "bad_json",
+        "missing_field",
+        "non_string_field",
+        "not_gzip",
+        "empty",
+        "duplicate",
+        "test_syntax",
+    ],
+)
 def test_bad_src_gives_one_line_error(capsys, tmp_path, problems, case):
     src = tmp_path / "src.jsonl"
     p0 = json.dumps(problems["HumanEval/0"])
@@ -202,8 +210,7 @@ def test_refuses_to_overwrite_without_force(capsys, tmp_path, problems):
     assert rc == 1
     assert err == f"grpo-wb: error: {out} exists; pass --force to replace it\n"
     assert out.read_text() == "keep me\n"
-    rc, stdout, err = run_cli(capsys, ["tasks", "import", "humaneval", "--src", str(src), "--out", str(out),
-                                       "--force"])
+    rc, stdout, err = run_cli(capsys, ["tasks", "import", "humaneval", "--src", str(src), "--out", str(out), "--force"])
     assert rc == 0, err
     assert [t.task_id for t in load_tasks(out)] == ["HumanEval/3"]
 
@@ -214,8 +221,11 @@ def test_refuses_to_overwrite_without_force(capsys, tmp_path, problems):
 @pytest.mark.sandbox
 def test_every_canonical_solution_passes_every_split_test(canonical_results):
     assert len(canonical_results) == 164
-    bad = [(r.task_id, r.status, r.tests_passed, r.tests_total, r.error) for r in canonical_results
-           if not (r.status == "pass" and r.passed and r.tests_passed == r.tests_total)]
+    bad = [
+        (r.task_id, r.status, r.tests_passed, r.tests_total, r.error)
+        for r in canonical_results
+        if not (r.status == "pass" and r.passed and r.tests_passed == r.tests_total)
+    ]
     assert bad == []
     assert all(r.extraction_mode == "continuation" for r in canonical_results)
 
@@ -225,8 +235,12 @@ def test_partial_credit_on_humaneval_0(imported):
     task = by_id(imported[1])["HumanEval/0"]
     # partial credit runs every test (the binary reward stops at the first failure)
     with Scorer(SandboxLimits(timeout=5), RewardConfig(kind="partial")) as scorer:
-        wrong, right = scorer.score([ScoreRequest(task=task, completion="    return False\n"),
-                                     ScoreRequest(task=task, completion=task.canonical_solution)])
+        wrong, right = scorer.score(
+            [
+                ScoreRequest(task=task, completion="    return False\n"),
+                ScoreRequest(task=task, completion=task.canonical_solution),
+            ]
+        )
     assert wrong.status == "fail" and not wrong.passed
     assert 0 < wrong.tests_passed < wrong.tests_total == 7
     assert wrong.tests_passed == 3  # the three "== False" asserts
@@ -239,8 +253,12 @@ def test_check_decides_passed_for_whole_tasks(imported):
     task = by_id(imported[1])["HumanEval/53"]  # add(x, y); check kept whole (it has a loop)
     assert task.metadata["check_split"] == "whole"
     with Scorer(SandboxLimits(timeout=5)) as scorer:
-        wrong, right = scorer.score([ScoreRequest(task=task, completion="    return x - y\n"),
-                                     ScoreRequest(task=task, completion=task.canonical_solution)])
+        wrong, right = scorer.score(
+            [
+                ScoreRequest(task=task, completion="    return x - y\n"),
+                ScoreRequest(task=task, completion=task.canonical_solution),
+            ]
+        )
     assert (wrong.status, wrong.passed, wrong.tests_passed, wrong.tests_total) == ("fail", False, 0, 1)
     assert (right.status, right.passed, right.tests_passed, right.tests_total) == ("pass", True, 1, 1)
 
@@ -265,7 +283,8 @@ def src(s: str) -> str:
 
 
 def test_split_check_asserts_only():
-    r = split_check(src('''
+    r = split_check(
+        src('''
         import math
         METADATA = {"a": 1}
 
@@ -278,7 +297,8 @@ def test_split_check_asserts_only():
             assert candidate(
                 3,
             ) == 4
-        '''))
+        ''')
+    )
     assert r is not None
     setup, tests = r
     assert [t.name for t in tests] == ["assert_0", "assert_1", "assert_2"]
@@ -291,36 +311,50 @@ def test_split_check_asserts_only():
     assert "def check" not in setup and "candidate(1)" not in setup
 
 
-@pytest.mark.parametrize("body", [
-    "    x = candidate(1)\n    assert x == 2\n",
-    "    for i in range(3):\n        assert candidate(i) == i + 1\n",
-    "    assert candidate(1) == 2\n    while False:\n        pass\n",
-    "    if True:\n        assert candidate(1) == 2\n",
-    "    assert (y := candidate(1)) == 2\n    assert y == 2\n",
-    "    def helper(v):\n        return v\n    assert helper(candidate(1)) == 2\n",
-    "    candidate(1)\n    assert True\n",
-    '    """only a docstring"""\n',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    x = candidate(1)\n    assert x == 2\n",
+        "    for i in range(3):\n        assert candidate(i) == i + 1\n",
+        "    assert candidate(1) == 2\n    while False:\n        pass\n",
+        "    if True:\n        assert candidate(1) == 2\n",
+        "    assert (y := candidate(1)) == 2\n    assert y == 2\n",
+        "    def helper(v):\n        return v\n    assert helper(candidate(1)) == 2\n",
+        "    candidate(1)\n    assert True\n",
+        '    """only a docstring"""\n',
+    ],
+)
 def test_split_check_keeps_stateful_bodies_whole(body):
     assert split_check("def check(candidate):\n" + body) is None
 
 
-@pytest.mark.parametrize("source", [
-    "def check(candidate:\n    assert 1\n",                       # syntax error
-    "def verify(candidate):\n    assert candidate(1)\n",            # no check
-    "def check(candidate):\n    assert 1\ndef check(candidate):\n    assert 2\n",  # two checks
-    "def check(fn):\n    assert fn(1)\n",                            # other parameter name
-    "def check(candidate, extra):\n    assert candidate(1)\n",
-    "import functools\n@functools.lru_cache\ndef check(candidate):\n    assert candidate(1)\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def check(candidate:\n    assert 1\n",  # syntax error
+        "def verify(candidate):\n    assert candidate(1)\n",  # no check
+        "def check(candidate):\n    assert 1\ndef check(candidate):\n    assert 2\n",  # two checks
+        "def check(fn):\n    assert fn(1)\n",  # other parameter name
+        "def check(candidate, extra):\n    assert candidate(1)\n",
+        "import functools\n@functools.lru_cache\ndef check(candidate):\n    assert candidate(1)\n",
+    ],
+)
 def test_split_check_rejects_unusual_check_functions(source):
     assert split_check(source) is None
 
 
 def test_humaneval_task_whole_fallback_keeps_test_as_setup():
     test = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i\n"
-    t = humaneval_task({"task_id": "X/1", "prompt": "def f(i):\n", "entry_point": "f", "test": test,
-                        "canonical_solution": "    return i\n"}, source="x.jsonl")
+    t = humaneval_task(
+        {
+            "task_id": "X/1",
+            "prompt": "def f(i):\n",
+            "entry_point": "f",
+            "test": test,
+            "canonical_solution": "    return i\n",
+        },
+        source="x.jsonl",
+    )
     assert t.metadata == {"source": "x.jsonl", "check_split": "whole"}
     assert t.test_setup == test and t.check == test
     assert [(x.name, x.code) for x in t.tests] == [("check", "check(candidate)")]

@@ -4,6 +4,7 @@ Every test here that could reach a dangerous path runs inside a PID namespace of
 (``unshare --pid --fork --mount-proc``): a worker that wrongly believed it owned a namespace would
 ``kill(-1)`` as root, which outside one kills every process on the machine.
 """
+
 import json
 import os
 import shutil
@@ -17,13 +18,7 @@ import pytest
 from conftest import TOY, write_jsonl
 
 from grpo_wb.scoring import sandbox
-from grpo_wb.scoring.sandbox import (
-    STRICT_PROOFS,
-    SandboxLimits,
-    SandboxUnavailable,
-    WorkerPool,
-    unproved,
-)
+from grpo_wb.scoring.sandbox import STRICT_PROOFS, SandboxLimits, SandboxUnavailable, WorkerPool, unproved
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -33,9 +28,14 @@ needs_root = pytest.mark.skipif(os.getuid() != 0, reason="uid drops and sibling 
 
 def in_pid_namespace(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     """Run Python ``code`` as pid 1 of a fresh PID namespace (its own /proc), with ``env``."""
-    return subprocess.run([shutil.which("unshare"), "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
-                          env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [shutil.which("unshare"), "--pid", "--fork", "--mount-proc", sys.executable, "-c", code],
+        env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture
@@ -76,20 +76,25 @@ def test_forced_bwrap_without_bwrap_is_an_error(tmp_path, no_bwrap_path):
     """GRPO_WB_SANDBOX=bwrap on a machine without bubblewrap: one line, exit 1, nothing scored, nothing killed."""
     rc, alive, err, out = _score_in_namespace(tmp_path, {"PATH": no_bwrap_path, "GRPO_WB_SANDBOX": "bwrap"})
     assert rc == 1 and alive and not out.exists()
-    assert err.strip().splitlines()[-1] == ("grpo-wb: error: GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on "
-                                            "PATH; install it (Debian/Ubuntu: apt-get install bubblewrap) or unset "
-                                            "GRPO_WB_SANDBOX")
+    assert err.strip().splitlines()[-1] == (
+        "grpo-wb: error: GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on "
+        "PATH; install it (Debian/Ubuntu: apt-get install bubblewrap) or unset "
+        "GRPO_WB_SANDBOX"
+    )
 
 
 def test_strict_refuses_a_sandbox_that_cannot_prove_its_isolation(tmp_path):
     """Fork mode proves none of PID namespace, network, private /tmp (and, as root with the interpreter
     under a 0700 home, no uid drop): strict says which and runs nothing."""
-    rc, alive, err, out = _score_in_namespace(tmp_path, {"PATH": os.environ["PATH"], "GRPO_WB_SANDBOX": "fork",
-                                                         "GRPO_WB_ISOLATION": "strict"})
+    rc, alive, err, out = _score_in_namespace(
+        tmp_path, {"PATH": os.environ["PATH"], "GRPO_WB_SANDBOX": "fork", "GRPO_WB_ISOLATION": "strict"}
+    )
     line = err.strip().splitlines()[-1]
     assert rc == 1 and alive and not out.exists()
-    assert line.startswith("grpo-wb: error: --isolation strict: the sandbox could not prove its own PID namespace; "
-                           "no network (the child's connection to 127.0.0.1: reachable)"), line
+    assert line.startswith(
+        "grpo-wb: error: --isolation strict: the sandbox could not prove its own PID namespace; "
+        "no network (the child's connection to 127.0.0.1: reachable)"
+    ), line
     assert "a private /tmp" in line
 
 
@@ -127,12 +132,14 @@ def test_without_bubblewrap_best_still_gives_namespaces_and_a_leased_uid(no_bwra
     canary = tmp_path / "canary"
     canary.write_text("untouched")
     canary.chmod(0o666)  # writable by any uid: only a mount namespace's view, or none, keeps it
-    probe = (f"import os, socket, fractions, statistics\nseen = []\n"
-             f"try:\n    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=1)\n"
-             f"    seen.append('network')\nexcept OSError:\n    pass\n"
-             f"try:\n    open({str(canary)!r}, 'w').write('written')\n    seen.append('wrote')\nexcept OSError:\n    pass\n"
-             "seen += [] if b'worker' in open('/proc/1/cmdline', 'rb').read() else ['host processes']\n"
-             "print(' '.join(seen) or 'ok')\n")
+    probe = (
+        f"import os, socket, fractions, statistics\nseen = []\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=1)\n"
+        f"    seen.append('network')\nexcept OSError:\n    pass\n"
+        f"try:\n    open({str(canary)!r}, 'w').write('written')\n    seen.append('wrote')\nexcept OSError:\n    pass\n"
+        "seen += [] if b'worker' in open('/proc/1/cmdline', 'rb').read() else ['host processes']\n"
+        "print(' '.join(seen) or 'ok')\n"
+    )
     code = textwrap.dedent(f"""
         import json, os
         os.environ["PATH"] = {no_bwrap_path!r}
@@ -145,8 +152,14 @@ def test_without_bubblewrap_best_still_gives_namespaces_and_a_leased_uid(no_bwra
             (r,) = list(sc.score([ScoreRequest(T, {probe!r})]))
         print("RESULT", json.dumps([rep["mode"], rep["missing"], rep["unprivileged_uid"], r.status, r.error]))
     """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     listener.close()
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")]
     assert line, p.stdout + p.stderr
@@ -180,9 +193,18 @@ def test_the_report_is_measured_in_a_child():
 
 def test_a_limit_setrlimit_refused_shows_as_not_set():
     """A hard limit below the requested value cannot be raised by the child: the report says it is not set."""
-    rep = {"mode": "bwrap", "pid_namespace": True, "network_isolated": True, "child_uid": 61000, "caller_uid": 0, "private_tmp": True,
-           "userns_closed": True, "ipc_closed": True, "one_session": True,
-           "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}}}
+    rep = {
+        "mode": "bwrap",
+        "pid_namespace": True,
+        "network_isolated": True,
+        "child_uid": 61000,
+        "caller_uid": 0,
+        "private_tmp": True,
+        "userns_closed": True,
+        "ipc_closed": True,
+        "one_session": True,
+        "limits": {"RLIMIT_NOFILE": {"requested": 64, "in_force": 16}},
+    }
     assert unproved(rep) == ["the limits in force (not set: RLIMIT_NOFILE)"]
     assert len(unproved({})) == len(STRICT_PROOFS)
 
@@ -263,12 +285,27 @@ WORKER_WITHOUT_NAMESPACE = textwrap.dedent("""
 def _worker_run(child_uid: int, daemon: str) -> dict:
     """``daemon``: ``killed`` (wait for the clean-up's kills to land) or ``kept`` (look once the clean-up is done)."""
     # (as in_pid_namespace, with the child uid as the script's argv[1])
-    p = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", WORKER_WITHOUT_NAMESPACE,
-                        str(child_uid), daemon], env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"]},
-                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    p = subprocess.run(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            sys.executable,
+            "-c",
+            WORKER_WITHOUT_NAMESPACE,
+            str(child_uid),
+            daemon,
+        ],
+        env={"LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, p.stdout + p.stderr
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 @needs_root

@@ -4,6 +4,7 @@ Each attack is a completion; the property is checked on what the *next* job sees
 Attacks that fill the sandbox's disk or load the CPU run the whole scorer inside a PID namespace of their own
 (``unshare --pid --fork --mount-proc --kill-child``) under a time limit, so nothing they start can outlive the test.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from grpo_wb.scoring import sandbox
-from grpo_wb.scoring.worker import main as worker
 from grpo_wb.scoring.sandbox import IsolationLost, RawOutcome, SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, Verdict, _cacheable
+from grpo_wb.scoring.worker import main as worker
 from grpo_wb.tasks.records import Task, TestCase
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +32,24 @@ def contained(script: str, tmp_path: Path, timeout: int = 240) -> list:
     """Run ``script`` (it prints one JSON document) as pid 1 of a PID namespace of its own, under ``timeout``."""
     path = tmp_path / "attack.py"
     path.write_text(textwrap.dedent(script))
-    p = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "timeout", str(timeout),
-                        sys.executable, str(path)], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=timeout + 30)
+    p = subprocess.run(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--kill-child",
+            "timeout",
+            str(timeout),
+            sys.executable,
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=timeout + 30,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -56,13 +72,17 @@ SCORE_ALL = """
 FILLER = "for n in ('f1', 'f2'):\n    with open(n, 'wb') as f:\n        f.write(b'x' * (10 << 20))\n"
 LEFTOVERS = {
     "a 1,100-level directory chain": "import os\nfor i in range(1100):\n    os.mkdir('d'); os.chdir('d')\n",
-    "a 5,000-level chain of long names": ("import os\nfor i in range(5000):\n    os.mkdir('d' * 200); "
-                                          "os.chdir('d' * 200)\n"),
+    "a 5,000-level chain of long names": (
+        "import os\nfor i in range(5000):\n    os.mkdir('d' * 200); os.chdir('d' * 200)\n"
+    ),
     "10^5 files": "import os\nos.mkdir('many')\nfor i in range(100000):\n    open(f'many/{i}', 'w').close()\n",
-    "directories made unreadable": ("import os\nos.makedirs('a/b/c')\nopen('a/b/c/x', 'w').close()\n"
-                                    "for d in ('a/b/c', 'a/b', 'a'):\n    os.chmod(d, 0)\n"),
-    "a FIFO and a listening socket": ("import os, socket\nos.mkfifo('fifo')\ns = socket.socket(socket.AF_UNIX)\n"
-                                      "s.bind('sock')\ns.listen(1)\n"),
+    "directories made unreadable": (
+        "import os\nos.makedirs('a/b/c')\nopen('a/b/c/x', 'w').close()\n"
+        "for d in ('a/b/c', 'a/b', 'a'):\n    os.chmod(d, 0)\n"
+    ),
+    "a FIFO and a listening socket": (
+        "import os, socket\nos.mkfifo('fifo')\ns = socket.socket(socket.AF_UNIX)\ns.bind('sock')\ns.listen(1)\n"
+    ),
 }
 # the next job writes 16 MiB: it needs the space every earlier job used back
 WRITER = "for n in ('g1', 'g2'):\n    with open(n, 'wb') as f:\n        f.write(b'y' * (8 << 20))\nprint('ok')\n"
@@ -74,8 +94,9 @@ def test_what_a_job_leaves_never_reaches_the_next_job(leftover, tmp_path):
     """The attacker fails as a wrong answer does (never ``sandbox_error``), and each correct completion after it,
     which needs the space back, passes: twice, so a clean-up that broke would show on the second round too."""
     attack = LEFTOVERS[leftover] + FILLER + "print('wrong')\n"
-    out = contained(SCORE_ALL.format(codes=[attack, WRITER] * 2, timeout=20.0, shm=0, workers=1, expected="ok\n"),
-                    tmp_path)
+    out = contained(
+        SCORE_ALL.format(codes=[attack, WRITER] * 2, timeout=20.0, shm=0, workers=1, expected="ok\n"), tmp_path
+    )
     verdicts = out[:-1]
     assert verdicts[0::2] == [["fail", "wrong output"]] * 2, verdicts
     assert verdicts[1::2] == [["pass", ""]] * 2, verdicts
@@ -137,29 +158,43 @@ FIND_NOTES = textwrap.dedent(f"""
 @pytest.mark.sandbox
 def test_no_file_of_a_job_reaches_a_later_one(tmp_path):
     """Every place a job can write (its directory, a private /dev/shm) is empty for the next job."""
-    out = contained(SCORE_ALL.format(codes=[LEAVE_NOTES, FIND_NOTES, LEAVE_NOTES, FIND_NOTES], timeout=10.0,
-                                     shm=8 << 20, workers=1, expected="ok\n"), tmp_path)
+    out = contained(
+        SCORE_ALL.format(
+            codes=[LEAVE_NOTES, FIND_NOTES, LEAVE_NOTES, FIND_NOTES],
+            timeout=10.0,
+            shm=8 << 20,
+            workers=1,
+            expected="ok\n",
+        ),
+        tmp_path,
+    )
     assert out[:-1] == [["pass", ""]] * 4, out
 
 
 _LIBC = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
 KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 IPC_ATTACKS = {
-    "SysV shared memory (960 MiB, outside RLIMIT_AS)": _LIBC + (
-        "shmid = libc.shmget(0x6770, 960 << 20, 0o1666)\nprint('made' if shmid >= 0 else 'refused')\n"),
+    "SysV shared memory (960 MiB, outside RLIMIT_AS)": _LIBC
+    + ("shmid = libc.shmget(0x6770, 960 << 20, 0o1666)\nprint('made' if shmid >= 0 else 'refused')\n"),
     "a SysV semaphore set": _LIBC + "print('made' if libc.semget(0x6771, 1, 0o1666) >= 0 else 'refused')\n",
     "a SysV message queue": _LIBC + "print('made' if libc.msgget(0x6772, 0o1666) >= 0 else 'refused')\n",
-    "a POSIX message queue": _LIBC + (
+    "a POSIX message queue": _LIBC
+    + (
         "q = libc.mq_open(b'/grpo_wb_note', os.O_CREAT | os.O_RDWR, 0o666, None)\n"
-        "print('made' if q >= 0 else 'refused')\n"),
-    "a key in the user keyring": _LIBC + (
+        "print('made' if q >= 0 else 'refused')\n"
+    ),
+    "a key in the user keyring": _LIBC
+    + (
         "import platform\nadd_key = {'x86_64': 248, 'aarch64': 217}[platform.machine()]\n"
         "k = libc.syscall(add_key, b'user', b'grpo_wb_note', b'secret', 6, -4)\n"  # KEY_SPEC_USER_KEYRING
-        "print('made' if k >= 0 else 'refused')\n"),
-    "a key in the session keyring, read back": _LIBC + (
+        "print('made' if k >= 0 else 'refused')\n"
+    ),
+    "a key in the session keyring, read back": _LIBC
+    + (
         "import platform\nkeyctl = {'x86_64': 250, 'aarch64': 219}[platform.machine()]\n"
         "k = libc.syscall(keyctl, 1, None)\n"  # KEYCTL_JOIN_SESSION_KEYRING
-        "print('made' if k >= 0 else 'refused')\n"),
+        "print('made' if k >= 0 else 'refused')\n"
+    ),
 }
 REFUSED = Task("iso/refused", "Print refused.", "", (TestCase("a", type="stdio", input="", output="refused\n"),))
 
@@ -190,11 +225,11 @@ def test_the_report_proves_ipc_and_sessions_closed(scorer):
 # A wrong answer, then something on the event channel (fd 3) that the scorer cannot take in.
 TRAILERS = {
     "a 5,000-digit number": "os.write(3, b'1' * 5000 + b'\\n')",
-    "a 5,000-digit number in a values event": "os.write(3, b'{\"event\": \"values\", \"index\": 0, \"values\": [' "
-                                               "+ b'9' * 5000 + b']}\\n')",
+    "a 5,000-digit number in a values event": 'os.write(3, b\'{"event": "values", "index": 0, "values": [\' '
+    "+ b'9' * 5000 + b']}\\n')",
     "JSON nested 100,000 deep": "os.write(3, b'[' * 100000 + b']' * 100000 + b'\\n')",
     "bytes that are not UTF-8": "os.write(3, b'\\xff\\xfe{\"event\": \\xc3\\x28}\\n')",
-    "a lone surrogate escape": "os.write(3, b'{\"event\": \"load_error\", \"error\": \"\\\\ud800\"}\\n')",
+    "a lone surrogate escape": 'os.write(3, b\'{"event": "load_error", "error": "\\\\ud800"}\\n\')',
 }
 
 
@@ -222,8 +257,10 @@ class _DyingPool:
         self.runs += 1
         if self.runs <= self.deaths:
             return RawOutcome(worker_died="the sandbox worker died while running this completion (worker exited)")
-        return RawOutcome(events=[{"event": "loaded"}, {"event": "stdout", "index": 0, "output": "ok\n"},
-                                  {"event": "done"}], returncode=0)
+        return RawOutcome(
+            events=[{"event": "loaded"}, {"event": "stdout", "index": 0, "output": "ok\n"}, {"event": "done"}],
+            returncode=0,
+        )
 
     def close(self):
         pass
@@ -278,7 +315,8 @@ NEIGHBOURS = """
     from grpo_wb.scoring.scorer import Scorer, ScoreRequest
     from grpo_wb.tasks.records import Task, TestCase
     test = (TestCase("a", type="stdio", input="", output="ok\\n"),)
-    busy, work = Task("iso/busy", "Print ok.", "", test, timeout=4.0), Task("iso/ok", "Print ok.", "", test, timeout=1.0)
+    busy = Task("iso/busy", "Print ok.", "", test, timeout=4.0)
+    work = Task("iso/ok", "Print ok.", "", test, timeout=1.0)
     reqs = [ScoreRequest(busy, {busy!r}, 0)] + [ScoreRequest(work, {work!r}, i) for i in range(1, 4)]
     with Scorer(SandboxLimits(), workers=2, cache=False) as sc:
         print(json.dumps([[r.status, r.duration_s] for r in sc.score(reqs)]))
@@ -305,8 +343,7 @@ def test_isolation_never_changes_in_the_middle_of_a_run(monkeypatch, tmp_path):
         assert first.status == "pass" and sc.sandbox.started_mode is not None
         monkeypatch.setattr(sandbox, "bwrap_command", lambda limits: ["/bin/false"])
         sc.sandbox._workers[0].kill()  # the worker is lost: the next job needs a new one
-        escape = "open('/work/escaped', 'w').write('x')\nprint('ok')\n" if sc.sandbox.started_mode == "bwrap" \
-            else RIGHT
+        escape = "open('/work/escaped', 'w').write('x')\nprint('ok')\n" if sc.sandbox.started_mode == "bwrap" else RIGHT
         with pytest.raises(IsolationLost, match="could not be restarted"):
             list(sc.score([ScoreRequest(OK, escape)]))
     assert not Path("/work/escaped").exists()
@@ -348,8 +385,9 @@ def test_fourteen_copies_of_a_search_learn_nothing_from_each_other(tmp_path):
     """Each copy counts the copies before it through every channel it can find (SysV shared memory, /dev/shm,
     /tmp, /var/tmp, the job root, its directory) and answers that count: with any channel the 14th would answer 13
     and pass; here every copy answers 0 and fails."""
-    out = contained(SCORE_ALL.format(codes=[SEARCH] * 14, timeout=10.0, shm=8 << 20, workers=1, expected="13\n"),
-                    tmp_path)
+    out = contained(
+        SCORE_ALL.format(codes=[SEARCH] * 14, timeout=10.0, shm=8 << 20, workers=1, expected="13\n"), tmp_path
+    )
     assert [v[0] for v in out[:-1]] == ["fail"] * 14, out
 
 

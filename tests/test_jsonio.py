@@ -1,5 +1,6 @@
 """Crash-safe JSON lines: every line is flushed when write returns; fsyncs are per write, or at most every
 sync_every seconds (and at close). No content makes a writer fail."""
+
 import json
 import os
 
@@ -38,8 +39,11 @@ def test_sync_every_flushes_each_line_but_fsyncs_at_most_that_often(tmp_path, mo
 
 
 # a child's `raise ValueError("\ud800")` or a model's "\ud800" escape: lone surrogates, which UTF-8 cannot encode
-HOSTILE = {"error": "ValueError: \ud800", "\udc00key": ["a\ud800b", {"nested \udfff": ("\ud83d", 1.5, None)}],
-           "ok": "é ✓ 😀"}
+HOSTILE = {
+    "error": "ValueError: \ud800",
+    "\udc00key": ["a\ud800b", {"nested \udfff": ("\ud83d", 1.5, None)}],
+    "ok": "é ✓ 😀",
+}
 
 
 def test_writers_never_fail_on_lone_surrogates_in_keys_and_values(tmp_path):
@@ -77,8 +81,12 @@ def test_the_fast_reader_reads_what_json_reads(tmp_path):
     """orjson for the analyses, json where orjson refuses (NaN, lone surrogates); the same objects, the same errors."""
     import gzip
 
-    lines = ['{"task_id": "a", "passed": true, "reward": 1.0, "meta": {"k": [1, 2.5, null]}}', "",
-             '{"task_id": "b", "passed": false, "reward": NaN}', '{"text": "\\ud800 caf\\u00e9 \u00e9"}']
+    lines = [
+        '{"task_id": "a", "passed": true, "reward": 1.0, "meta": {"k": [1, 2.5, null]}}',
+        "",
+        '{"task_id": "b", "passed": false, "reward": NaN}',
+        '{"text": "\\ud800 caf\\u00e9 \u00e9"}',
+    ]
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     gz = tmp_path / "r.jsonl.gz"

@@ -1,4 +1,5 @@
 """The package's shape: layers as a contract (import-linter), no import cycle, no import hidden in a function."""
+
 import ast
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     package = here if path.name == "__init__.py" else here[:-1]
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:  # relative: resolve it, so it is checked the same
-            base = ".".join(package[:len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+            base = ".".join(package[: len(package) - (node.level - 1)] + ([node.module] if node.module else []))
         else:
             base = node.module if isinstance(node, ast.ImportFrom) else None
         if isinstance(node, ast.ImportFrom) and base and base.startswith("grpo_wb"):
@@ -63,7 +64,7 @@ def test_no_import_cycle_among_the_modules():
         state[m] = 1
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                cycles.append(stack[stack.index(n):] + [n])
+                cycles.append(stack[stack.index(n) :] + [n])
             elif n not in state:
                 visit(n, stack + [n])
         state[m] = 2
@@ -97,16 +98,20 @@ def test_the_command_line_starts_without_heavy_imports():
     """``grpo-wb --help`` loads neither the training extras nor scipy, matplotlib or pandas: every CLI call (and
     every subprocess test) would otherwise pay seconds for them (the audit once pulled in torch through the bridge;
     the plan command scipy.stats; the plots matplotlib)."""
-    code = (_LOADED + "sys.argv = ['grpo-wb', '--help']\nfrom grpo_wb.cli.main import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            f"heavy = [h for h in {HEAVY!r} if loaded(h)]\nprint(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)")
+    code = (
+        _LOADED + "sys.argv = ['grpo-wb', '--help']\nfrom grpo_wb.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"heavy = [h for h in {HEAVY!r} if loaded(h)]\nprint(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, f"grpo-wb --help loads {out.stderr.strip()}"
 
 
 def test_the_heavy_import_check_sees_a_heavy_import():
     """The control: the same check, after a real import of pandas and matplotlib, names them."""
-    code = _LOADED + "import pandas, matplotlib.figure\nprint([h for h in ('pandas', 'matplotlib', 'scipy') if loaded(h)])"
+    code = (
+        _LOADED + "import pandas, matplotlib.figure\nprint([h for h in ('pandas', 'matplotlib', 'scipy') if loaded(h)])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "['pandas', 'matplotlib']", out.stdout + out.stderr
 
@@ -131,6 +136,7 @@ def test_what_runs_inside_the_sandbox_imports_the_standard_library_only():
     (The import-linter contract says the same about grpo_wb; this also covers third-party packages.)"""
     siblings = {p.stem for p in (PKG / "scoring" / "worker").glob("wb_*.py")}
     assert len(IN_SANDBOX) >= 6 and siblings
-    bad = {str(p.relative_to(ROOT)): sorted(_all_imports(p) - set(sys.stdlib_module_names) - siblings)
-           for p in IN_SANDBOX}
+    bad = {
+        str(p.relative_to(ROOT)): sorted(_all_imports(p) - set(sys.stdlib_module_names) - siblings) for p in IN_SANDBOX
+    }
     assert not any(bad.values()), bad

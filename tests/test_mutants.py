@@ -1,5 +1,6 @@
 """The shared mutator (grpo_wb.tasks.mutants): each family plants its bug, docstrings stay, choices are seeded,
 no-op and duplicate mutants are dropped, and the mock backend's wrong answers are what they always were."""
+
 import ast
 import hashlib
 import random
@@ -36,27 +37,30 @@ def _unparsed(src: str) -> str:
     return ast.unparse(ast.parse(src))
 
 
-@pytest.mark.parametrize("family,before,after", [
-    ("arith", "total += xs[i] * 2", "total -= xs[i] * 2"),
-    ("arith", "total += xs[i] * 2", "total += xs[i] / 2"),
-    ("compare", "if a < b", "if a <= b"),
-    ("compare", "while a in b", "while a not in b"),
-    ("compare", "a is None", "a is not None"),
-    ("bool", "a < b and (not a)", "a < b or not a"),
-    ("bool", "a < b and (not a)", "a < b and a"),
-    ("bool", "else False", "else True"),
-    ("const", "total = 0", "total = 1"),
-    ("const", "total = 0", "total = -1"),
-    ("bound", "range(0, len(xs))", "range(0, len(xs) + 1)"),
-    ("bound", "a[1:3]", "a[1:2]"),
-    ("negate", "if a < b and (not a)", "if not (a < b and (not a))"),
-    ("negate", "while a in b", "while not a in b"),
-    ("negate", "a[1:3] if a is None", "a[1:3] if not a is None"),
-    ("delete", "a = a - 1", "pass"),
-    ("early-return", '"""Compare a and b."""\n    if', '"""Compare a and b."""\n    return None\n    if'),
-    ("early-return", "return total", "return None"),
-    ("swap-args", "max(a, b)", "max(b, a)"),
-])
+@pytest.mark.parametrize(
+    "family,before,after",
+    [
+        ("arith", "total += xs[i] * 2", "total -= xs[i] * 2"),
+        ("arith", "total += xs[i] * 2", "total += xs[i] / 2"),
+        ("compare", "if a < b", "if a <= b"),
+        ("compare", "while a in b", "while a not in b"),
+        ("compare", "a is None", "a is not None"),
+        ("bool", "a < b and (not a)", "a < b or not a"),
+        ("bool", "a < b and (not a)", "a < b and a"),
+        ("bool", "else False", "else True"),
+        ("const", "total = 0", "total = 1"),
+        ("const", "total = 0", "total = -1"),
+        ("bound", "range(0, len(xs))", "range(0, len(xs) + 1)"),
+        ("bound", "a[1:3]", "a[1:2]"),
+        ("negate", "if a < b and (not a)", "if not (a < b and (not a))"),
+        ("negate", "while a in b", "while not a in b"),
+        ("negate", "a[1:3] if a is None", "a[1:3] if not a is None"),
+        ("delete", "a = a - 1", "pass"),
+        ("early-return", '"""Compare a and b."""\n    if', '"""Compare a and b."""\n    return None\n    if'),
+        ("early-return", "return total", "return None"),
+        ("swap-args", "max(a, b)", "max(b, a)"),
+    ],
+)
 def test_each_family_plants_its_bug(family, before, after):
     original = _unparsed(PROGRAM)
     assert before in original
@@ -79,16 +83,20 @@ def test_docstrings_and_strings_are_never_touched():
     strings = sorted(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
     for s in sites(src):
         mutated = ast.parse(mutate(src, s))
-        assert [ast.get_docstring(n) for n in ast.walk(mutated)
-                if isinstance(n, (ast.FunctionDef, ast.Module))] == docs, s
+        assert [
+            ast.get_docstring(n) for n in ast.walk(mutated) if isinstance(n, (ast.FunctionDef, ast.Module))
+        ] == docs, s
         if s.operator != "delete":  # deleting `MSG = ...` takes its string along
-            assert sorted(n.value for n in ast.walk(mutated)
-                          if isinstance(n, ast.Constant) and isinstance(n.value, str)) == strings, s
+            assert (
+                sorted(n.value for n in ast.walk(mutated) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+                == strings
+            ), s
 
 
 def test_annotations_are_not_mutated():
-    assert sites("def f(x: 'int' = 1) -> 2:\n    return x\n", operators=["const"])[0].description == \
-        "`1` -> `2` at line 1"
+    assert (
+        sites("def f(x: 'int' = 1) -> 2:\n    return x\n", operators=["const"])[0].description == "`1` -> `2` at line 1"
+    )
     assert len(sites("def f(x: 'int' = 1) -> 2:\n    return x\n", operators=["const"])) == 2
 
 
@@ -166,6 +174,7 @@ def test_a_site_of_another_source_is_refused():
 
 
 # ------------------------------------------------------------------ the mock backend's operator set
+
 
 def test_mock_mutant_is_pinned_to_the_mock_backends_historical_output():
     """The digest of the mock's mutants on the toy tasks, seeds 0..20, as its own mutator made them before it

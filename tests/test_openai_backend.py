@@ -1,4 +1,5 @@
 """OpenAI-compatible backend against a real HTTP server on 127.0.0.1 (canned answers, counted requests)."""
+
 import json
 import socket
 import threading
@@ -24,21 +25,20 @@ class FakeServer:
     def __init__(self):
         self.lock = threading.Lock()
         self.release = threading.Event()
-        self.requests = []          # (path, body, lower-cased headers)
+        self.requests = []  # (path, body, lower-cased headers)
         self.in_flight = 0
         self.max_in_flight = 0
-        self.n_mode = "support"     # support | reject (400 when n > 1) | ignore (always one choice)
-        self.fail_first = []        # statuses answered to the first requests, in order
-        self.status = None          # answer every request with this status (401, 404, 503, ...)
-        self.delay = 0.0            # seconds before answering
-        self.length_index = 0       # choice index answered with finish_reason "length" (None: never)
-        self.html = False           # answer 200 with an HTML page
-        self.refuse = None          # body -> a status to answer that request with (None: answer it)
+        self.n_mode = "support"  # support | reject (400 when n > 1) | ignore (always one choice)
+        self.fail_first = []  # statuses answered to the first requests, in order
+        self.status = None  # answer every request with this status (401, 404, 503, ...)
+        self.delay = 0.0  # seconds before answering
+        self.length_index = 0  # choice index answered with finish_reason "length" (None: never)
+        self.html = False  # answer 200 with an HTML page
+        self.refuse = None  # body -> a status to answer that request with (None: answer it)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def bodies(self, path=None):
         return [b for p, b, _ in self.requests if path is None or p == path]
@@ -48,11 +48,21 @@ class FakeServer:
         with self.lock:
             status = self.fail_first.pop(0) if self.fail_first else self.status
         if status is None and self.refuse is not None and (status := self.refuse(body)) is not None:
-            return status, {"error": {"message": "This model's maximum context length is 32 tokens",
-                                      "type": "BadRequestError", "code": status}}
+            return status, {
+                "error": {
+                    "message": "This model's maximum context length is 32 tokens",
+                    "type": "BadRequestError",
+                    "code": status,
+                }
+            }
         if status == 404:
-            return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
-                                   "type": "NotFoundError", "code": 404}}
+            return 404, {
+                "error": {
+                    "message": f"The model `{body.get('model')}` does not exist.",
+                    "type": "NotFoundError",
+                    "code": 404,
+                }
+            }
         if status is not None:
             return status, {"error": {"message": f"canned failure {status}", "type": "error", "code": status}}
         n = int(body.get("n") or 1)
@@ -65,11 +75,22 @@ class FakeServer:
         for i in range(n):
             text = f"    return {body.get('seed')}+{i}\n"
             fr = "length" if i == self.length_index else "stop"
-            choices.append({"index": i, "finish_reason": fr, "logprobs": None,
-                            **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})})
-        return 200, {"id": f"cmpl-{len(self.requests)}", "object": "chat.completion" if chat else "text_completion",
-                     "created": 0, "model": body.get("model"), "choices": choices,
-                     "usage": {"prompt_tokens": 11, "completion_tokens": 7 * n, "total_tokens": 11 + 7 * n}}
+            choices.append(
+                {
+                    "index": i,
+                    "finish_reason": fr,
+                    "logprobs": None,
+                    **({"message": {"role": "assistant", "content": text}} if chat else {"text": text}),
+                }
+            )
+        return 200, {
+            "id": f"cmpl-{len(self.requests)}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7 * n, "total_tokens": 11 + 7 * n},
+        }
 
     def _handler(self):
         server = self
@@ -159,7 +180,12 @@ def test_one_request_with_n_equal_g_per_group_and_metadata_on_every_completion(s
     assert sorted(x["prompt"] for x in bodies) == sorted(t.prompt for t in tasks[:3])
     for x in bodies:
         assert (x["model"], x["temperature"], x["top_p"], x["max_tokens"], x["stop"]) == (
-            "tiny-coder", 0.7, 0.9, 64, ["\ndef "])
+            "tiny-coder",
+            0.7,
+            0.9,
+            64,
+            ["\ndef "],
+        )
     for t, grp in zip(tasks, groups):
         seed = request_seed(5, RolloutRequest(t, 4, 0, 0))
         assert [c.sample_index for c in grp] == [0, 1, 2, 3]
@@ -181,10 +207,14 @@ def test_one_request_with_n_equal_g_per_group_and_metadata_on_every_completion(s
 def test_seeds_are_reproducible_and_vary_with_step_occurrence_and_task(tasks):
     t0, t1 = tasks[:2]
     s = request_seed(0, RolloutRequest(t0, 4, 2, 1))
-    assert s == request_seed(0, RolloutRequest(t0, 8, 2, 1)) and 0 <= s < 2 ** 31
-    others = [request_seed(1, RolloutRequest(t0, 4, 2, 1)), request_seed(0, RolloutRequest(t0, 4, 3, 1)),
-              request_seed(0, RolloutRequest(t0, 4, 2, 0)), request_seed(0, RolloutRequest(t1, 4, 2, 1)),
-              request_seed(0, RolloutRequest(t0, 4, 2, 1), 0)]
+    assert s == request_seed(0, RolloutRequest(t0, 8, 2, 1)) and 0 <= s < 2**31
+    others = [
+        request_seed(1, RolloutRequest(t0, 4, 2, 1)),
+        request_seed(0, RolloutRequest(t0, 4, 3, 1)),
+        request_seed(0, RolloutRequest(t0, 4, 2, 0)),
+        request_seed(0, RolloutRequest(t1, 4, 2, 1)),
+        request_seed(0, RolloutRequest(t0, 4, 2, 1), 0),
+    ]
     assert len({s, *others}) == 6
     assert request_seed(None, RolloutRequest(t0, 4, 2, 1)) is None
 
@@ -230,7 +260,8 @@ def test_chat_mode_sends_system_and_user_messages(server, tasks):
     assert grp[1].text.startswith("    return ")
     server.requests.clear()
     make(server.url, mode="chat", system_prompt=None, user_template="Write {entry_point}:\n{prompt}").generate(
-        reqs(tasks, g=2, k=1))
+        reqs(tasks, g=2, k=1)
+    )
     (body,) = server.bodies("/v1/chat/completions")
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert body["messages"][0]["content"] == f"Write {t.entry_point}:\n{t.prompt.rstrip()}"
@@ -290,8 +321,10 @@ def test_timeout_is_retried_then_one_line(server, tasks):
     with pytest.raises(UserError) as e:
         make(server.url, timeout_s=0.2, max_attempts=2).generate(reqs(tasks, g=2, k=1))
     assert len(server.requests) == 2
-    assert str(e.value) == (f"no answer from {server.url} within the 0.2s request timeout (2 attempts); "
-                            "raise timeout_s or lower max_concurrency")
+    assert str(e.value) == (
+        f"no answer from {server.url} within the 0.2s request timeout (2 attempts); "
+        "raise timeout_s or lower max_concurrency"
+    )
 
 
 def test_a_server_that_is_not_openai_compatible_is_one_line(server, tasks):
@@ -362,21 +395,25 @@ def test_the_bound_holds_across_generate_calls_made_at_once(server, tasks):
     assert server.max_in_flight <= 2 and len(server.requests) >= 12
 
 
-@pytest.mark.parametrize("bad, fragment", [
-    ({"mode": "edit"}, "unknown mode 'edit'"),
-    ({"temperature": -1.0}, "temperature must be >= 0"),
-    ({"max_concurrency": 0}, "max_concurrency must be at least 1"),
-    ({"base_url": "localhost:8000/v1"}, "base_url must start with http://"),
-    ({"user_template": "no placeholder"}, "user_template must contain {prompt}"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        ({"mode": "edit"}, "unknown mode 'edit'"),
+        ({"temperature": -1.0}, "temperature must be >= 0"),
+        ({"max_concurrency": 0}, "max_concurrency must be at least 1"),
+        ({"base_url": "localhost:8000/v1"}, "base_url must start with http://"),
+        ({"user_template": "no placeholder"}, "user_template must contain {prompt}"),
+    ],
+)
 def test_config_mistakes_are_user_errors(bad, fragment):
     with pytest.raises(UserError, match="^" + fragment.replace("{", r"\{").replace("(", r"\(")):
         from_dict(OpenAIConfig, {"base_url": "http://127.0.0.1:1/v1", "model": "m", **bad})
 
 
 def test_config_builds_from_a_plain_dict():
-    c = from_dict(OpenAIConfig, {"base_url": "http://127.0.0.1:8000/v1/", "model": "m", "stop": ["\nclass "],
-                                 "temperature": 1})
+    c = from_dict(
+        OpenAIConfig, {"base_url": "http://127.0.0.1:8000/v1/", "model": "m", "stop": ["\nclass "], "temperature": 1}
+    )
     assert c.base_url == "http://127.0.0.1:8000/v1" and c.stop == ("\nclass ",) and c.temperature == 1.0
 
 
@@ -385,13 +422,21 @@ def test_config_builds_from_a_plain_dict():
 
 def _row_task(messages=None, prompt="Read n numbers\nfrom standard input and print their sum.\n"):
     from grpo_wb.tasks.records import Task, TestCase
+
     meta = {"messages": messages} if messages is not None else {}
-    return Task(task_id="row/0", prompt=prompt, entry_point="",
-                tests=(TestCase(name="io_0", type="stdio", input="2\n1 2\n", output="3\n"),), metadata=meta)
+    return Task(
+        task_id="row/0",
+        prompt=prompt,
+        entry_point="",
+        tests=(TestCase(name="io_0", type="stdio", input="2\n1 2\n", output="3\n"),),
+        metadata=meta,
+    )
 
 
-ROW_MESSAGES = [{"role": "system", "content": "Think first, then answer in ```python."},
-                {"role": "user", "content": "Read n numbers from standard input and print their sum."}]
+ROW_MESSAGES = [
+    {"role": "system", "content": "Think first, then answer in ```python."},
+    {"role": "user", "content": "Read n numbers from standard input and print their sum."},
+]
 
 
 @pytest.mark.parametrize("mode", ["auto", "chat"])
@@ -410,12 +455,15 @@ def test_a_statement_without_messages_is_asked_as_text_not_as_a_function(server)
     t = _row_task()
     (grp,) = make(server.url, mode="auto").generate([RolloutRequest(t, 1, 0, 0)])
     (body,) = server.bodies("/v1/chat/completions")
-    assert body["messages"] == [{"role": "system", "content": "You are an expert Python programmer."},
-                                {"role": "user", "content": t.prompt.rstrip()}]
+    assert body["messages"] == [
+        {"role": "system", "content": "You are an expert Python programmer."},
+        {"role": "user", "content": t.prompt.rstrip()},
+    ]
     assert grp[0].extra["prompt_source"] == "template"
     server.requests.clear()
     make(server.url, mode="auto", system_prompt=None, user_template="Solve:\n{prompt}").generate(
-        [RolloutRequest(t, 1, 0, 0)])
+        [RolloutRequest(t, 1, 0, 0)]
+    )
     (body,) = server.bodies("/v1/chat/completions")
     assert body["messages"] == [{"role": "user", "content": "Solve:\n" + t.prompt.rstrip()}]
 
@@ -434,6 +482,7 @@ def test_malformed_row_messages_are_one_line_naming_the_task(server):
 
 def test_a_refused_request_names_its_task_and_other_errors_stay_the_servers(server):
     from grpo_wb.rollouts.types import RequestRejected
+
     server.refuse = lambda body: 400
     with pytest.raises(RequestRejected, match=r"rejected the request for task row/0 \(HTTP 400\): This model's") as e:
         make(server.url, mode="auto", n_per_request=False).generate([RolloutRequest(_row_task(ROW_MESSAGES), 1, 0, 0)])

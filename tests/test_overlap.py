@@ -1,4 +1,5 @@
 """Near-duplicate prompts and contamination against evaluation sets (grpo_wb.tasks.overlap)."""
+
 from __future__ import annotations
 
 import json
@@ -12,19 +13,13 @@ from conftest import ROOT, TOY
 
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.importers import import_humaneval
-from grpo_wb.tasks.overlap import (
-    EVAL_SETS,
-    Match,
-    Pair,
-    contamination,
-    load_eval_set,
-    near_duplicates,
-    shingles,
-)
+from grpo_wb.tasks.overlap import EVAL_SETS, Match, Pair, contamination, load_eval_set, near_duplicates, shingles
 from grpo_wb.tasks.records import load_tasks
 
-SORT = ("Write a function that takes a list of integers and returns a new list with the same integers sorted in "
-        "ascending order, keeping duplicates, and raises ValueError when an element is not an integer.")
+SORT = (
+    "Write a function that takes a list of integers and returns a new list with the same integers sorted in "
+    "ascending order, keeping duplicates, and raises ValueError when an element is not an integer."
+)
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 
 
@@ -56,9 +51,12 @@ def test_shingles_are_lowercased_word_5grams_split_on_non_word_characters():
 
 
 def test_a_word_changed_makes_a_near_duplicate_pair_and_unrelated_prompts_do_not():
-    texts = {"sort": SORT, "sort2": SORT.replace("new list", "fresh list"),
-             "other": "Compute the greatest common divisor of two positive integers using Euclid's algorithm.",
-             "third": "Parse an ISO 8601 date string and return the weekday name in English, or None if invalid."}
+    texts = {
+        "sort": SORT,
+        "sort2": SORT.replace("new list", "fresh list"),
+        "other": "Compute the greatest common divisor of two positive integers using Euclid's algorithm.",
+        "third": "Parse an ISO 8601 date string and return the weekday name in English, or None if invalid.",
+    }
     pairs = near_duplicates(texts)
     assert [(p.a, p.b) for p in pairs] == [("sort", "sort2")]
     p = pairs[0]
@@ -83,11 +81,14 @@ def test_near_duplicates_are_confirmed_exactly_and_sorted():
 
 def test_contamination_finds_a_humaneval_prompt_pasted_inside_a_longer_prompt():
     he = _humaneval()
-    host = ("You are an expert Python programmer. Read the task carefully, think step by step, explain your plan "
-            "in a few sentences, then write the complete function in a fenced code block.\n\n" + he["HumanEval/0"]
-            + "\nMake sure the function handles empty lists, negative numbers and duplicates correctly, and do not "
-            "print anything or read from standard input; tests will call the function directly with many inputs "
-            "including very large lists where an efficient sorted-scan solution is expected.")
+    host = (
+        "You are an expert Python programmer. Read the task carefully, think step by step, explain your plan "
+        "in a few sentences, then write the complete function in a fenced code block.\n\n"
+        + he["HumanEval/0"]
+        + "\nMake sure the function handles empty lists, negative numbers and duplicates correctly, and do not "
+        "print anything or read from standard input; tests will call the function directly with many inputs "
+        "including very large lists where an efficient sorted-scan solution is expected."
+    )
     matches = contamination({"mine/1": host, "mine/2": SORT}, {"humaneval": he})
     assert [(m.task_id, m.eval_set, m.eval_id) for m in matches] == [("mine/1", "humaneval", "HumanEval/0")]
     m = matches[0]
@@ -106,8 +107,12 @@ def test_containment_candidates_miss_nothing():
             words[rng.randrange(len(words))] = "zzz"
         tasks[f"task{i}"] = " ".join([rng.choice(WORDS) for _ in range(rng.randint(0, 60))] + words)
     got = {(m.task_id, m.eval_id) for m in contamination(tasks, {"toy": items}) if m.containment >= 0.8}
-    want = {(k, item_id) for k, text in tasks.items() for item_id, item in items.items()
-            if len(shingles(text) & shingles(item)) / len(shingles(item)) >= 0.8}
+    want = {
+        (k, item_id)
+        for k, text in tasks.items()
+        for item_id, item in items.items()
+        if len(shingles(text) & shingles(item)) / len(shingles(item)) >= 0.8
+    }
     assert len(want) >= 20 and got == want  # the random edits put containments all over 0.5..1, 0.8 included
 
 
@@ -137,10 +142,19 @@ def test_results_are_deterministic_across_processes():
     texts = _random_texts(60, seed=11)
     here = [p.to_json() for p in near_duplicates(texts)]
     assert here and here == [p.to_json() for p in near_duplicates(texts)]
-    code = ("import json, sys\nfrom grpo_wb.tasks.overlap import near_duplicates\n"
-            "print(json.dumps([p.to_json() for p in near_duplicates(json.loads(sys.stdin.read()))]))")
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True,
-                         cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True)
+    code = (
+        "import json, sys\nfrom grpo_wb.tasks.overlap import near_duplicates\n"
+        "print(json.dumps([p.to_json() for p in near_duplicates(json.loads(sys.stdin.read()))]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        check=True,
+    )
     assert json.loads(out.stdout) == here
 
 

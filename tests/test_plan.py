@@ -1,4 +1,5 @@
 """`grpo-wb plan`: the replay simulator of data strategies, its closed-form checks and its mechanics."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,8 @@ from conftest import TOY, need, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
-from grpo_wb.signal.headroom import TaskSamples, informative_estimate
 from grpo_wb.signal.allocation import _knapsack_dp, _vip_round, knapsack_budgets, knapsack_value, vip_budgets
+from grpo_wb.signal.headroom import TaskSamples, informative_estimate
 from grpo_wb.signal.plan import (
     STRATEGIES,
     PlanConfig,
@@ -28,8 +29,17 @@ from grpo_wb.signal.plan import (
 
 def _samples(counts, n=16):
     """Tasks whose first c of n ordered samples pass."""
-    return [TaskSamples(f"t{i}", n, c, tuple(float(j < c) for j in range(n)), tuple(j < c for j in range(n)),
-                        tuple(float(j < c) for j in range(n))) for i, c in enumerate(counts)]
+    return [
+        TaskSamples(
+            f"t{i}",
+            n,
+            c,
+            tuple(float(j < c) for j in range(n)),
+            tuple(j < c for j in range(n)),
+            tuple(float(j < c) for j in range(n)),
+        )
+        for i, c in enumerate(counts)
+    ]
 
 
 MIXED = _samples([0, 0, 0, 1, 2, 4, 8, 12, 15, 16, 16, 3, 6, 0, 16, 9] * 4)
@@ -77,8 +87,9 @@ def test_static_reports_what_it_wrongly_dropped():
 
 def test_dapo_cap_is_counted_not_hidden():
     hard = _samples([1] + [0] * 30)  # one frontier task among 31: rarely B informative groups in 2 batches
-    r = simulate(hard, PlanConfig(batch_size=4, epochs=1, strategies=["dapo"], max_num_gen_batches=2,
-                                  max_steps=20)).strategies["dapo"]
+    r = simulate(
+        hard, PlanConfig(batch_size=4, epochs=1, strategies=["dapo"], max_num_gen_batches=2, max_steps=20)
+    ).strategies["dapo"]
     assert r.cap_hits > 0 and r.trained_groups < 4 * r.steps
     assert max(r.batch_counts) == 2
 
@@ -95,7 +106,7 @@ def test_greso_skip_rule():
     g.p_easy = g.p_hard = 0.5
     trials = 4000
     kept_easy = sum(g.keep("easy") for _ in range(trials)) / trials
-    assert kept_easy == pytest.approx(0.5 ** 3, abs=0.03)  # skip with 1 - p^3
+    assert kept_easy == pytest.approx(0.5**3, abs=0.03)  # skip with 1 - p^3
     assert all(g.keep("mixed") for _ in range(100))  # the last record has variance: never skipped
     kept_hard = sum(g.keep("hard") for _ in range(trials)) / trials
     assert kept_hard == pytest.approx(0.5, abs=0.03)
@@ -122,11 +133,14 @@ def test_expected_dapo_batches():
 def test_bad_settings_and_no_signal_are_one_line(tmp_path, capsys):
     with pytest.raises(UserError, match="no task has both a pass and a non-pass"):
         simulate(_samples([0, 16]), PlanConfig())
-    scored = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "a", "passed": j < 2, "reward": float(j < 2)}
-                                                for j in range(8)])
-    for argv, msg in ((["--band", "0.9", "0.1"], "band needs 0 <= LOW <= HIGH <= 1"),
-                      (["--group-size", "1"], "group size must be at least 2"),
-                      (["--tasks", str(TOY)], "has no samples in")):
+    scored = write_jsonl(
+        tmp_path / "s.jsonl", [{"task_id": "a", "passed": j < 2, "reward": float(j < 2)} for j in range(8)]
+    )
+    for argv, msg in (
+        (["--band", "0.9", "0.1"], "band needs 0 <= LOW <= HIGH <= 1"),
+        (["--group-size", "1"], "group size must be at least 2"),
+        (["--tasks", str(TOY)], "has no samples in"),
+    ):
         assert main(["plan", str(scored), *argv]) == 1
         assert msg in capsys.readouterr().err
 
@@ -135,8 +149,25 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
     rows = [{"task_id": s.task_id, "passed": p, "reward": float(p)} for s in MIXED for p in s.passes]
     scored = write_jsonl(tmp_path / "scored.jsonl", rows)
     out, png = tmp_path / "plan.json", tmp_path / "plan.png"
-    assert main(["plan", str(scored), "--group-size", "4", "--batch-size", "8", "--epochs", "2", "--json", str(out),
-                 "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                str(scored),
+                "--group-size",
+                "4",
+                "--batch-size",
+                "8",
+                "--epochs",
+                "2",
+                "--json",
+                str(out),
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "no weights are updated" in printed and "greso:" in printed and "static: kept" in printed
     data = json.loads(out.read_text())
@@ -171,15 +202,24 @@ def test_closed_forms_on_codegen_samples(codegen_samples):
     samples = codegen_samples
     assert {s.n for s in samples} == {100}
     g, b, steps = 8, 32, 1500
-    plan = simulate(samples, PlanConfig(group_size=g, batch_size=b, epochs=10**6, strategies=["none", "dapo"],
-                                        max_steps=steps, max_num_gen_batches=0))
+    plan = simulate(
+        samples,
+        PlanConfig(
+            group_size=g,
+            batch_size=b,
+            epochs=10**6,
+            strategies=["none", "dapo"],
+            max_steps=steps,
+            max_num_gen_batches=0,
+        ),
+    )
     q = sum(informative_estimate(s.n, s.n_correct, g)[0] for s in samples) / len(samples)
     assert plan.q == pytest.approx(q)
     none, dapo = plan.strategies["none"], plan.strategies["dapo"]
     assert none.steps == dapo.steps == steps and none.replacement_draws == 0
     se = math.sqrt(q * (1 - q) / none.trained_groups)
     assert abs(none.informative_fraction - q) < 4 * se, (none.informative_fraction, q, se)
-    se_cost = g / q ** 2 * se  # delta method for G / fraction
+    se_cost = g / q**2 * se  # delta method for G / fraction
     assert abs(none.rollouts_per_informative_group - g / q) < 4 * se_cost
     k = dapo.batch_counts
     se_k = statistics.stdev(k) / math.sqrt(len(k))
@@ -204,15 +244,17 @@ def test_the_four_strategies_on_codegen_samples_at_g8_b32_e5(codegen_samples):
 
 
 def test_knapsack_value_is_the_papers_closed_form():
-    assert knapsack_value(4, 0.5) == pytest.approx((1 - 2 * 0.5 ** 4) * 0.5 * 0.25)
+    assert knapsack_value(4, 0.5) == pytest.approx((1 - 2 * 0.5**4) * 0.5 * 0.25)
     assert knapsack_value(8, 0.0) == 0.0 == knapsack_value(8, 1.0)
     # more rollouts never lower the value, with diminishing returns
     v = [knapsack_value(n, 0.2) for n in range(2, 40)]
     assert all(a <= b for a, b in zip(v, v[1:])) and all(b - a >= c - b - 1e-15 for a, b, c in zip(v, v[1:], v[2:]))
 
 
-@pytest.mark.parametrize("rates,budget,max_extra", [((0.5, 0.1, 0.9), 6, 4), ((0.3, 0.3, 0.7, 0.05), 9, 5),
-                                                    ((0.6,), 3, 2), ((0.2, 0.8), 12, 4)])
+@pytest.mark.parametrize(
+    "rates,budget,max_extra",
+    [((0.5, 0.1, 0.9), 6, 4), ((0.3, 0.3, 0.7, 0.05), 9, 5), ((0.6,), 3, 2), ((0.2, 0.8), 12, 4)],
+)
 def test_knapsack_dp_is_optimal_against_brute_force(rates, budget, max_extra):
     def value(ks):
         return sum(knapsack_value(2 + k, p) for k, p in zip(ks, rates) if k)
@@ -244,9 +286,11 @@ def test_knapsack_budgets_follow_the_source_cases():
     b = knapsack_budgets(rates, 8, min_n=2, max_n=64)
     assert sum(b) == 160 and min(b) >= 2 and max(b) <= 64
     assert b[rates.index(0.2)] > b[rates.index(0.8)]  # p(1-p)^2 favours the low pass rate of a symmetric pair
+
     # the allocation's value is what the programme maximised: no single move of one rollout raises it
     def value(bs):
         return sum(knapsack_value(n, p) for n, p in zip(bs, rates) if n > 2)
+
     for i, j in itertools.permutations(range(len(rates)), 2):
         if b[i] > 3 and b[j] < 64:
             moved = list(b)
@@ -263,6 +307,7 @@ def _vip_continuous(rates, total, lower=4, upper=32, gamma=7e-4):
 
     def ns(mu):
         return [min(upper, max(lower, 1 + math.sqrt(ai / (bi - mu)))) for ai, bi in zip(a, b)]
+
     lo, hi = min(b) - 1e6, min(b) - 1e-12
     for _ in range(200):
         mid = (lo + hi) / 2
@@ -289,8 +334,9 @@ def test_all_pass_shares_are_the_subset_counts():
     s = _samples([16, 8, 0], n=16)
     shares = all_pass_shares(s, sizes=(4, 8, 16, 32))
     assert list(shares) == [4, 8, 16]  # no estimate past the smallest sample count
-    assert shares[4] == pytest.approx(((1 + math.comb(8, 4) / math.comb(16, 4) + 0) / 3,
-                                       (0 + math.comb(8, 4) / math.comb(16, 4) + 1) / 3))
+    assert shares[4] == pytest.approx(
+        ((1 + math.comb(8, 4) / math.comb(16, 4) + 0) / 3, (0 + math.comb(8, 4) / math.comb(16, 4) + 1) / 3)
+    )
     assert shares[16] == pytest.approx((1 / 3, 1 / 3))
 
 
@@ -317,8 +363,15 @@ def test_per_prompt_strategies_account_for_every_rollout():
 
 def test_reinforce_ada_and_ar3po_rules_on_exact_cases():
     tasks = _samples([0, 16, 1], n=16)  # never passes, always passes, passes once in 16
-    cfg = PlanConfig(group_size=4, batch_size=3, epochs=1, strategies=["reinforce-ada", "ar3po"], round_size=4,
-                     max_rounds=4, max_steps=1)
+    cfg = PlanConfig(
+        group_size=4,
+        batch_size=3,
+        epochs=1,
+        strategies=["reinforce-ada", "ar3po"],
+        round_size=4,
+        max_rounds=4,
+        max_steps=1,
+    )
     plan = simulate(tasks, cfg)
     ada, ar3 = plan.strategies["reinforce-ada"], plan.strategies["ar3po"]
     # balanced exit needs 2 passes and 2 fails: the all-fail and all-pass tasks draw all 4 rounds, the
@@ -332,8 +385,12 @@ def test_reinforce_ada_and_ar3po_rules_on_exact_cases():
     assert pf.strategies["reinforce-ada"].budgets[4] >= 1
     # ar3po reuses an earlier pass for a group without one: a task passing once in 16, over many epochs
     once = _samples([1, 0], n=16)
-    r = simulate(once, PlanConfig(group_size=4, batch_size=2, epochs=10, strategies=["ar3po"], round_size=2,
-                                  max_rounds=1, max_steps=40)).strategies["ar3po"]
+    r = simulate(
+        once,
+        PlanConfig(
+            group_size=4, batch_size=2, epochs=10, strategies=["ar3po"], round_size=2, max_rounds=1, max_steps=40
+        ),
+    ).strategies["ar3po"]
     assert r.reused_responses > 0 and r.informative_groups >= r.reused_responses
 
 
@@ -343,8 +400,7 @@ def test_epoch_budgets_share_each_batch_budget():
         b = epoch_budgets(MIXED, cfg, strategy)
         assert list(b) == [s.task_id for s in MIXED] and sum(b.values()) == 8 * len(MIXED)
         assert b == epoch_budgets(MIXED, cfg, strategy)
-    assert epoch_budgets(MIXED, cfg, "knapsack") != epoch_budgets(MIXED, dataclasses.replace(cfg, seed=1),
-                                                                   "knapsack")
+    assert epoch_budgets(MIXED, cfg, "knapsack") != epoch_budgets(MIXED, dataclasses.replace(cfg, seed=1), "knapsack")
     with pytest.raises(UserError, match="per-prompt budget comes from knapsack or vip"):
         epoch_budgets(MIXED, cfg, "dapo")
     with pytest.raises(UserError, match="group size 2 must lie in"):
@@ -355,12 +411,15 @@ def test_cli_export_budget_plot_and_refusals(tmp_path, capsys):
     from grpo_wb.tasks.records import load_tasks
 
     tasks = load_tasks(TOY)
-    rows = [{"task_id": t.task_id, "passed": j < 2 + i % 5, "reward": float(j < 2 + i % 5)}
-            for i, t in enumerate(tasks) for j in range(8)]
+    rows = [
+        {"task_id": t.task_id, "passed": j < 2 + i % 5, "reward": float(j < 2 + i % 5)}
+        for i, t in enumerate(tasks)
+        for j in range(8)
+    ]
     scored = write_jsonl(tmp_path / "scored.jsonl", rows)
     out, png = tmp_path / "budgets.trl.jsonl", tmp_path / "budget.png"
-    assert main(["plan", str(scored), "--tasks", str(TOY), "--group-size", "4", "--batch-size", "4",
-                 "--epochs", "1", "--export", str(out), "--budget-plot", str(png), "--sweep", "4,8"]) == 0
+    plan = ["plan", str(scored), "--tasks", str(TOY), "--group-size", "4", "--batch-size", "4", "--epochs", "1"]
+    assert main([*plan, "--export", str(out), "--budget-plot", str(png), "--sweep", "4,8"]) == 0
     printed = capsys.readouterr().out
     assert "grpo_wb_rollouts: knapsack at G=4, B=4" in printed and "eff ratio" in printed
     exported = [json.loads(x) for x in out.read_text().splitlines()]
@@ -368,14 +427,15 @@ def test_cli_export_budget_plot_and_refusals(tmp_path, capsys):
     assert sum(r["grpo_wb_rollouts"] for r in exported) == 4 * len(tasks)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     canon = tmp_path / "canon.jsonl"
-    assert main(["plan", str(scored), "--tasks", str(TOY), "--group-size", "4", "--batch-size", "4", "--epochs",
-                 "1", "--strategies", "none", "--export", str(canon), "--format", "canonical",
-                 "--export-strategy", "vip"]) == 0
+    argv = ["--strategies", "none", "--export", str(canon), "--format", "canonical", "--export-strategy", "vip"]
+    assert main([*plan, *argv]) == 0
     assert all("grpo_wb_rollouts" in t.metadata for t in load_tasks(canon))
     capsys.readouterr()
-    for argv, msg in ((["--export", str(tmp_path / "x.jsonl")], "--export needs --tasks FILE"),
-                      (["--sweep", "1,4", "--budget-plot", str(tmp_path / "y.png")], "--sweep group sizes"),
-                      (["--tasks", str(TOY), "--export", str(out)], "exists")):
+    for argv, msg in (
+        (["--export", str(tmp_path / "x.jsonl")], "--export needs --tasks FILE"),
+        (["--sweep", "1,4", "--budget-plot", str(tmp_path / "y.png")], "--sweep group sizes"),
+        (["--tasks", str(TOY), "--export", str(out)], "exists"),
+    ):
         assert main(["plan", str(scored), *argv]) == 1
         assert msg in capsys.readouterr().err
 
@@ -386,8 +446,7 @@ def test_cli_export_budget_plot_and_refusals(tmp_path, capsys):
 def test_published_claims_on_codegen_samples(codegen_samples):
     """Knapsack RL: +20-40 % effective-gradient ratio at the same budget as uniform G; Reinforce-Ada: fewer
     all-correct groups as n grows. Both hold on CodeGen-16B's samples (README: the figures and why)."""
-    plan = simulate(codegen_samples, PlanConfig(group_size=8, batch_size=32, epochs=5,
-                                                strategies=["none", "knapsack"]))
+    plan = simulate(codegen_samples, PlanConfig(group_size=8, batch_size=32, epochs=5, strategies=["none", "knapsack"]))
     none, knap = plan.strategies["none"], plan.strategies["knapsack"]
     assert knap.rollouts / knap.steps == none.rollouts / none.steps == 256  # the same budget per step
     assert knap.effective_gradient_ratio >= 1.2 * none.effective_gradient_ratio
@@ -423,10 +482,27 @@ def test_cli_refuses_before_writing_anything(tmp_path, capsys):
     rows = [{"task_id": s.task_id, "passed": p, "reward": float(p)} for s in MIXED for p in s.passes]
     scored = write_jsonl(tmp_path / "scored.jsonl", rows)
     j = tmp_path / "j.json"
-    for argv, msg in ((["--strategies", "vip", "--group-size", "4", "--sweep", "2", "--budget-plot", "x.png"],
-                       "--sweep 2: vip gives each prompt"),
-                      (["--strategies", "none", "--group-size", "2", "--tasks", "T", "--export", "e.jsonl",
-                        "--export-strategy", "vip"], "--export-strategy vip: vip gives")):
+    for argv, msg in (
+        (
+            ["--strategies", "vip", "--group-size", "4", "--sweep", "2", "--budget-plot", "x.png"],
+            "--sweep 2: vip gives each prompt",
+        ),
+        (
+            [
+                "--strategies",
+                "none",
+                "--group-size",
+                "2",
+                "--tasks",
+                "T",
+                "--export",
+                "e.jsonl",
+                "--export-strategy",
+                "vip",
+            ],
+            "--export-strategy vip: vip gives",
+        ),
+    ):
         assert main(["plan", str(scored), "--json", str(j), *argv]) == 1
         assert msg in capsys.readouterr().err and not j.exists()
     assert main(["plan", str(scored), "--group-size", "2", "--batch-size", "4", "--epochs", "1"]) == 0

@@ -1,4 +1,5 @@
 """Plot functions return Figures (no pyplot) whose artists reflect the data they were given."""
+
 from __future__ import annotations
 
 import io
@@ -34,7 +35,9 @@ def test_task_reward_bars_marks_informative_tasks(run):
     fig = plots.task_reward_bars(tasks)
     ax_m, ax_v = fig.axes[:2]
     assert len(ax_m.patches) == len(ax_v.patches) == len(tasks)
-    informative_bars = [p for p in ax_m.patches if matplotlib.colors.to_hex(p.get_facecolor()) == plots.INFORMATIVE_COLOR]
+    informative_bars = [
+        p for p in ax_m.patches if matplotlib.colors.to_hex(p.get_facecolor()) == plots.INFORMATIVE_COLOR
+    ]
     assert len(informative_bars) == int(tasks["informative"].sum())
     assert _png(fig).startswith(b"\x89PNG")
 
@@ -65,8 +68,11 @@ def test_reward_advantage_hist_counts(run):
 
 
 def test_headroom_plots():
-    samples = [hr.TaskSamples("a", 8, 4, (1.0,) * 4 + (0.0,) * 4), hr.TaskSamples("b", 8, 8, (1.0,) * 8),
-               hr.TaskSamples("c", 4, 0, (0.0,) * 4)]
+    samples = [
+        hr.TaskSamples("a", 8, 4, (1.0,) * 4 + (0.0,) * 4),
+        hr.TaskSamples("b", 8, 8, (1.0,) * 8),
+        hr.TaskSamples("c", 4, 0, (0.0,) * 4),
+    ]
     rep = hr.analyze(samples, budget=16)
     fig = plots.pass_rate_intervals(rep.tasks_frame())
     assert {t.get_text() for t in fig.axes[1].get_legend().get_texts()} == {"frontier: 1", "too easy: 1", "too hard: 1"}

@@ -5,6 +5,7 @@ the tool Ray's own tests use), so "one actor per node" means three actors with
 one sandbox worker each. Results are compared field by field with the local
 executor on the same completions, real CodeGen samples included.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ import time
 import pytest
 import ray  # the [ray] extra is part of `make test`: a missing Ray fails here, it does not skip
 import yaml
-from conftest import TOY, read_jsonl, write_jsonl  # noqa: E402
+from conftest import TOY, read_jsonl, score_argv, write_jsonl  # noqa: E402
 
 from grpo_wb.bundled import CODEGEN_SAMPLES  # noqa: E402
 from grpo_wb.scoring.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.data, pytest.mar
 
 CODET = CODEGEN_SAMPLES
 LIMITS = SandboxLimits(timeout=3.0)
+CLI = [sys.executable, "-m", "grpo_wb.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +44,12 @@ def cluster():
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # as grpo_wb's connect(): keep every address on 127.0.0.1
     for attempt in range(3):  # Ray gives a raylet a fixed 30 s to register: on a machine loaded far past its
-        c = None              # cores it can miss that once; the tests decide behaviour, not start-up speed
+        c = None  # cores it can miss that once; the tests decide behaviour, not start-up speed
         try:
-            c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                              "node_ip_address": "127.0.0.1"})
+            c = Cluster(
+                initialize_head=True,
+                head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1"},
+            )
             for _ in range(2):
                 c.add_node(num_cpus=1, node_ip_address="127.0.0.1")
             c.wait_for_nodes()
@@ -77,8 +81,9 @@ def real_requests(humaneval):
     samples = read_jsonl(CODET, limit=400)  # a missing data file fails here, it does not skip
     toy = load_tasks(TOY)
     reqs = [ScoreRequest(humaneval[s["task_id"]], s["completion"], i) for i, s in enumerate(samples)]
-    reqs += [ScoreRequest(t, t.canonical_solution, k, completion_id=f"{t.task_id}@canon{k}")
-             for k in range(2) for t in toy]
+    reqs += [
+        ScoreRequest(t, t.canonical_solution, k, completion_id=f"{t.task_id}@canon{k}") for k in range(2) for t in toy
+    ]
     reqs += [ScoreRequest(t, "    return None\n", 0, completion_id=f"{t.task_id}@wrong") for t in toy]
     return reqs
 
@@ -148,19 +153,23 @@ def _gated_first(reqs, gate):
     """A correct completion that runs until the gate opens (at most 25 s): in flight until then, whatever the
     machine's speed, so a kill before the gate opens certainly hits work in flight."""
     t = next(t for t in load_tasks(TOY) if t.entry_point == "add")
-    body = (f"    import os, time\n    _until = time.monotonic() + 25\n"
-            f"    while not os.path.exists({str(gate / 'open')!r}) and time.monotonic() < _until:\n"
-            f"        time.sleep(0.01)\n    return a + b\n")
+    body = (
+        f"    import os, time\n    _until = time.monotonic() + 25\n"
+        f"    while not os.path.exists({str(gate / 'open')!r}) and time.monotonic() < _until:\n"
+        f"        time.sleep(0.01)\n    return a + b\n"
+    )
     return [ScoreRequest(t, body, 0, completion_id="slow")] + list(reqs)
 
 
 def _once_dispatched(holder, then):
     """Run ``then`` (a thread) once ``holder()`` (an actor) has a chunk in flight: an event, not a delay."""
+
     def go():
         until = time.monotonic() + 120
         while not holder().inflight and time.monotonic() < until:
             time.sleep(0.005)
         then()
+
     th = threading.Thread(target=go, daemon=True)
     th.start()
     return th
@@ -176,9 +185,11 @@ def test_killing_an_actor_mid_run_still_yields_complete_identical_results(cluste
         want = [_key(r) for r in sc.score(reqs)]
     _open(gate, False)
     with RayScorer(limits, address=cluster.address, chunk_size=16) as rs:
+
         def kill():  # the actor holding the gated chunk (the first dispatch goes to the first actor)
             ray.kill(rs.actors[0].handle, no_restart=True)
             _open(gate)
+
         th = _once_dispatched(lambda: rs.actors[0], kill)
         got = [_key(r) for r in rs.score(reqs)]
         th.join()
@@ -196,9 +207,11 @@ def test_a_cluster_that_loses_every_actor_names_the_missing_completions(cluster,
     reqs = _gated_first(real_requests[:120], gate)
     seen = []
     with RayScorer(_gated_limits(gate), address=cluster.address, chunk_size=16, max_replacements=0) as rs:
+
         def kill():
             for a in list(rs.actors):
                 ray.kill(a.handle, no_restart=True)
+
         th = _once_dispatched(lambda: rs.actors[0], kill)
         with pytest.raises(IncompleteScoring) as ei:
             for r in rs.score(reqs):
@@ -243,9 +256,12 @@ def test_cli_score_on_the_cluster_equals_local(cluster, tmp_path, humaneval):
     outs = {}
     for ex in ("local", "ray"):
         extra = ["--executor", "ray", "--ray-address", cluster.address] if ex == "ray" else []
-        p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(tasks), "--completions",
-                            str(src), "--out", str(tmp_path / f"{ex}.jsonl"), "--no-progress", *extra],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [*CLI, *score_argv(tasks, src, tmp_path / f"{ex}.jsonl", "--no-progress", *extra)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr
         outs[ex] = p.stdout
     assert "executor: ray at 127.0.0.1" in outs["ray"] and outs["ray"].count("isolation on ") == 3
@@ -263,14 +279,14 @@ def _closed_port() -> int:
     return port
 
 
-@pytest.mark.parametrize("address,words", [(None, "no Ray head answers there"),
-                                           ("not-an-address", "expected HOST:PORT")])
+@pytest.mark.parametrize(
+    "address,words", [(None, "no Ray head answers there"), ("not-an-address", "expected HOST:PORT")]
+)
 def test_a_bad_ray_address_is_a_one_line_error(tmp_path, address, words):
     address = address or f"127.0.0.1:{_closed_port()}"
     write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
-    p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(TOY), "--completions",
-                        str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--executor", "ray",
-                        "--ray-address", address], capture_output=True, text=True, timeout=120)
+    argv = score_argv(TOY, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "--executor", "ray", "--ray-address", address)
+    p = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("grpo-wb: error: --ray-address") and words in lines[0], p.stderr
@@ -282,8 +298,8 @@ def test_ray_address_without_the_ray_executor_is_an_error(tmp_path, capsys):
     from grpo_wb.cli.main import main
 
     write_jsonl(tmp_path / "c.jsonl", [{"task_id": "toy/add", "completion": "    return a + b\n"}])
-    assert main(["score", "--tasks", str(TOY), "--completions", str(tmp_path / "c.jsonl"), "--out",
-                 str(tmp_path / "o.jsonl"), "--ray-address", "127.0.0.1:6379"]) == 1
+    argv = score_argv(TOY, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "--ray-address", "127.0.0.1:6379")
+    assert main(argv) == 1
     assert "--ray-address needs --executor ray" in capsys.readouterr().err  # not some other error
 
 
@@ -292,8 +308,17 @@ def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_pat
 
     runs = {}
     for ex in ("local", "ray"):
-        cfg = SmokeConfig(tasks=str(TOY), out=str(tmp_path / ex), group_size=4, batch_size=4, steps=2, seed=1,
-                          timeout=3.0, executor=ex, ray_address=cluster.address if ex == "ray" else None)
+        cfg = SmokeConfig(
+            tasks=str(TOY),
+            out=str(tmp_path / ex),
+            group_size=4,
+            batch_size=4,
+            steps=2,
+            seed=1,
+            timeout=3.0,
+            executor=ex,
+            ray_address=cluster.address if ex == "ray" else None,
+        )
         SmokeRun(cfg, progress=False, log=lambda m: None).run()
         runs[ex] = tmp_path / ex
     strip = ("duration_s", "cached", "seconds", "completions_per_second", "updated_unix")
@@ -315,8 +340,10 @@ def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_pat
     ex = manifest["sandbox"]["executor"]
     assert ex["executor"] == "ray" and ex["nodes"] == 3 and len(ex["per_node"]) == 3
     assert all("mode" in n["isolation"] for n in ex["per_node"])
-    assert json.loads((runs["local"] / "checkpoint_manifest.json").read_text())["sandbox"]["executor"][
-        "executor"] == "local"
+    assert (
+        json.loads((runs["local"] / "checkpoint_manifest.json").read_text())["sandbox"]["executor"]["executor"]
+        == "local"
+    )
 
 
 def test_batch_reports_run_on_the_cluster_with_the_same_index(cluster, tmp_path, capsys):
@@ -324,15 +351,30 @@ def test_batch_reports_run_on_the_cluster_with_the_same_index(cluster, tmp_path,
 
     from grpo_wb.cli.main import main
 
-    make_notebook(tmp_path / "nbs" / "ok.ipynb", 'n: int = 1  # n\nout_dir: str = ""  # out\n',
-                  ["import json, pathlib\npathlib.Path(out_dir, 'headline.json').write_text("
-                   "json.dumps({'informative_fraction': n / 10}))"])
+    make_notebook(
+        tmp_path / "nbs" / "ok.ipynb",
+        'n: int = 1  # n\nout_dir: str = ""  # out\n',
+        [
+            "import json, pathlib\npathlib.Path(out_dir, 'headline.json').write_text("
+            "json.dumps({'informative_fraction': n / 10}))"
+        ],
+    )
     make_notebook(tmp_path / "nbs" / "broken.ipynb", 'out_dir: str = ""  # out\n', ["1 / 0"])
     plan = tmp_path / "plan.yaml"
-    plan.write_text(yaml.safe_dump({"out": str(tmp_path / "reports"), "workers": 3, "cell_timeout": 60,
-                                    "timeout": 120, "reports": [
-        {"notebook": "nbs/ok.ipynb", "name": "ok-{n}", "grid": {"n": [2, 3]}},
-        {"notebook": "nbs/broken.ipynb", "name": "broken"}]}))
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "out": str(tmp_path / "reports"),
+                "workers": 3,
+                "cell_timeout": 60,
+                "timeout": 120,
+                "reports": [
+                    {"notebook": "nbs/ok.ipynb", "name": "ok-{n}", "grid": {"n": [2, 3]}},
+                    {"notebook": "nbs/broken.ipynb", "name": "broken"},
+                ],
+            }
+        )
+    )
     rc = main(["batch", str(plan), "--no-progress", "--executor", "ray", "--ray-address", cluster.address])
     out = capsys.readouterr()
     assert rc == 1 and "FAILED broken: ZeroDivisionError: division by zero" in out.err
@@ -348,11 +390,11 @@ def test_batch_reports_run_on_the_cluster_with_the_same_index(cluster, tmp_path,
 
 def test_ray_without_an_address_starts_a_local_instance(cluster, tmp_path):
     """A new instance, even with a cluster already running on this machine."""
-    write_jsonl(tmp_path / "c.jsonl", [{"task_id": t.task_id, "completion": t.canonical_solution}
-                                       for t in load_tasks(TOY)])
-    p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", str(TOY), "--completions",
-                        str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--executor", "ray",
-                        "--workers", "1", "--no-progress"], capture_output=True, text=True, timeout=300)
+    write_jsonl(
+        tmp_path / "c.jsonl", [{"task_id": t.task_id, "completion": t.canonical_solution} for t in load_tasks(TOY)]
+    )
+    argv = score_argv(TOY, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "--executor", "ray", "--workers", "1")
+    p = subprocess.run([*CLI, *argv, "--no-progress"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "executor: ray at local, 1 nodes, 1 workers" in p.stdout
     rows = read_jsonl(tmp_path / "o.jsonl")
@@ -379,6 +421,7 @@ def test_a_node_dying_mid_run_has_its_chunks_scored_elsewhere(cluster, real_requ
         def remove():
             cluster.remove_node(by_id[victim.node_id])
             _open(gate)
+
         th = _once_dispatched(lambda: victim, remove)
         got = [_key(r) for r in rs.score(reqs)]
         th.join()

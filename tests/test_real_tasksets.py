@@ -1,4 +1,5 @@
 """MBPP and APPS importers on the real copies bundled in data/external, and stdin/stdout tests."""
+
 import json
 
 import pytest
@@ -102,8 +103,11 @@ def test_apps_verdicts_agree_with_the_published_ones_on_83_programs():
     assert len(reqs) == 83
     with Scorer(SandboxLimits(timeout=4.0), workers=2) as sc:
         res = list(sc.score(reqs))
-    disagreements = [(tid, i, pub, et, r.status, r.error) for (tid, i, pub, et), r in zip(published, res)
-                     if (pub is True) != r.passed]
+    disagreements = [
+        (tid, i, pub, et, r.status, r.error)
+        for (tid, i, pub, et), r in zip(published, res)
+        if (pub is True) != r.passed
+    ]
     assert disagreements == []
     assert sum(r.passed for r in res) == sum(1 for p in published if p[2] is True) == 35
 
@@ -128,9 +132,31 @@ def test_cli_imports_and_smoke_with_each_importer(tmp_path, capsys):
         assert main(["tasks", "import", kind, "--src", str(need(src)), "--out", str(out)]) == 0
         tasks = load_tasks(out)
         run = tmp_path / f"run_{kind}"
-        assert main(["smoke", "--tasks", str(out), "--backend", "mock", "--group-size", "2", "--batch-size",
-                     str(min(4, len(tasks))), "--steps", "1", "--out", str(run), "--timeout", "4",
-                     "--min-informative-fraction", "0", "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "smoke",
+                    "--tasks",
+                    str(out),
+                    "--backend",
+                    "mock",
+                    "--group-size",
+                    "2",
+                    "--batch-size",
+                    str(min(4, len(tasks))),
+                    "--steps",
+                    "1",
+                    "--out",
+                    str(run),
+                    "--timeout",
+                    "4",
+                    "--min-informative-fraction",
+                    "0",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         rows = read_jsonl(run / "last_rollouts.jsonl")
         assert rows and all(r["status"] in ("pass", "fail", "error", "timeout", "parse_failure") for r in rows)
     assert main(["tasks", "import", "mbpp", "--out", str(tmp_path / "x.jsonl")]) == 1
@@ -140,22 +166,32 @@ def test_cli_imports_and_smoke_with_each_importer(tmp_path, capsys):
 # ----------------------------------------------------------------------------- stdin/stdout
 
 
-SUM = Task("s/sum", "Read two integers and print their sum.", "",
-           (TestCase("a", type="stdio", input="1 2\n", output="3\n"),
-            TestCase("b", type="stdio", input="5 5\n", output="10")))
+SUM = Task(
+    "s/sum",
+    "Read two integers and print their sum.",
+    "",
+    (TestCase("a", type="stdio", input="1 2\n", output="3\n"), TestCase("b", type="stdio", input="5 5\n", output="10")),
+)
 
 
 @pytest.mark.sandbox
-@pytest.mark.parametrize("completion,status,passed", [
-    ("a, b = map(int, input().split())\nprint(a + b)\n", "pass", 2),
-    ("```python\nimport sys\na, b = map(int, sys.stdin.buffer.read().split())\nprint(a + b)   \nsys.exit(0)\n```",
-     "pass", 2),                                              # trailing spaces, exit() at the end
-    ("print(3)\n", "fail", 1),
-    ("a, b = map(int, input().split())\nprint(a + b)\nprint()\nprint('extra')\n", "fail", 0),  # line count
-    ("a, b = map(int, input().split())\nprint(a + b, end='')\n", "pass", 2),   # a missing final newline is fine
-    ("import os\nprint(10)\nos._exit(0)\n", "error", 0),
-    ("I would read the input and add.", "parse_failure", 0),
-])
+@pytest.mark.parametrize(
+    "completion,status,passed",
+    [
+        ("a, b = map(int, input().split())\nprint(a + b)\n", "pass", 2),
+        (
+            "```python\nimport sys\na, b = map(int, sys.stdin.buffer.read().split())\n"
+            "print(a + b)   \nsys.exit(0)\n```",
+            "pass",
+            2,
+        ),  # trailing spaces, exit() at the end
+        ("print(3)\n", "fail", 1),
+        ("a, b = map(int, input().split())\nprint(a + b)\nprint()\nprint('extra')\n", "fail", 0),  # line count
+        ("a, b = map(int, input().split())\nprint(a + b, end='')\n", "pass", 2),  # a missing final newline is fine
+        ("import os\nprint(10)\nos._exit(0)\n", "error", 0),
+        ("I would read the input and add.", "parse_failure", 0),
+    ],
+)
 def test_stdio_tests(scorer, completion, status, passed):
     (r,) = list(scorer.score([ScoreRequest(SUM, completion)]))
     assert (r.status, r.tests_passed) == (status, passed), r.error
@@ -164,8 +200,10 @@ def test_stdio_tests(scorer, completion, status, passed):
 @pytest.mark.sandbox
 def test_stdio_expected_output_never_reaches_the_child(scorer):
     # a script that prints whatever it can find that looks like the expected answer
-    leak = ("import gc\nfound = [o for o in gc.get_objects() if isinstance(o, dict) and 'output' in o]\n"
-            "print(found[0]['output'] if found else 'nothing')\n")
+    leak = (
+        "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, dict) and 'output' in o]\n"
+        "print(found[0]['output'] if found else 'nothing')\n"
+    )
     (r,) = list(scorer.score([ScoreRequest(SUM, leak)]))
     assert (r.status, r.tests_passed) == ("fail", 0), r.error  # it ran, and printed no expected output
 
@@ -178,8 +216,12 @@ def test_stdio_comparison_rules():
 
 
 def test_stdio_task_format_is_validated(tmp_path, capsys):
-    good = {"task_id": "s", "prompt": "p", "entry_point": "", "tests": [{"name": "a", "type": "stdio",
-                                                                          "input": "1", "output": "1"}]}
+    good = {
+        "task_id": "s",
+        "prompt": "p",
+        "entry_point": "",
+        "tests": [{"name": "a", "type": "stdio", "input": "1", "output": "1"}],
+    }
     mixed = dict(good, task_id="m", tests=good["tests"] + [{"name": "b", "code": "assert 1"}])
     missing = dict(good, task_id="x", tests=[{"name": "a", "type": "stdio", "input": "1"}])
     p = tmp_path / "t.jsonl"

@@ -4,6 +4,7 @@ Every case asserts: reward 0 (no forged pass), no side effect outside the sandbo
 and a scorer that still scores the next completion correctly. Controls show that
 correct completions still pass, through value tests and through exec tests.
 """
+
 import os
 import textwrap
 import threading
@@ -12,33 +13,41 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hostile import assert_task as _task
 from hostile import loopback_listener, reachable_scan
 from hostile import score_one as score
 
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer
-from grpo_wb.tasks.records import Task, TestCase
 
 pytestmark = [pytest.mark.sandbox]
 
 
-def _task(task_id, prompt, entry, tests, check=None):
-    return Task(task_id=task_id, prompt=prompt, entry_point=entry,
-                tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)), check=check)
-
-
 # value tests: decided in the scoring process
-DOUBLE = _task("rt/double", "def double(x):\n    \"\"\"Return 2*x.\"\"\"\n", "double",
-               ["assert candidate(2) == 4", "assert candidate(-3) == -6", "assert candidate(10) == 20"])
-MAGIC = _task("rt/magic", "def magic():\n    \"\"\"Return the magic number.\"\"\"\n", "magic",
-              ["assert candidate() == 982451653"])
-CLOSE = _task("rt/close", "def half(x):\n    \"\"\"Return x / 2.\"\"\"\n", "half",
-              ["assert math.isclose(candidate(1.0), 0.5)", "assert abs(candidate(3.0) - 1.5) < 1e-9"])
+DOUBLE = _task(
+    "rt/double",
+    'def double(x):\n    """Return 2*x."""\n',
+    "double",
+    ["assert candidate(2) == 4", "assert candidate(-3) == -6", "assert candidate(10) == 20"],
+)
+MAGIC = _task(
+    "rt/magic", 'def magic():\n    """Return the magic number."""\n', "magic", ["assert candidate() == 982451653"]
+)
+CLOSE = _task(
+    "rt/close",
+    'def half(x):\n    """Return x / 2."""\n',
+    "half",
+    ["assert math.isclose(candidate(1.0), 0.5)", "assert abs(candidate(3.0) - 1.5) < 1e-9"],
+)
 # an exec test (a loop cannot be turned into a value check): runs in the child, with a check
-EXEC = _task("rt/exec", "def double(x):\n    \"\"\"Return 2*x.\"\"\"\n", "double",
-             ["for i in range(5):\n    assert candidate(i) == 2 * i"],
-             check="def check(candidate):\n    for i in range(5):\n        assert candidate(i) == 2 * i\n")
+EXEC = _task(
+    "rt/exec",
+    'def double(x):\n    """Return 2*x."""\n',
+    "double",
+    ["for i in range(5):\n    assert candidate(i) == 2 * i"],
+    check="def check(candidate):\n    for i in range(5):\n        assert candidate(i) == 2 * i\n",
+)
 GOOD = "    return 2 * x\n"
 WRONG = "    return x + 1\n"
 
@@ -47,8 +56,7 @@ WRONG = "    return x + 1\n"
 def scorer():
     sc = Scorer(SandboxLimits(timeout=2.0), RewardConfig("partial"), workers=2, cache=False)
     iso = sc.isolation()
-    assert iso["mode"] == "bwrap", (
-        f"these tests need the bubblewrap sandbox (install Debian's 'bubblewrap'); got {iso}")
+    assert iso["mode"] == "bwrap", f"these tests need the bubblewrap sandbox (install Debian's 'bubblewrap'); got {iso}"
     yield sc
     sc.close()
 
@@ -80,41 +88,60 @@ def test_controls_correct_completions_pass(scorer):
 
 
 def test_always_equal_object(scorer):
-    r = score(scorer, DOUBLE, "class _E:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n"
-              "def double(x):\n    return _E()\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        "class _E:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n"
+        "def double(x):\n    return _E()\n",
+    )
     assert "non-builtin" in r.error
     assert_harmless(scorer, r)
 
 
 def test_always_equal_int_subclass(scorer):
-    r = score(scorer, DOUBLE, "class _I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
-              "def double(x):\n    return _I(0)\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        "class _I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+        "def double(x):\n    return _I(0)\n",
+    )
     assert_harmless(scorer, r)
 
 
 def test_always_equal_in_an_exec_test(scorer):
-    r = score(scorer, EXEC, "class _E(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
-              "def double(x):\n    return _E(0)\n")
+    r = score(
+        scorer,
+        EXEC,
+        "class _E(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+        "def double(x):\n    return _E(0)\n",
+    )
     assert_harmless(scorer, r)
 
 
 def test_patching_math_isclose_does_not_help(scorer):
-    r = score(scorer, CLOSE, "import math\nmath.isclose = lambda *a, **k: True\n"
-              "import builtins\nbuiltins.abs = lambda x: 0\ndef half(x):\n    return 0.0\n")
+    r = score(
+        scorer,
+        CLOSE,
+        "import math\nmath.isclose = lambda *a, **k: True\n"
+        "import builtins\nbuiltins.abs = lambda x: 0\ndef half(x):\n    return 0.0\n",
+    )
     assert_harmless(scorer, r)
 
 
 # ----------------------------------------------------------------------------- early exits
 
 
-@pytest.mark.parametrize("exit_code", [
-    "import sys\nsys.exit(0)\n",
-    "import os\nos._exit(0)\n",
-    "raise SystemExit(0)\n",
-    "import atexit, os\natexit.register(os._exit, 0)\n",
-    "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
-    "import posix\nposix._exit(0)\n",
-])
+@pytest.mark.parametrize(
+    "exit_code",
+    [
+        "import sys\nsys.exit(0)\n",
+        "import os\nos._exit(0)\n",
+        "raise SystemExit(0)\n",
+        "import atexit, os\natexit.register(os._exit, 0)\n",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+        "import posix\nposix._exit(0)\n",
+    ],
+)
 def test_early_exit_passes_nothing(scorer, exit_code):
     r = score(scorer, DOUBLE, "def double(x):\n    return x + 1\n" + exit_code)
     assert r.tests_passed == 0
@@ -136,13 +163,15 @@ def test_forged_events_on_inherited_descriptors(scorer):
         "import os, json\n"
         "for fd in range(0, 20):\n"
         "    for i in range(3):\n"
-        "        for ev in ({'event': 'values', 'index': i, 'values': [4]}, {'event': 'test', 'index': i, 'ok': True}):\n"
+        "        for ev in ({'event': 'values', 'index': i, 'values': [4]},\n"
+        "                   {'event': 'test', 'index': i, 'ok': True}):\n"
         "            try: os.write(fd, (json.dumps(ev) + '\\n').encode())\n"
         "            except OSError: pass\n"
         "    for ev in ({'event': 'loaded'}, {'event': 'check', 'ok': True}, {'event': 'done'}):\n"
         "        try: os.write(fd, (json.dumps(ev) + '\\n').encode())\n"
         "        except OSError: pass\n"
-        "os._exit(0)\n")
+        "os._exit(0)\n"
+    )
     r = score(scorer, DOUBLE, "def double(x):\n    return 0\n" + forged)
     assert_harmless(scorer, r)
     r = score(scorer, EXEC, "def double(x):\n    return 0\n" + forged)
@@ -150,8 +179,12 @@ def test_forged_events_on_inherited_descriptors(scorer):
 
 
 def test_flooding_the_result_channel(scorer):
-    r = score(scorer, DOUBLE, "import os\nfor _ in range(200000):\n    os.write(3, b'{\"event\": \"done\"}\\n' * 50)\n"
-              "def double(x):\n    return 0\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        'import os\nfor _ in range(200000):\n    os.write(3, b\'{"event": "done"}\\n\' * 50)\n'
+        "def double(x):\n    return 0\n",
+    )
     assert_harmless(scorer, r)
 
 
@@ -172,11 +205,13 @@ def test_patching_builtins_at_call_time_reaches_no_exec_test(scorer):
 
 
 def test_patching_the_harness(scorer):
-    hack = ("import sys\nh = sys.modules['__main__']\n"
-            "h.encode = lambda v, *a, **k: 4\n"
-            "h._tampered = lambda snap: []\n"
-            "import json\njson.dumps = lambda *a, **k: '{\"event\": \"done\"}'\n"
-            "def double(x):\n    return 0\n")
+    hack = (
+        "import sys\nh = sys.modules['__main__']\n"
+        "h.encode = lambda v, *a, **k: 4\n"
+        "h._tampered = lambda snap: []\n"
+        'import json\njson.dumps = lambda *a, **k: \'{"event": "done"}\'\n'
+        "def double(x):\n    return 0\n"
+    )
     r = score(scorer, DOUBLE, hack)
     assert_harmless(scorer, r)
     r = score(scorer, EXEC, hack)
@@ -233,8 +268,11 @@ def test_nothing_reachable_holds_the_expected_value(scorer):
     # call: the expected value is in none of them (gc.get_objects alone misses untracked containers).
     # The value is rebuilt for each comparison, never stored: the scan itself holds no copy.
     value = 'int("356154289"[::-1])'
-    scan = reachable_scan(f'(kind == "int" and 900000000 < o < 1000000000 and o == {value}) or '
-                          f'(kind == "str" and str({value}) in o)', value, "-1")
+    scan = reachable_scan(
+        f'(kind == "int" and 900000000 < o < 1000000000 and o == {value}) or (kind == "str" and str({value}) in o)',
+        value,
+        "-1",
+    )
     r = score(scorer, MAGIC, scan)
     assert r.status == "fail" and "AssertionError" in r.error, (r.status, r.error)
     assert_harmless(scorer, r)
@@ -268,17 +306,25 @@ def test_emitting_forged_values_through_the_harness_emit(scorer):
 def test_disarming_timers_does_not_escape_the_deadline(scorer):
     """It never ends by itself: a timeout at all is the deadline's doing (60 s: a hang guard, 30x the limit)."""
     t0 = time.monotonic()
-    r = score(scorer, DOUBLE, "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
-              "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
-              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nimport time\n"
-              "def double(x):\n    while True:\n        time.sleep(0.01)\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nimport time\n"
+        "def double(x):\n    while True:\n        time.sleep(0.01)\n",
+    )
     assert r.status == "timeout" and time.monotonic() - t0 < 60
     assert_harmless(scorer, r)
 
 
 def test_fork_bomb(scorer):
-    r = score(scorer, DOUBLE, "import os\nfor _ in range(10000):\n    try:\n        os.fork()\n"
-              "    except OSError:\n        pass\ndef double(x):\n    return 0\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        "import os\nfor _ in range(10000):\n    try:\n        os.fork()\n"
+        "    except OSError:\n        pass\ndef double(x):\n    return 0\n",
+    )
     assert_harmless(scorer, r)
     assert not _sandbox_uid_processes(scorer), "fork bomb processes outlived their scoring"
 
@@ -290,15 +336,22 @@ def test_memory_bomb(scorer):
 
 
 def test_disk_filling(scorer, tmp_path):
-    r = score(scorer, DOUBLE, "import os\n"
-              "for i in range(200):\n    try:\n        open(f'fill{i}', 'wb').write(b'x' * (8 << 20))\n"
-              "    except OSError:\n        break\n"
-              "def double(x):\n    return 0\n")
+    r = score(
+        scorer,
+        DOUBLE,
+        "import os\n"
+        "for i in range(200):\n    try:\n        open(f'fill{i}', 'wb').write(b'x' * (8 << 20))\n"
+        "    except OSError:\n        break\n"
+        "def double(x):\n    return 0\n",
+    )
     assert_harmless(scorer, r)
 
 
 def test_leftover_daemon_is_killed(scorer):
-    r = score(scorer, DOUBLE, body("""
+    r = score(
+        scorer,
+        DOUBLE,
+        body("""
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -306,7 +359,8 @@ def test_leftover_daemon_is_killed(scorer):
                 time.sleep(60)
             os._exit(0)
         return 0
-    """))
+    """),
+    )
     assert_harmless(scorer, r)
     assert not _sandbox_uid_processes(scorer), "a daemon started by a completion outlived its scoring"
 
@@ -367,7 +421,10 @@ def _descendants(scorer):
 @pytest.mark.slow
 def test_network_is_blocked(scorer):
     with loopback_listener() as (port, got):
-        r = score(scorer, DOUBLE, body(f"""
+        r = score(
+            scorer,
+            DOUBLE,
+            body(f"""
             import socket
             try:
                 s = socket.create_connection(('127.0.0.1', {port}), timeout=1)
@@ -375,15 +432,19 @@ def test_network_is_blocked(scorer):
                 return 2 * x
             except OSError:
                 return 0
-        """))
+        """),
+        )
     assert got == [], "the completion reached a listener on the host"
     assert_harmless(scorer, r)
 
 
 def test_callers_environment_is_not_visible(scorer, monkeypatch):
     monkeypatch.setenv("GRPO_WB_SECRET", "hunter2")
-    secret = _task("rt/secret", "def secret():\n    \"\"\"?\"\"\"\n", "secret", ["assert candidate() == 'hunter2'"])
-    r = score(scorer, secret, body("""
+    secret = _task("rt/secret", 'def secret():\n    """?"""\n', "secret", ["assert candidate() == 'hunter2'"])
+    r = score(
+        scorer,
+        secret,
+        body("""
         import os
         v = os.environ.get('GRPO_WB_SECRET')
         if v:
@@ -397,7 +458,8 @@ def test_callers_environment_is_not_visible(scorer, monkeypatch):
                 if kv.startswith(b'GRPO_WB_SECRET='):
                     return kv.split(b'=', 1)[1].decode()
         return None
-    """))
+    """),
+    )
     assert_harmless(scorer, r)
 
 
@@ -405,9 +467,12 @@ def test_callers_files_are_not_readable_or_writable(scorer, tmp_path):
     secret_file = tmp_path / "secret.txt"
     secret_file.write_text("s3cr3t")
     target = tmp_path / "pwned"
-    task = _task("rt/file", "def peek():\n    \"\"\"?\"\"\"\n", "peek", ["assert candidate() == 's3cr3t'"])
-    r = score(scorer, task, body(f"""
-        for p in ({str(target)!r}, '/tmp/grpo_wb_pwned', {str(Path.cwd() / 'pwned')!r}):
+    task = _task("rt/file", 'def peek():\n    """?"""\n', "peek", ["assert candidate() == 's3cr3t'"])
+    r = score(
+        scorer,
+        task,
+        body(f"""
+        for p in ({str(target)!r}, '/tmp/grpo_wb_pwned', {str(Path.cwd() / "pwned")!r}):
             try:
                 open(p, 'w').write('x')
             except OSError:
@@ -416,7 +481,8 @@ def test_callers_files_are_not_readable_or_writable(scorer, tmp_path):
             return open({str(secret_file)!r}).read()
         except OSError:
             return None
-    """))
+    """),
+    )
     assert not target.exists() and not Path("/tmp/grpo_wb_pwned").exists() and not (Path.cwd() / "pwned").exists()
     assert_harmless(scorer, r)
 
@@ -425,20 +491,27 @@ def test_a_file_planted_in_place_of_stderr_is_not_read_by_the_worker(scorer):
     # The job directory is the completion's: it can replace its stderr file with a symlink.
     # The worker (root in the sandbox) must read back what the child wrote to fd 2, not
     # follow the link on the completion's behalf (here to the worker's own environment).
-    r = score(scorer, DOUBLE, body("""
+    r = score(
+        scorer,
+        DOUBLE,
+        body("""
         import os, sys
         sys.stderr.write("REAL-STDERR\\n")
         sys.stderr.flush()
         os.unlink(".stderr")
         os.symlink("/proc/self/environ", ".stderr")
         return 0
-    """))
+    """),
+    )
     assert_harmless(scorer, r)
     assert r.stderr_tail and set(r.stderr_tail.splitlines()) == {"REAL-STDERR"}, r.stderr_tail  # once a call
 
 
 def test_killing_the_parent(scorer):
-    r = score(scorer, DOUBLE, body("""
+    r = score(
+        scorer,
+        DOUBLE,
+        body("""
         import os, signal
         for pid in (os.getppid(), 1, -1):
             try:
@@ -446,7 +519,8 @@ def test_killing_the_parent(scorer):
             except OSError:
                 pass
         return 0
-    """))
+    """),
+    )
     assert_harmless(scorer, r)
 
 
@@ -463,9 +537,12 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on():
     with Scorer(SandboxLimits(timeout=60.0), RewardConfig("partial"), workers=2, cache=False) as scorer:
         before = scorer.sandbox.replaced
         token = f"grpo-wb-killed-worker-{uuid.uuid4().hex}"
-        slow = ("import os, sys, time\ndef double(x):\n    if os.fork() == 0:\n"
-                f"        os.execv(sys.executable, [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])\n"
-                "    time.sleep(60)\n    return 2 * x\n")
+        slow = (
+            "import os, sys, time\ndef double(x):\n    if os.fork() == 0:\n"
+            "        os.execv(sys.executable,\n"
+            f"                 [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])\n"
+            "    time.sleep(60)\n    return 2 * x\n"
+        )
         res = []
         th = threading.Thread(target=lambda: res.append(score(scorer, DOUBLE, slow)))
         th.start()
@@ -495,9 +572,17 @@ def test_a_killed_worker_is_replaced_and_the_run_goes_on():
 # ----------------------------------------------------------------------------- the scorer's own evaluation
 
 
-REPEAT = _task("rt/repeat", "def count(x):\n    \"\"\"Return 3.\"\"\"\n", "count",
-               ["assert ' ' * candidate(3) == '   '", "assert 2 ** candidate(3) == 8",
-                "assert sum(range(candidate(3))) == 3", "assert candidate(3) * [0] == [0, 0, 0]"])
+REPEAT = _task(
+    "rt/repeat",
+    'def count(x):\n    """Return 3."""\n',
+    "count",
+    [
+        "assert ' ' * candidate(3) == '   '",
+        "assert 2 ** candidate(3) == 8",
+        "assert sum(range(candidate(3))) == 3",
+        "assert candidate(3) * [0] == [0, 0, 0]",
+    ],
+)
 
 
 @pytest.mark.parametrize("value", ["10 ** 9", "10 ** 18", "-(10 ** 12)"])
@@ -523,9 +608,13 @@ def test_a_forged_huge_value_is_refused_by_the_scorer():
     from grpo_wb.scoring.sandbox import RawOutcome
     from grpo_wb.scoring.scorer import plan_task, verdict_from_outcome
 
-    events = [{"event": "loaded"}, {"event": "values", "index": 0, "values": ["x" * (3 << 20)]},
-              {"event": "values", "index": 1, "values": [-6]}, {"event": "values", "index": 2, "values": [20]},
-              {"event": "done"}]
+    events = [
+        {"event": "loaded"},
+        {"event": "values", "index": 0, "values": ["x" * (3 << 20)]},
+        {"event": "values", "index": 1, "values": [-6]},
+        {"event": "values", "index": 2, "values": [20]},
+        {"event": "done"},
+    ]
     v = verdict_from_outcome(DOUBLE, RawOutcome(events=events), "continuation", *plan_task(DOUBLE))
     assert v.status == "fail" and v.tests_passed == 2 and "more than the scorer evaluates" in v.error, v
 
@@ -535,12 +624,18 @@ def test_a_forged_huge_value_is_refused_by_the_scorer():
 
 SURROGATES = {  # lone surrogates, which UTF-8 cannot encode, through every channel a reply has (toy/add)
     "exception message": r'    raise ValueError("\ud800 and \udfff")' + "\n",
-    "stdout": r'    import sys; sys.stdout.reconfigure(errors="surrogatepass"); print("\ud800")' + "\n"
-              + r'    raise ValueError("\ud800")' + "\n",
+    "stdout": r'    import sys; sys.stdout.reconfigure(errors="surrogatepass"); print("\ud800")'
+    + "\n"
+    + r'    raise ValueError("\ud800")'
+    + "\n",
     "stderr": r'    import os, sys; sys.stderr.reconfigure(errors="surrogatepass"); sys.stderr.write("\ud800\n")'
-              + "\n" + r'    os.write(2, b"\xed\xa0\x80\n"); raise ValueError("\ud800")' + "\n",
-    "value repr": "    class V:\n" + r'        def __repr__(self): return "\ud800"' + "\n"
-                  + "    assert a + b == V(), V()\n",
+    + "\n"
+    + r'    os.write(2, b"\xed\xa0\x80\n"); raise ValueError("\ud800")'
+    + "\n",
+    "value repr": "    class V:\n"
+    + r'        def __repr__(self): return "\ud800"'
+    + "\n"
+    + "    assert a + b == V(), V()\n",
     "completion text": "    return a + b  # \ud800 in the reply itself\n",
     "dict key": r'    return {"\ud800": a + b}' + "\n",
 }
@@ -590,8 +685,14 @@ def test_lone_surrogates_in_a_reply_never_crash_score_or_smoke(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
 
     def cli(*argv):
-        p = subprocess.run([sys.executable, "-m", "grpo_wb.cli", *map(str, argv), "--no-progress", "--timeout", "2"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "grpo_wb.cli", *map(str, argv), "--no-progress", "--timeout", "2"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-3000:]
 
     out = tmp_path / "results.jsonl"
@@ -600,6 +701,23 @@ def test_lone_surrogates_in_a_reply_never_crash_score_or_smoke(tmp_path):
     _assert_readable(read_jsonl(out))
 
     run = tmp_path / "run"
-    cli("smoke", "--tasks", tasks, "--backend", "replay", "--completions", samples, "--out", run,
-        "--group-size", len(replies), "--batch-size", "1", "--steps", "1", "--min-informative-fraction", "0")
+    cli(
+        "smoke",
+        "--tasks",
+        tasks,
+        "--backend",
+        "replay",
+        "--completions",
+        samples,
+        "--out",
+        run,
+        "--group-size",
+        len(replies),
+        "--batch-size",
+        "1",
+        "--steps",
+        "1",
+        "--min-informative-fraction",
+        "0",
+    )
     _assert_readable(read_jsonl(run / "last_rollouts.jsonl"))

@@ -4,6 +4,7 @@
 wrong programs that pass: its false-positive rate), so they must survive the file format and every importer that
 has them, stay capped, and never reach the scorer's notion of what a task is.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,13 @@ from grpo_wb.tasks.rowexport import build_row, parsed_from_task
 from grpo_wb.tasks.rowformats import CAPPED_NOTE, RowImportSummary, iter_row_tasks, parse_row
 from grpo_wb.tasks.rows import RowSource
 
-ADD = Task(task_id="toy/add", prompt="def add(a, b):\n", entry_point="add",
-           tests=(TestCase(name="t0", code="assert candidate(1, 2) == 3"),), canonical_solution="    return a + b\n")
+ADD = Task(
+    task_id="toy/add",
+    prompt="def add(a, b):\n",
+    entry_point="add",
+    tests=(TestCase(name="t0", code="assert candidate(1, 2) == 3"),),
+    canonical_solution="    return a + b\n",
+)
 
 
 def _import(fmt: str, path: Path, **kw):
@@ -44,14 +50,17 @@ def _import(fmt: str, path: Path, **kw):
 
 
 def test_round_trip_through_a_task_file(tmp_path):
-    task = dataclasses.replace(ADD, task_id="toy/add2",
-                               solutions=("def add(a, b):\n    return b + a\n", "    return sum((a, b))\n"),
-                               wrong_solutions=("    return a - b\n",))
+    task = dataclasses.replace(
+        ADD,
+        task_id="toy/add2",
+        solutions=("def add(a, b):\n    return b + a\n", "    return sum((a, b))\n"),
+        wrong_solutions=("    return a - b\n",),
+    )
     write_tasks(tmp_path / "t.jsonl", [task, ADD])
     (line, plain) = read_jsonl(tmp_path / "t.jsonl")
     assert line["solutions"] == list(task.solutions) and line["wrong_solutions"] == ["    return a - b\n"]
     keys = list(line)  # written next to canonical_solution
-    assert keys[keys.index("canonical_solution") + 1:][:2] == ["solutions", "wrong_solutions"]
+    assert keys[keys.index("canonical_solution") + 1 :][:2] == ["solutions", "wrong_solutions"]
     assert "solutions" not in plain and "wrong_solutions" not in plain  # omitted when empty, as prelude is
     assert load_tasks(tmp_path / "t.jsonl") == [task, ADD]
     assert task_from_json(task.to_json()) == task
@@ -59,19 +68,24 @@ def test_round_trip_through_a_task_file(tmp_path):
 
 def test_wrong_types_are_rejected_naming_the_field(tmp_path):
     base = ADD.to_json()
-    write_jsonl(tmp_path / "bad.jsonl", [
-        {**base, "task_id": "a", "solutions": "    return a + b\n"},
-        {**base, "task_id": "b", "wrong_solutions": ["    return 0\n", 3]},
-        {**base, "task_id": "c", "solutions": ["ok", None, "ok too"]},
-        {**base, "task_id": "d", "wrong_solutions": {"language": [3], "solution": ["x"]}},
-    ])
+    write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {**base, "task_id": "a", "solutions": "    return a + b\n"},
+            {**base, "task_id": "b", "wrong_solutions": ["    return 0\n", 3]},
+            {**base, "task_id": "c", "solutions": ["ok", None, "ok too"]},
+            {**base, "task_id": "d", "wrong_solutions": {"language": [3], "solution": ["x"]}},
+        ],
+    )
     tasks, problems = check_task_file(tmp_path / "bad.jsonl")
     path = str(tmp_path / "bad.jsonl")
     assert not tasks
-    assert problems == [f"{path}:1: field 'solutions' must be a list, got str",
-                        f"{path}:2: wrong_solutions[1] must be a string, got int",
-                        f"{path}:3: solutions[1] must be a string, got NoneType",
-                        f"{path}:4: field 'wrong_solutions' must be a list, got dict"]
+    assert problems == [
+        f"{path}:1: field 'solutions' must be a list, got str",
+        f"{path}:2: wrong_solutions[1] must be a string, got int",
+        f"{path}:3: solutions[1] must be a string, got NoneType",
+        f"{path}:4: field 'wrong_solutions' must be a list, got dict",
+    ]
     with pytest.raises(ValidationError):
         load_tasks(tmp_path / "bad.jsonl")
     with pytest.raises(ValueError, match=r"solutions\[0\] must be a string"):
@@ -121,15 +135,19 @@ def test_apps_folder_keeps_every_reference_up_to_the_cap(tmp_path):
 @pytest.mark.data
 def test_bundled_apps_problems_keep_their_references(tmp_path):
     tasks, report = import_apps(need(APPS_TRAIN))
-    shipped = {t.task_id: json.loads((APPS_TRAIN / t.metadata["folder"] / "solutions.json").read_text())
-               for t in tasks}
+    shipped = {t.task_id: json.loads((APPS_TRAIN / t.metadata["folder"] / "solutions.json").read_text()) for t in tasks}
     # as shipped: 0001 24, 0111 1, 2287 10, 2404 58, 4184 8 programs (all distinct)
-    assert {tid: len(s) for tid, s in shipped.items()} == {"apps/0001": 24, "apps/0111": 1, "apps/2287": 10,
-                                                           "apps/2404": 58, "apps/4184": 8}
+    assert {tid: len(s) for tid, s in shipped.items()} == {
+        "apps/0001": 24,
+        "apps/0111": 1,
+        "apps/2287": 10,
+        "apps/2404": 58,
+        "apps/4184": 8,
+    }
     for t in tasks:
         sols = shipped[t.task_id]
         assert t.canonical_solution == sols[0]  # as before
-        assert t.solutions == tuple(sols[1:1 + MAX_SOLUTIONS]) and not t.wrong_solutions
+        assert t.solutions == tuple(sols[1 : 1 + MAX_SOLUTIONS]) and not t.wrong_solutions
     by = {t.task_id: t for t in tasks}
     assert len(by["apps/2287"].solutions) == 9 and len(by["apps/2404"].solutions) == MAX_SOLUTIONS
     assert report.n_solutions_dropped == (23 - MAX_SOLUTIONS) + (57 - MAX_SOLUTIONS)
@@ -145,20 +163,37 @@ def test_bundled_apps_problems_keep_their_references(tmp_path):
 
 
 def _contests_row(name: str, solutions: list[tuple[int, str]], incorrect: list[tuple[int, str]]) -> dict:
-    return {"name": name, "description": "Print a+b.", "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
-            "private_tests": {"input": [], "output": []}, "generated_tests": {"input": [], "output": []},
-            "solutions": {"language": [lang for lang, _ in solutions], "solution": [s for _, s in solutions]},
-            "incorrect_solutions": {"language": [lang for lang, _ in incorrect], "solution": [s for _, s in incorrect]}}
+    return {
+        "name": name,
+        "description": "Print a+b.",
+        "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
+        "private_tests": {"input": [], "output": []},
+        "generated_tests": {"input": [], "output": []},
+        "solutions": {"language": [lang for lang, _ in solutions], "solution": [s for _, s in solutions]},
+        "incorrect_solutions": {"language": [lang for lang, _ in incorrect], "solution": [s for _, s in incorrect]},
+    }
 
 
 def test_code_contests_keeps_python3_solutions_and_incorrect_ones(tmp_path):
     py = "print(sum(map(int, input().split())))"
     py2 = "a, b = map(int, input().split())\nprint(a + b)"
-    row = _contests_row("sum", [(2, "int main(){}"), (3, py), (1, "print sum(map(int, raw_input().split()))"),
-                                (3, py2), (3, py), (4, "class Main {}")],
-                        [(3, "print(0)"), (2, "int main(){return 1;}"), (3, "print(1)"), (1, "print 3")])
-    big = _contests_row("big", [(3, f"print(3) # {i}") for i in range(MAX_SOLUTIONS + 3)],
-                        [(3, f"print(4) # {i}") for i in range(MAX_SOLUTIONS + 2)])
+    row = _contests_row(
+        "sum",
+        [
+            (2, "int main(){}"),
+            (3, py),
+            (1, "print sum(map(int, raw_input().split()))"),
+            (3, py2),
+            (3, py),
+            (4, "class Main {}"),
+        ],
+        [(3, "print(0)"), (2, "int main(){return 1;}"), (3, "print(1)"), (1, "print 3")],
+    )
+    big = _contests_row(
+        "big",
+        [(3, f"print(3) # {i}") for i in range(MAX_SOLUTIONS + 3)],
+        [(3, f"print(4) # {i}") for i in range(MAX_SOLUTIONS + 2)],
+    )
     none = _contests_row("none", [(2, "int main(){}")], [])
     (t, b, n), s = _import("code-contests", write_jsonl(tmp_path / "cc.jsonl", [row, big, none]))
     assert t.canonical_solution == py and t.solutions == (py2,)  # Python 3 only, the duplicate gone
@@ -174,8 +209,13 @@ def test_code_contests_keeps_python3_solutions_and_incorrect_ones(tmp_path):
 @pytest.mark.parametrize("fmt", ["taco", "apps-rows"])
 def test_taco_and_apps_rows_keep_their_solutions(fmt, tmp_path):
     sols = ["print(input())", "x = input()\nprint(x)", "print(input())", "import sys\nprint(sys.stdin.read().strip())"]
-    row = {"question": "Echo.", "solutions": json.dumps(sols), "starter_code": "",
-           "input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}), "problem_id": 7}
+    row = {
+        "question": "Echo.",
+        "solutions": json.dumps(sols),
+        "starter_code": "",
+        "input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}),
+        "problem_id": 7,
+    }
     decoded = {**row, "problem_id": 8, "solutions": [f"print({i})" for i in range(MAX_SOLUTIONS + 2)]}
     (t, d), s = _import(fmt, write_jsonl(tmp_path / "rows.jsonl", [row, decoded]))
     assert t.canonical_solution == sols[0] and t.solutions == (sols[1], sols[3]) and t.wrong_solutions == ()
@@ -189,9 +229,12 @@ def test_taco_and_apps_rows_keep_their_solutions(fmt, tmp_path):
 
 
 def test_mapped_rows_read_a_list_of_solutions(tmp_path):
-    rows = [{"q": "Echo.", "tests": {"inputs": ["1\n"], "outputs": ["1\n"]}, "sol": ["print(input())", "print(1)"]},
-            {"q": "Echo.", "tests": {"inputs": ["1\n"], "outputs": ["1\n"]}, "sol": "print(input())"}]
-    (listed, single), _ = _import("rows", write_jsonl(tmp_path / "m.jsonl", rows),
-                                  mapping={"prompt": "q", "tests": "tests", "solution": "sol"})
+    rows = [
+        {"q": "Echo.", "tests": {"inputs": ["1\n"], "outputs": ["1\n"]}, "sol": ["print(input())", "print(1)"]},
+        {"q": "Echo.", "tests": {"inputs": ["1\n"], "outputs": ["1\n"]}, "sol": "print(input())"},
+    ]
+    (listed, single), _ = _import(
+        "rows", write_jsonl(tmp_path / "m.jsonl", rows), mapping={"prompt": "q", "tests": "tests", "solution": "sol"}
+    )
     assert listed.canonical_solution == "print(input())" and listed.solutions == ("print(1)",)
     assert single.canonical_solution == "print(input())" and single.solutions == ()

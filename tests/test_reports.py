@@ -1,4 +1,5 @@
 """The strict runner: parameter validation (no kernel), HTML rendering, and the failure paths (with a kernel)."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,11 @@ from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.reports import notebooks as reports
 
-PARAMS = 'n_prompts: int = 2  # prompts\nrate: float = 0.5  # a rate\nname: str = "x"  # a name\n' \
-         'flag: bool = False  # a flag\nks: list = [1, 2]  # pass@k values\nopts: dict = {}  # options\n' \
-         'data_file: str = ""  # a path\n'
+PARAMS = (
+    'n_prompts: int = 2  # prompts\nrate: float = 0.5  # a rate\nname: str = "x"  # a name\n'
+    "flag: bool = False  # a flag\nks: list = [1, 2]  # pass@k values\nopts: dict = {}  # options\n"
+    'data_file: str = ""  # a path\n'
+)
 
 
 @pytest.fixture
@@ -23,19 +26,28 @@ def tiny(tmp_path):
 
 def test_declared_parameters_carry_types_and_help(tiny):
     declared = reports.notebook_parameters(tiny)
-    assert {k: p.type for k, p in declared.items()} == {"n_prompts": "int", "rate": "float", "name": "str",
-                                                        "flag": "bool", "ks": "list", "opts": "dict",
-                                                        "data_file": "str"}
+    assert {k: p.type for k, p in declared.items()} == {
+        "n_prompts": "int",
+        "rate": "float",
+        "name": "str",
+        "flag": "bool",
+        "ks": "list",
+        "opts": "dict",
+        "data_file": "str",
+    }
     assert declared["ks"].help == "pass@k values" and declared["n_prompts"].default == "2"
 
 
-@pytest.mark.parametrize("params,problem", [
-    ("x = 3  # no annotation\n", "has type 'None'"),
-    ("x: str | None = None  # union\n", "not visible to papermill"),
-    ("x: int = 3  # empty = none\n", "not visible to papermill"),  # papermill skips lines with two '='
-    ("x: int = 3\n", "no help comment"),
-    ("x: tuple = (1,)  # a tuple\n", "has type 'tuple'"),
-])
+@pytest.mark.parametrize(
+    "params,problem",
+    [
+        ("x = 3  # no annotation\n", "has type 'None'"),
+        ("x: str | None = None  # union\n", "not visible to papermill"),
+        ("x: int = 3  # empty = none\n", "not visible to papermill"),  # papermill skips lines with two '='
+        ("x: int = 3\n", "no help comment"),
+        ("x: tuple = (1,)  # a tuple\n", "has type 'tuple'"),
+    ],
+)
 def test_template_problems_catch_what_papermill_would_drop(tmp_path, params, problem):
     nb = make_notebook(tmp_path / "t.ipynb", params, [])
     probs = reports.template_problems(nb)
@@ -53,17 +65,36 @@ def test_template_needs_one_parameters_cell_and_python3(tmp_path):
     assert "exactly one cell tagged 'parameters'" in reports.template_problems(nb)[0]
 
 
-@pytest.mark.parametrize("name,raw,value", [
-    ("n_prompts", "8", 8), ("rate", "1e-3", 0.001), ("rate", "3", 3.0), ("flag", "true", True),
-    ("flag", "No", False), ("name", "8", "8"), ("ks", "[1, 5, 10]", [1, 5, 10]), ("opts", "{a: 1}", {"a": 1}),
-])
+@pytest.mark.parametrize(
+    "name,raw,value",
+    [
+        ("n_prompts", "8", 8),
+        ("rate", "1e-3", 0.001),
+        ("rate", "3", 3.0),
+        ("flag", "true", True),
+        ("flag", "No", False),
+        ("name", "8", "8"),
+        ("ks", "[1, 5, 10]", [1, 5, 10]),
+        ("opts", "{a: 1}", {"a": 1}),
+    ],
+)
 def test_cli_values_are_coerced_to_the_declared_type(tiny, name, raw, value):
     out = reports.validate_parameters(reports.notebook_parameters(tiny), {name: raw}, raw=True)
     assert out[name] == value and type(out[name]) is type(value)
 
 
-@pytest.mark.parametrize("name,raw", [("n_prompts", "8.5"), ("n_prompts", "abc"), ("rate", "nan"),
-                                      ("flag", "maybe"), ("ks", "3"), ("opts", "[1]"), ("ks", "[1,")])
+@pytest.mark.parametrize(
+    "name,raw",
+    [
+        ("n_prompts", "8.5"),
+        ("n_prompts", "abc"),
+        ("rate", "nan"),
+        ("flag", "maybe"),
+        ("ks", "3"),
+        ("opts", "[1]"),
+        ("ks", "[1,"),
+    ],
+)
 def test_mistyped_cli_values_are_errors(tiny, name, raw):
     with pytest.raises(UserError, match=f"parameter '{name}' expects"):
         reports.validate_parameters(reports.notebook_parameters(tiny), {name: raw}, raw=True)
@@ -83,8 +114,12 @@ def test_unknown_parameter_is_an_error_with_a_suggestion(tiny):
 
 
 def test_path_parameters_are_resolved_against_the_caller(tmp_path):
-    vals = {"data_file": "data/x.jsonl", "run_dirs": ["a/run", "/abs/run", "r*/run"], "name": "rel/not/a/path",
-            "empty_dir": ""}
+    vals = {
+        "data_file": "data/x.jsonl",
+        "run_dirs": ["a/run", "/abs/run", "r*/run"],
+        "name": "rel/not/a/path",
+        "empty_dir": "",
+    }
     out = reports.resolve_path_values(vals, tmp_path)
     assert out["data_file"] == str(tmp_path / "data" / "x.jsonl")
     assert out["run_dirs"] == [str(tmp_path / "a" / "run"), "/abs/run", str(tmp_path / "r*" / "run")]
@@ -136,16 +171,21 @@ def test_render_html_hides_code_and_shows_parameters(tmp_path):
 
 def test_paths_under_the_base_folder_are_shown_relative_to_it(tmp_path):
     page = f"<td>{tmp_path}/reports/data/humaneval.jsonl</td><td>/elsewhere/x.jsonl</td><td>{tmp_path}x/y</td>"
-    assert reports.shown_relative(page, tmp_path) == \
-        f"<td>reports/data/humaneval.jsonl</td><td>/elsewhere/x.jsonl</td><td>{tmp_path}x/y</td>"
+    assert (
+        reports.shown_relative(page, tmp_path)
+        == f"<td>reports/data/humaneval.jsonl</td><td>/elsewhere/x.jsonl</td><td>{tmp_path}x/y</td>"
+    )
     assert reports.shown_relative(page, "/") == page
 
 
 @pytest.mark.notebooks
 def test_a_rendered_report_names_files_relative_to_the_folder_it_ran_from(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    nb = make_notebook(tmp_path / "nb" / "p.ipynb", 'data_file: str = ""  # a path\nout_dir: str = ""  # out\n',
-                       ["print('completions from:', data_file)"])
+    nb = make_notebook(
+        tmp_path / "nb" / "p.ipynb",
+        'data_file: str = ""  # a path\nout_dir: str = ""  # out\n',
+        ["print('completions from:', data_file)"],
+    )
     (tmp_path / "data").mkdir()
     res = reports.run_report(nb, tmp_path / "out", {"data_file": "data/s.jsonl"})
     page = html_body((tmp_path / "out" / "report.html").read_text())
@@ -157,14 +197,17 @@ def test_a_rendered_report_names_files_relative_to_the_folder_it_ran_from(tmp_pa
 
 @pytest.mark.notebooks
 def test_failing_cell_via_cli(tmp_path, capsys):
-    nb = make_notebook(tmp_path / "fail.ipynb", "n: int = 1  # n\n", ["x = n + 1", "raise ValueError(f'boom {x}')",
-                                                                      "print('never')"])
+    nb = make_notebook(
+        tmp_path / "fail.ipynb", "n: int = 1  # n\n", ["x = n + 1", "raise ValueError(f'boom {x}')", "print('never')"]
+    )
     out = tmp_path / "rep"
     rc = main(["report", str(nb), "-p", "n", "41", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert rc == 1 and err.startswith("grpo-wb: error:") and "ValueError: boom 42" in err
     res = reports.ReportResult.from_json(json.loads((out / "result.json").read_text()))
-    assert res.status == "failed" and res.error_kind == "cell_error" and res.failed_cell == 4  # In [4]: after the injected cell
+    assert (
+        res.status == "failed" and res.error_kind == "cell_error" and res.failed_cell == 4
+    )  # In [4]: after the injected cell
     html = (out / "report.html").read_text()
     assert "boom 42" in html_body(html) and "An Exception was encountered" in html_body(html)
     executed = nbformat.read(str(out / "report.ipynb"), as_version=4)
@@ -184,8 +227,9 @@ def test_cell_timeout_is_a_failure_not_a_hang(tmp_path):
 
 @pytest.mark.notebooks
 def test_dead_kernel_is_a_failure(tmp_path):
-    nb = make_notebook(tmp_path / "dead.ipynb", "n: int = 1  # n\n",
-                       ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"])
+    nb = make_notebook(
+        tmp_path / "dead.ipynb", "n: int = 1  # n\n", ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"]
+    )
     res = reports.run_report(nb, tmp_path / "rep", cell_timeout=30)
     assert res.status == "failed" and res.error_kind == "dead_kernel" and "kernel died" in res.error
 
@@ -194,11 +238,7 @@ def test_dead_kernel_is_a_failure(tmp_path):
 
 
 def test_config_backed_notebook_parameters_are_declared_by_their_dataclass():
-    from grpo_wb.reports.templates import (
-        CONFIG_PARAMETERS,
-        NOTEBOOKS,
-        parameter_problems,
-    )
+    from grpo_wb.reports.templates import CONFIG_PARAMETERS, NOTEBOOKS, parameter_problems
 
     for name in CONFIG_PARAMETERS:
         assert parameter_problems(NOTEBOOKS / name) == [], name
@@ -218,4 +258,6 @@ def test_a_drifted_parameter_line_is_reported_and_synced(tmp_path):
     (problem,) = parameter_problems(nb_path)
     assert "group_size: float = 4" in problem and 'SmokeConfig declares "group_size: int = 4  # G,' in problem
     assert sync_parameters(nb_path) and parameter_problems(nb_path) == []
-    assert "group_size: int = 4  # G, completions per prompt" in nbformat.read(str(nb_path), as_version=4).cells[1].source
+    assert (
+        "group_size: int = 4  # G, completions per prompt" in nbformat.read(str(nb_path), as_version=4).cells[1].source
+    )

@@ -5,6 +5,7 @@
 3. expected dicts with int keys, which JSON stores as strings (APPS/TACO/prime_code convert them back);
 4. KodCode test classes (plain and ``unittest.TestCase``) and ``skip`` / ``xfail`` marks.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,10 @@ SUM = "n = int(input())\nprint(sum(map(int, input().split())))\n"
 
 
 def test_a_statement_line_starting_with_from_or_import_is_not_glued_onto_a_stdin_answer():
-    for question in ("Read n numbers\nfrom standard input and print their sum",
-                     "Read n numbers and print their sum.\nimport nothing: the standard library is enough"):
+    for question in (
+        "Read n numbers\nfrom standard input and print their sum",
+        "Read n numbers and print their sum.\nimport nothing: the standard library is enough",
+    ):
         task = _task("taco", _taco(question, SUM_IO))
         for completion in (f"```python\n{SUM}```", SUM):
             ext = extract_program(task.prompt, task.entry_point, completion)
@@ -60,17 +63,35 @@ def test_a_stdin_answer_to_a_statement_with_a_from_line_passes():
 
 # ----------------------------------------------------------------------------- 2. prelude names vs Solution methods
 
+
 @pytest.mark.sandbox
 def test_a_solution_method_wins_over_a_name_the_apps_prelude_imports():
-    merge = _task("taco", _taco("Merge two sorted lists.", {
-        "fn_name": "merge", "inputs": [[[1, 3], [2]], [[5], [4, 6]]], "outputs": [[[1, 2, 3]], [[4, 5, 6]]]},
-        "class Solution:\n    def merge(self, a, b):\n        "))
-    sqrt = _task("taco", _taco("Integer square root.", {
-        "fn_name": "sqrt", "inputs": [[16], [17]], "outputs": [[4], [4]]},
-        "class Solution:\n    def sqrt(self, x):\n        "))
-    product = _task("verl", {"data_source": "apps", "prompt": [{"role": "user", "content": "Multiply."}],
-                             "reward_model": {"ground_truth": json.dumps({
-                                 "fn_name": "product", "inputs": ["2\n3", "4\n5"], "outputs": ["6", "20"]})}})
+    merge = _task(
+        "taco",
+        _taco(
+            "Merge two sorted lists.",
+            {"fn_name": "merge", "inputs": [[[1, 3], [2]], [[5], [4, 6]]], "outputs": [[[1, 2, 3]], [[4, 5, 6]]]},
+            "class Solution:\n    def merge(self, a, b):\n        ",
+        ),
+    )
+    sqrt = _task(
+        "taco",
+        _taco(
+            "Integer square root.",
+            {"fn_name": "sqrt", "inputs": [[16], [17]], "outputs": [[4], [4]]},
+            "class Solution:\n    def sqrt(self, x):\n        ",
+        ),
+    )
+    product = _task(
+        "verl",
+        {
+            "data_source": "apps",
+            "prompt": [{"role": "user", "content": "Multiply."}],
+            "reward_model": {
+                "ground_truth": json.dumps({"fn_name": "product", "inputs": ["2\n3", "4\n5"], "outputs": ["6", "20"]})
+            },
+        },
+    )
     right_merge = "class Solution:\n    def merge(self, a, b):\n        return sorted(a + b)\n"
     wrong_merge = "class Solution:\n    def merge(self, a, b):\n        return a + b\n"
     right_sqrt = "class Solution:\n    def sqrt(self, x):\n        return int(x ** 0.5)\n"
@@ -79,17 +100,33 @@ def test_a_solution_method_wins_over_a_name_the_apps_prelude_imports():
     wrong_product = "class Solution:\n    def product(self, a, b):\n        return a + b\n"
     # a module-level function of that name is the answer as before; a program without one calls the method
     plain_merge = "def merge(a, b):\n    return sorted(a + b)\n"
-    got = _score([(merge, right_merge), (merge, wrong_merge), (sqrt, right_sqrt), (sqrt, wrong_sqrt),
-                  (product, right_product), (product, wrong_product), (merge, plain_merge)])
-    assert [r.status for r in got] == ["pass", "fail", "pass", "fail", "pass", "fail", "pass"], \
-        [(r.status, r.error) for r in got]
+    got = _score(
+        [
+            (merge, right_merge),
+            (merge, wrong_merge),
+            (sqrt, right_sqrt),
+            (sqrt, wrong_sqrt),
+            (product, right_product),
+            (product, wrong_product),
+            (merge, plain_merge),
+        ]
+    )
+    assert [r.status for r in got] == ["pass", "fail", "pass", "fail", "pass", "fail", "pass"], [
+        (r.status, r.error) for r in got
+    ]
 
 
 # ----------------------------------------------------------------------------- 3. int keys stored as strings
 
+
 def test_expected_dicts_get_their_int_keys_back_as_apps_does():
-    task = _task("taco", _taco("Count.", {"fn_name": "count", "inputs": [[[1, 1, 2]], [{"1": 2}]],
-                                          "outputs": [{"1": 2, "2": 1}, [{"3": "x"}]]}))
+    task = _task(
+        "taco",
+        _taco(
+            "Count.",
+            {"fn_name": "count", "inputs": [[[1, 1, 2]], [{"1": 2}]], "outputs": [{"1": 2, "2": 1}, [{"3": "x"}]]},
+        ),
+    )
     assert task.tests[0].code == "assert apps_equal(candidate(*[[1, 1, 2]]), [{1: 2, 2: 1}])"
     assert task.tests[1].code == "assert apps_equal(candidate(*[{1: 2}]), [{3: 'x'}])"
     # keys that are not integers stay text; LiveCodeBench (exact values) converts nothing
@@ -99,16 +136,29 @@ def test_expected_dicts_get_their_int_keys_back_as_apps_does():
 
 @pytest.mark.sandbox
 def test_int_keyed_expected_dicts_pass_the_right_answer_and_fail_the_string_keyed_one():
-    task = _task("taco", _taco("Count the numbers.", {
-        "fn_name": "count", "inputs": [[[1, 1, 2]], [[3]]], "outputs": [[{"1": 2, "2": 1}], [{"3": 1}]]}))
-    verl = _task("verl", {"data_source": "apps", "prompt": [{"role": "user", "content": "Count."}],
-                          "reward_model": {"ground_truth": json.dumps({
-                              "fn_name": "count", "inputs": ["[1, 1, 2]"], "outputs": ['{"1": 2, "2": 1}']})}})
+    task = _task(
+        "taco",
+        _taco(
+            "Count the numbers.",
+            {"fn_name": "count", "inputs": [[[1, 1, 2]], [[3]]], "outputs": [[{"1": 2, "2": 1}], [{"3": 1}]]},
+        ),
+    )
+    verl = _task(
+        "verl",
+        {
+            "data_source": "apps",
+            "prompt": [{"role": "user", "content": "Count."}],
+            "reward_model": {
+                "ground_truth": json.dumps(
+                    {"fn_name": "count", "inputs": ["[1, 1, 2]"], "outputs": ['{"1": 2, "2": 1}']}
+                )
+            },
+        },
+    )
     right = "from collections import Counter\ndef count(xs):\n    return dict(Counter(xs))\n"
     wrong = "from collections import Counter\ndef count(xs):\n    return {str(k): v for k, v in Counter(xs).items()}\n"
     got = _score([(task, right), (task, wrong), (verl, right), (verl, wrong)])
     assert [r.status for r in got] == ["pass", "fail", "pass", "fail"], [(r.status, r.error) for r in got]
-
 
 
 @pytest.mark.sandbox
@@ -125,8 +175,14 @@ def test_a_non_finite_expected_value_is_still_compared_in_the_scorer():
 
 # ----------------------------------------------------------------------------- 4. KodCode test classes, skip, xfail
 
+
 def _kod(test: str, fn: str = "f") -> dict:
-    return {"question": "Write f(x), which doubles x.", "question_id": "k", "test": test, "test_info": [{"function_name": fn}]}
+    return {
+        "question": "Write f(x), which doubles x.",
+        "question_id": "k",
+        "test": test,
+        "test_info": [{"function_name": fn}],
+    }
 
 
 CLASSES = """\
@@ -174,8 +230,12 @@ class TestWithInit:
 
 def test_test_class_methods_become_tests():
     task = _task("kodcode", _kod(CLASSES))
-    assert [t.name for t in task.tests] == ["TestPlain::test_double", "TestStatic::test_zero",
-                                            "TestCaseStyle::test_three", "TestCaseStyle::test_expected_failure"]
+    assert [t.name for t in task.tests] == [
+        "TestPlain::test_double",
+        "TestStatic::test_zero",
+        "TestCaseStyle::test_three",
+        "TestCaseStyle::test_expected_failure",
+    ]
 
 
 MARKS = """\
@@ -227,8 +287,14 @@ class TestSkippedClass:
 
 def test_skip_marks_drop_tests_and_xfail_marks_are_not_required():
     task = _task("kodcode", _kod(MARKS))
-    assert [t.name for t in task.tests] == ["test_one", "test_skipped_at_run_time", "test_not_skipped_if",
-                                            "test_xfail", "test_xfail_strict", "test_xfail_raises"]
+    assert [t.name for t in task.tests] == [
+        "test_one",
+        "test_skipped_at_run_time",
+        "test_not_skipped_if",
+        "test_xfail",
+        "test_xfail_strict",
+        "test_xfail_raises",
+    ]
     head = "import pytest\nfrom solution import f\n"
     with pytest.raises(RowError, match="every test is skipped"):
         _task("kodcode", _kod(head + "@pytest.mark.skip\ndef test_a():\n    pass\n"))
@@ -238,9 +304,10 @@ def test_skip_marks_drop_tests_and_xfail_marks_are_not_required():
     task = _task("kodcode", _kod(head + "@pytest.mark.xfail(False, reason='no')\ndef test_a():\n    assert f(1)\n"))
     assert [t.code for t in task.tests] == ["test_a()"]
     # what would not run as pytest runs it is refused (the row is skipped, counted), not mis-run
-    for body, why in (("@pytest.fixture(autouse=True)\ndef env():\n    pass\ndef test_a():\n    pass\n",
-                       "autouse fixture"),
-                      ("async def test_a():\n    assert f(1) == 3\n", "async test")):
+    for body, why in (
+        ("@pytest.fixture(autouse=True)\ndef env():\n    pass\ndef test_a():\n    pass\n", "autouse fixture"),
+        ("async def test_a():\n    assert f(1) == 3\n", "async test"),
+    ):
         with pytest.raises(RowError, match=why):
             _task("kodcode", _kod(head + body))
 

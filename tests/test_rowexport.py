@@ -1,4 +1,5 @@
 """Kept tasks out in the trainers' formats, and the APPS round trip through verl, TACO and open-r1 rows."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import TOY, need, read_jsonl, write_jsonl
+from conftest import TOY, binary_scored, export_frontier_argv, filter_argv, import_argv, need, read_jsonl, write_jsonl
 
 from grpo_wb.bundled import APPS_TRAIN
 from grpo_wb.cli.main import main
@@ -25,13 +26,6 @@ FIX = Path(__file__).parent / "fixtures" / "rows"
 
 def _import(fmt, path):
     return list(iter_row_tasks(fmt, RowSource(str(path)), RowImportSummary(), skip_bad=True))
-
-
-def _scored(tmp_path, tasks, pass_counts, n=8):
-    """A scored file: ``pass_counts[i]`` of ``n`` samples of task i pass (binary reward)."""
-    rows = [{"task_id": t.task_id, "passed": j < c, "reward": float(j < c)}
-            for t, c in zip(tasks, pass_counts) for j in range(n)]
-    return write_jsonl(tmp_path / "scored.jsonl", rows)
 
 
 def test_jsonl_export_writes_the_source_rows_untouched(tmp_path):
@@ -85,20 +79,20 @@ def test_verl_parquet_in_verl_parquet_out_keeps_the_schema_and_loads(tmp_path, c
     src = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist(rows), src)
     tasks_file = tmp_path / "tasks.jsonl"
-    assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tasks_file)]) == 0
+    assert main(import_argv("verl", src, tasks_file)) == 0
     tasks = load_tasks(tasks_file)
-    scored = _scored(tmp_path, tasks, [8, 4, 2, 0, 3])
+    scored = binary_scored(tmp_path, tasks, [8, 4, 2, 0, 3])
     out = tmp_path / "frontier.parquet"
-    assert main(["headroom", str(scored), "--tasks", str(tasks_file), "--export-frontier", str(out), "--format", "verl",
-                 "--group-size", "4"]) == 0
+    assert main(export_frontier_argv(scored, tasks_file, out, "verl")) == 0
     assert "wrote 3 verl rows" in capsys.readouterr().out
     back = pq.read_table(out)
     original = pq.read_schema(src)
     for name in original.names:  # the source's columns keep their Arrow types
         assert back.schema.field(name).type == original.field(name).type, name
     got = back.to_pylist()
-    assert [{k: v for k, v in r.items() if not k.startswith("grpo_wb_")} for r in got] == \
-        pq.read_table(src).to_pylist()[1:3] + pq.read_table(src).to_pylist()[4:5]
+    assert [{k: v for k, v in r.items() if not k.startswith("grpo_wb_")} for r in got] == pq.read_table(
+        src
+    ).to_pylist()[1:3] + pq.read_table(src).to_pylist()[4:5]
     assert [r["grpo_wb_category"] for r in got] == ["frontier"] * 3 and [r["grpo_wb_n_samples"] for r in got] == [8] * 3
     assert got[0]["grpo_wb_p_informative_4"] == pytest.approx(1 - 2 * 1 / 70)  # C(4,4)+C(4,4) of C(8,4)
     assert got[0]["grpo_wb_pass_rate_low"] < 0.5 < got[0]["grpo_wb_pass_rate_high"]
@@ -121,12 +115,11 @@ def test_trl_export_loads_as_a_dataset_with_a_prompt_column(tmp_path):
 def test_filter_out_writes_the_kept_rows(tmp_path, capsys):
     src = FIX / "code-contests.jsonl"
     tasks_file = tmp_path / "cc.jsonl"
-    assert main(["tasks", "import", "code-contests", "--src", str(src), "--out", str(tasks_file), "--skip-bad"]) == 0
+    assert main(import_argv("code-contests", src, tasks_file, "--skip-bad")) == 0
     tasks = load_tasks(tasks_file)
-    scored = _scored(tmp_path, tasks, [3, 8])
+    scored = binary_scored(tmp_path, tasks, [3, 8])
     out = tmp_path / "kept.jsonl"
-    assert main(["filter", str(scored), "--band", "0.1", "0.9", "--tasks", str(tasks_file), "--out", str(out),
-                 "--format", "jsonl"]) == 0
+    assert main(filter_argv(scored, tasks_file, out, "jsonl")) == 0
     printed = capsys.readouterr().out
     assert "band [0.1, 0.9]: kept 1 of 2 tasks" in printed and "1 pass rate above the band" in printed
     (row,) = read_jsonl(out)
@@ -146,22 +139,30 @@ def test_apps_round_trip_through_verl_taco_and_open_r1_rows(tmp_path):
         export_rows(folder, fmt, tmp_path / name)
         sets[fmt] = _import(fmt, tmp_path / name)
         assert len(sets[fmt]) == 5
-    programs = [(i, g["code"]) for i, t in enumerate(folder)
-                for g in json.loads((APPS_TRAIN / t.metadata["folder"] / "gen_solutions.json").read_text())]
+    programs = [
+        (i, g["code"])
+        for i, t in enumerate(folder)
+        for g in json.loads((APPS_TRAIN / t.metadata["folder"] / "gen_solutions.json").read_text())
+    ]
     assert len(programs) == 83
     # the tests survive the round trip: judged by grpo_wb's own rule, the same verdicts
     with Scorer(SandboxLimits(timeout=4.0), RewardConfig(judge="strict"), workers=2, cache=False) as sc:
-        verdicts = {k: [(r.status, r.tests_passed, r.tests_total)
-                        for r in sc.score([ScoreRequest(ts[i], code, j) for j, (i, code) in enumerate(programs)])]
-                    for k, ts in sets.items()}
+        verdicts = {
+            k: [
+                (r.status, r.tests_passed, r.tests_total)
+                for r in sc.score([ScoreRequest(ts[i], code, j) for j, (i, code) in enumerate(programs)])
+            ]
+            for k, ts in sets.items()
+        }
     for fmt in ("verl", "taco", "open-r1"):
         same = sum(a == b for a, b in zip(verdicts[fmt], verdicts["folder"]))
         assert same == 83, (fmt, same)
     assert sum(s == "pass" for s, _, _ in verdicts["folder"]) == 35  # CodeRL's published count
     # judged by the trainer's rule, open-r1's code_reward takes nothing from these raw (unfenced) programs
     with Scorer(SandboxLimits(timeout=4.0), workers=2, cache=False) as sc:
-        trainer = [r for r in sc.score([ScoreRequest(sets["open-r1"][i], code, j)
-                                        for j, (i, code) in enumerate(programs[:6])])]
+        trainer = [
+            r for r in sc.score([ScoreRequest(sets["open-r1"][i], code, j) for j, (i, code) in enumerate(programs[:6])])
+        ]
     assert {(r.judge, r.status) for r in trainer} == {("open-r1", "parse_failure")}
 
 
@@ -194,8 +195,26 @@ def test_recipes_and_bands_side_by_side(tmp_path, capsys):
     rows = [{"task_id": f"c{c}", "passed": j < c, "reward": float(j < c)} for c in counts for j in range(16)]
     scored = write_jsonl(tmp_path / "scored.jsonl", rows)
     out = tmp_path / "f.json"
-    assert main(["filter", str(scored), "--band", "0.2", "0.8", "--recipe", "skywork", "--recipe", "prime",
-                 "--recipe", "dapo", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                str(scored),
+                "--band",
+                "0.2",
+                "0.8",
+                "--recipe",
+                "skywork",
+                "--recipe",
+                "prime",
+                "--recipe",
+                "dapo",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = {r["name"]: r["kept"] for r in json.loads(out.read_text())["results"]}
     assert res["skywork"] == ["c1", "c2", "c4", "c8", "c12", "c14", "c15"]  # 1-15 of 16
     assert res["prime"] == ["c4", "c8", "c12"] == res["band [0.2, 0.8]"]  # 0.25, 0.5, 0.75 (inclusive)
@@ -203,24 +222,29 @@ def test_recipes_and_bands_side_by_side(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "expected informative fraction at G=8" in printed
     # the interval version keeps less: 4/16 and 12/16 have Jeffreys intervals reaching out of [0.2, 0.8]
-    assert main(["filter", str(scored), "--band", "0.2", "0.8", "--conservative", "--json", str(out),
-                 "--force"]) == 0
+    assert main(["filter", str(scored), "--band", "0.2", "0.8", "--conservative", "--json", str(out), "--force"]) == 0
     (res,) = json.loads(out.read_text())["results"]
     assert res["kept"] == ["c8"]
-    assert main(["filter", str(scored), "--min-p-informative", "0.9", "--group-size", "8", "--json", str(out),
-                 "--force"]) == 0
+    assert (
+        main(["filter", str(scored), "--min-p-informative", "0.9", "--group-size", "8", "--json", str(out), "--force"])
+        == 0
+    )
     (res,) = json.loads(out.read_text())["results"]
     assert res["kept"] == ["c4", "c8", "c12"] and res["informative_after"] > res["informative_before"]
 
 
 def test_filter_mistakes_are_one_line(tmp_path, capsys):
     scored = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "a", "passed": True, "reward": 1.0}] * 2)
-    for argv, msg in ((["--band", "0.9", "0.1"], "--band needs 0 <= LOW <= HIGH <= 1"),
-                      ([], "nothing to filter on"),
-                      (["--band", "0", "1", "--recipe", "dapo", "--out", "x.jsonl"], "one rule or one --recipe"),
-                      (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--tasks", str(TOY)], "keeps no task"),
-                      (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--json", str(tmp_path / "j.json")],
-                       "--out needs --tasks")):
+    for argv, msg in (
+        (["--band", "0.9", "0.1"], "--band needs 0 <= LOW <= HIGH <= 1"),
+        ([], "nothing to filter on"),
+        (["--band", "0", "1", "--recipe", "dapo", "--out", "x.jsonl"], "one rule or one --recipe"),
+        (["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--tasks", str(TOY)], "keeps no task"),
+        (
+            ["--recipe", "dapo", "--out", str(tmp_path / "x.jsonl"), "--json", str(tmp_path / "j.json")],
+            "--out needs --tasks",
+        ),
+    ):
         assert main(["filter", str(scored), *argv]) == 1
         assert msg in capsys.readouterr().err
     assert not (tmp_path / "j.json").exists()  # a mistake is found before anything is written
@@ -259,8 +283,14 @@ def test_parquet_export_keeps_every_rows_columns_and_refuses_rows_that_cannot_sh
 def test_rows_imported_through_a_map_export_to_every_format(tmp_path):
     from grpo_wb.tasks.rowformats import parse_mapping
 
-    tasks = list(iter_row_tasks("rows", RowSource(str(FIX / "mapped.jsonl")), RowImportSummary(),
-                                mapping=parse_mapping("prompt=problem,tests=cases,task_id=id")))
+    tasks = list(
+        iter_row_tasks(
+            "rows",
+            RowSource(str(FIX / "mapped.jsonl")),
+            RowImportSummary(),
+            mapping=parse_mapping("prompt=problem,tests=cases,task_id=id"),
+        )
+    )
     for fmt in ("jsonl", "verl", "open-r1", "taco", "trl"):
         export_rows(tasks, fmt, tmp_path / f"{fmt}.jsonl")
         assert len(read_jsonl(tmp_path / f"{fmt}.jsonl")) == 2, fmt

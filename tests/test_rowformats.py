@@ -4,6 +4,7 @@ The fixtures in tests/fixtures/rows are small rows written from each published s
 grpo_wb/tasks/rowformats.py for the sources), with awkward ones: multi-line stdin, trailing whitespace, float
 outputs, a ``class Solution`` entry point, compressed private tests, missing fields, a hostile pickle.
 """
+
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import import_rows, read_jsonl, write_jsonl
+from conftest import import_argv, import_rows, read_jsonl, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
@@ -21,17 +22,11 @@ from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.scoring.verdicts import stdio_matches
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowexport import EXPORT_FORMATS
-from grpo_wb.tasks.rowformats import (
-    RowError,
-    decode_compressed_json,
-    parse_mapping,
-    parse_row,
-)
+from grpo_wb.tasks.rowformats import RowError, decode_compressed_json, parse_mapping, parse_row
 from grpo_wb.tasks.rows import RowSource, iter_located_rows, iter_rows, row_hash
 
 FIX = Path(__file__).parent / "fixtures" / "rows"
-FORMATS = ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode",
-           "nemo-gym"]
+FORMATS = ["verl", "open-r1", "taco", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode", "nemo-gym"]
 
 
 _import = import_rows
@@ -120,8 +115,13 @@ def test_kodcode_rows():
 def test_mapped_rows_and_mapping_errors():
     tasks, _ = _import("rows", FIX / "mapped.jsonl", mapping=parse_mapping("prompt=problem,tests=cases,task_id=id"))
     assert [t.task_id for t in tasks] == ["rows/p1", "rows/p2"] and tasks[1].tests[1].output == "X\n"
-    for spec, msg in (("tests=cases", "needs prompt"), ("prompt=p", "needs the tests"), ("prompt=p,tests", "FIELD=COLUMN"),
-                      ("prompt=p,tests=t,colour=c", "unknown field 'colour'"), ("prompt=p,inputs=i", "go together")):
+    for spec, msg in (
+        ("tests=cases", "needs prompt"),
+        ("prompt=p", "needs the tests"),
+        ("prompt=p,tests", "FIELD=COLUMN"),
+        ("prompt=p,tests=t,colour=c", "unknown field 'colour'"),
+        ("prompt=p,inputs=i", "go together"),
+    ):
         with pytest.raises(ValueError, match=msg):
             parse_mapping(spec)
     with pytest.raises(RowError, match="missing column 'nope'"):
@@ -141,13 +141,14 @@ def test_every_imported_row_keeps_where_it_came_from():
 def test_a_bad_row_fails_the_import_naming_file_and_row(tmp_path, capsys):
     out = tmp_path / "t.jsonl"
     out.write_text("keep me\n")
-    assert main(["tasks", "import", "verl", "--src", str(FIX / "verl.jsonl"), "--out", str(out), "--force"]) == 1
+    assert main(import_argv("verl", FIX / "verl.jsonl", out, "--force")) == 1
     err = capsys.readouterr().err.strip()
-    assert err == (f"grpo-wb: error: {FIX / 'verl.jsonl'}:6: ground_truth has 1 inputs but 0 outputs "
-                   "(--skip-bad leaves such rows out, counted)")
+    assert err == (
+        f"grpo-wb: error: {FIX / 'verl.jsonl'}:6: ground_truth has 1 inputs but 0 outputs "
+        "(--skip-bad leaves such rows out, counted)"
+    )
     assert out.read_text() == "keep me\n"  # nothing already written is lost
-    assert main(["tasks", "import", "verl", "--src", str(FIX / "verl.jsonl"), "--out", str(out), "--force",
-                 "--skip-bad", "--limit", "6"]) == 0
+    assert main(import_argv("verl", FIX / "verl.jsonl", out, "--force", "--skip-bad", "--limit", "6")) == 0
     printed = capsys.readouterr().out
     assert "read 6 rows" in printed and "wrote 5 tasks" in printed and "skipped 1: ground_truth has 1 inputs" in printed
     assert len(load_tasks(out)) == 5
@@ -223,30 +224,41 @@ def test_every_container_reads_the_same_rows(tmp_path):
     ds.save_to_disk(str(tmp_path / "saved"))
     datasets.DatasetDict({"train": ds.select(range(2)), "test": ds.select([3])}).save_to_disk(str(tmp_path / "dict"))
     ds.to_json(str(tmp_path / "to_json.json"))  # datasets writes JSON lines under a .json name
-    srcs = {name: RowSource(str(tmp_path / name)) for name in ("rows.json", "wrapped.json", "rows.parquet", "saved",
-                                                               "dict", "to_json.json")}
+    srcs = {
+        name: RowSource(str(tmp_path / name))
+        for name in ("rows.json", "wrapped.json", "rows.parquet", "saved", "dict", "to_json.json")
+    }
     columns = sorted({k for r in rows for k in r})
     tabular = [{k: r.get(k) for k in columns} for r in rows]  # Arrow tables fill a column a row lacks with null
     for name, src in srcs.items():
         got = [r for _, r in iter_rows(src)]
         want = rows if name in ("rows.json", "wrapped.json") else tabular
-        assert [dict(sorted(r.items())) for r in got] == [dict(sorted(r.items())) for r in
-                                                          (want[:2] if name == "dict" else want)], name
+        assert [dict(sorted(r.items())) for r in got] == [
+            dict(sorted(r.items())) for r in (want[:2] if name == "dict" else want)
+        ], name
     assert [r for _, r in iter_rows(RowSource(str(tmp_path / "dict"), "test"))] == [tabular[3]]
     with pytest.raises(UserError, match=r"no split 'valid' \(splits: train, test\)"):
         list(iter_rows(RowSource(str(tmp_path / "dict"), "valid")))
     a, _ = _import("taco", tmp_path / "rows.parquet", skip_bad=True)
     b, _ = _import("taco", FIX / "taco.jsonl", skip_bad=True)
+
     # the same tasks; only where they came from differs (the file, and the hash of a row Arrow filled with nulls)
-    strip = lambda t: {**t.to_json(), "metadata": {k: v for k, v in t.metadata.items()
-                                                   if k not in ("source_file", "row_sha256")}}
+    def strip(t):
+        return {
+            **t.to_json(),
+            "metadata": {k: v for k, v in t.metadata.items() if k not in ("source_file", "row_sha256")},
+        }
+
     assert [strip(t) for t in a] == [strip(t) for t in b]
 
 
 def test_unknown_containers_and_missing_files_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "rows.csv").write_text("a,b\n")
-    for src, msg in ((tmp_path / "rows.csv", "unknown row file type"), (tmp_path / "nope.jsonl", "no such file"),
-                     (tmp_path, "not a save_to_disk folder")):
+    for src, msg in (
+        (tmp_path / "rows.csv", "unknown row file type"),
+        (tmp_path / "nope.jsonl", "no such file"),
+        (tmp_path, "not a save_to_disk folder"),
+    ):
         assert main(["tasks", "import", "taco", "--src", str(src), "--out", str(tmp_path / "o.jsonl")]) == 1
         assert msg in capsys.readouterr().err
 
@@ -268,10 +280,16 @@ def test_reference_and_wrong_solutions_get_their_verdicts(tmp_path):
         ("code-contests/ratio", "p,q=map(int,input().split())\nprint(p/q)", True),  # tokens: 1e-5
         ("code-contests/ratio", "print(0.3334)", False),
         # fenced: LiveCodeBench's rule (the default judge) takes code only from a ``` block
-        ("livecodebench/3001", "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return a + b\n```",
-         True),
-        ("livecodebench/3001", "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return [a + b]\n```",
-         False),
+        (
+            "livecodebench/3001",
+            "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return a + b\n```",
+            True,
+        ),
+        (
+            "livecodebench/3001",
+            "```python\nclass Solution:\n    def addTwo(self, a, b):\n        return [a + b]\n```",
+            False,
+        ),
         ("livecodebench/abc1_a", "```\nn=int(input())\nprint(n/2)\n```", True),  # 2.0 vs 2 as decimals
         ("verl/codecontests/1", "import sys\nprint(''.join(reversed(sys.stdin.readlines())), end='')", True),
         ("verl/apps/2", "def add(a, b):\n    return a + b", True),
@@ -282,8 +300,9 @@ def test_reference_and_wrong_solutions_get_their_verdicts(tmp_path):
     ]
     with Scorer(SandboxLimits(timeout=5.0), workers=2, cache=False) as sc:
         got = list(sc.score([ScoreRequest(tasks[tid], comp) for tid, comp, _ in cases]))
-    assert [(tid, r.passed) for (tid, _, _), r in zip(cases, got)] == [(tid, ok) for tid, _, ok in cases], \
-        [(tid, r.status, r.error) for (tid, _, _), r in zip(cases, got)]
+    assert [(tid, r.passed) for (tid, _, _), r in zip(cases, got)] == [(tid, ok) for tid, _, ok in cases], [
+        (tid, r.status, r.error) for (tid, _, _), r in zip(cases, got)
+    ]
     # KodCode tests that use pytest.raises need the caller's site-packages (where pytest is)
     stack = tasks["kodcode/Data_Structure_2_I"]
     with Scorer(SandboxLimits(timeout=10.0, site_packages=True), workers=1, cache=False) as sc:
@@ -298,8 +317,29 @@ def test_import_smoke_headroom_filter_and_export_from_the_cli(fmt, tmp_path, cap
     tasks = tmp_path / "tasks.jsonl"
     assert main(["tasks", "import", fmt, "--src", str(FIX / f"{fmt}.jsonl"), "--out", str(tasks), "--skip-bad"]) == 0
     run = tmp_path / "run"
-    assert main(["smoke", "--tasks", str(tasks), "--backend", "mock", "--steps", "2", "--batch-size", "2",
-                 "--group-size", "4", "--out", str(run), "--no-progress", "--mock-skill", "0.5"]) == 0
+    assert (
+        main(
+            [
+                "smoke",
+                "--tasks",
+                str(tasks),
+                "--backend",
+                "mock",
+                "--steps",
+                "2",
+                "--batch-size",
+                "2",
+                "--group-size",
+                "4",
+                "--out",
+                str(run),
+                "--no-progress",
+                "--mock-skill",
+                "0.5",
+            ]
+        )
+        == 0
+    )
     metrics = read_jsonl(run / "metrics.jsonl")
     assert {"reward", "reward_std", "frac_reward_zero_std"} <= set(metrics[0])
     capsys.readouterr()
@@ -307,8 +347,24 @@ def test_import_smoke_headroom_filter_and_export_from_the_cli(fmt, tmp_path, cap
     originals = read_jsonl(FIX / f"{fmt}.jsonl")
     for out_fmt in ("jsonl", fmt) if fmt in EXPORT_FORMATS else ("jsonl",):  # as read, and in its own schema
         kept_path = tmp_path / f"kept-{out_fmt}.jsonl"
-        assert main(["filter", str(run), "--band", "0", "1", "--tasks", str(tasks), "--out", str(kept_path),
-                     "--format", out_fmt]) == 0
+        assert (
+            main(
+                [
+                    "filter",
+                    str(run),
+                    "--band",
+                    "0",
+                    "1",
+                    "--tasks",
+                    str(tasks),
+                    "--out",
+                    str(kept_path),
+                    "--format",
+                    out_fmt,
+                ]
+            )
+            == 0
+        )
         kept = read_jsonl(kept_path)
         assert kept and all({k: v for k, v in r.items() if not k.startswith("grpo_wb_")} in originals for r in kept)
         assert all(r["grpo_wb_category"] in ("too_easy", "too_hard", "frontier", "unrewardable") for r in kept)
@@ -323,8 +379,12 @@ def test_import_benchmark_runs_and_reports_both_containers():
     assert all(len(json.loads(r["input_output"])["inputs"]) == 10 for r in rows)
     lines: list[str] = []
     recs = bench_import(out=lines.append, sizes=(20, 80))
-    assert [(r["container"], r["rows"]) for r in recs] == [("jsonl", 20), ("parquet", 20), ("jsonl", 80),
-                                                            ("parquet", 80)]
+    assert [(r["container"], r["rows"]) for r in recs] == [
+        ("jsonl", 20),
+        ("parquet", 20),
+        ("jsonl", 80),
+        ("parquet", 80),
+    ]
     assert all(r["import_rows_per_s"] > 0 and r["peak_mib"] > 0 for r in recs)
     assert lines[-1].startswith("parquet: peak traced memory") and "bytes per row" in lines[-1]
 
@@ -336,8 +396,12 @@ def test_broken_containers_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "x.json").write_bytes(b"\xff\xfe not utf-8")
     (tmp_path / "dd").mkdir()
     (tmp_path / "dd" / "dataset_dict.json").write_text("[1, 2]")
-    for name, msg in (("x.parquet", "not a Parquet file"), ("x.arrow", "not an Arrow file"),
-                      ("x.json", "cannot read"), ("dd", "no list of split names")):
+    for name, msg in (
+        ("x.parquet", "not a Parquet file"),
+        ("x.arrow", "not an Arrow file"),
+        ("x.json", "cannot read"),
+        ("dd", "no list of split names"),
+    ):
         assert main(["tasks", "import", "taco", "--src", str(tmp_path / name), "--out", str(tmp_path / "o.jsonl")]) == 1
         err = capsys.readouterr().err
         assert err.startswith("grpo-wb: error: ") and msg in err and "Traceback" not in err, err
@@ -351,17 +415,28 @@ def test_tokens_mode_is_codecontests_not_python():
 
 def test_pytest_shapes_grpo_wb_cannot_run_are_skipped_rows_not_broken_tasks(tmp_path):
     base = {"question": "q", "solution": "def f(x):\n    return x", "test_info": [{"function_name": "f"}]}
-    rows = [{**base, "question_id": "stacked", "test": "import pytest\nfrom solution import f\n"
-             "@pytest.mark.parametrize('a', [1, 2])\n@pytest.mark.parametrize('b', [3])\n"
-             "def test_f(a, b):\n    assert f(a) == a\n"},
-            {**base, "question_id": "param", "test": "import pytest\nfrom solution import f\n"
-             "@pytest.mark.parametrize('a', [pytest.param(1)])\ndef test_f(a):\n    assert f(a) == a\n"},
-            {**base, "question_id": "default", "test": "from solution import f\n"
-             "def test_f(a=2):\n    assert f(a) == 2\n"}]
+    rows = [
+        {
+            **base,
+            "question_id": "stacked",
+            "test": "import pytest\nfrom solution import f\n"
+            "@pytest.mark.parametrize('a', [1, 2])\n@pytest.mark.parametrize('b', [3])\n"
+            "def test_f(a, b):\n    assert f(a) == a\n",
+        },
+        {
+            **base,
+            "question_id": "param",
+            "test": "import pytest\nfrom solution import f\n"
+            "@pytest.mark.parametrize('a', [pytest.param(1)])\ndef test_f(a):\n    assert f(a) == a\n",
+        },
+        {**base, "question_id": "default", "test": "from solution import f\ndef test_f(a=2):\n    assert f(a) == 2\n"},
+    ]
     tasks, s = _import("kodcode", write_jsonl(tmp_path / "k.jsonl", rows), skip_bad=True)
     assert [t.task_id for t in tasks] == ["kodcode/default"]
-    assert sorted(s.skipped) == ["test_f: pytest.param cases (not supported)",
-                                 "test_f: stacked parametrize decorators (not supported)"]
+    assert sorted(s.skipped) == [
+        "test_f: pytest.param cases (not supported)",
+        "test_f: stacked parametrize decorators (not supported)",
+    ]
 
 
 def test_an_unparsable_json_line_is_a_bad_row_like_any_other(tmp_path, capsys):
@@ -372,8 +447,9 @@ def test_an_unparsable_json_line_is_a_bad_row_like_any_other(tmp_path, capsys):
     src.write_text("\n".join([lines[0], '{"data_source": "taco", "prompt": [', lines[1]]) + "\n")
     out = tmp_path / "t.jsonl"
     assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out)]) == 1
-    assert capsys.readouterr().err.strip() == (f"grpo-wb: error: {src}:2: invalid JSON: Expecting value (column 1) "
-                                               "(--skip-bad leaves such rows out, counted)")
+    assert capsys.readouterr().err.strip() == (
+        f"grpo-wb: error: {src}:2: invalid JSON: Expecting value (column 1) (--skip-bad leaves such rows out, counted)"
+    )
     assert not out.exists()
     assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(out), "--skip-bad"]) == 0
     printed = capsys.readouterr().out
@@ -382,9 +458,14 @@ def test_an_unparsable_json_line_is_a_bad_row_like_any_other(tmp_path, capsys):
 
 def test_a_chat_rows_messages_travel_with_its_task_to_the_sampler(tmp_path):
     """The row's own messages, system message included, are what a chat request sends (the trainer's prompt)."""
-    row = {"data_source": "taco", "prompt": [{"role": "system", "content": "Reason, then answer."},
-                                             {"role": "user", "content": "Read a and b, print a+b."}],
-           "reward_model": {"ground_truth": json.dumps({"inputs": ["2 3\n"], "outputs": ["5\n"]})}}
+    row = {
+        "data_source": "taco",
+        "prompt": [
+            {"role": "system", "content": "Reason, then answer."},
+            {"role": "user", "content": "Read a and b, print a+b."},
+        ],
+        "reward_model": {"ground_truth": json.dumps({"inputs": ["2 3\n"], "outputs": ["5\n"]})},
+    }
     (task,), _ = _import("verl", write_jsonl(tmp_path / "r.jsonl", [row]))
     assert task.metadata["messages"] == row["prompt"] and task.prompt == "Read a and b, print a+b."
     p = SamplingConfig(mode="auto").prompt(task)
@@ -417,10 +498,9 @@ def test_parquet_and_json_list_rows_are_named_by_their_0_based_row(tmp_path, cap
     (tmp_path / "rows.json").write_text(json.dumps([good, bad]))
     for name in ("rows.parquet", "rows.json"):
         src = tmp_path / name
-        assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tmp_path / "b.jsonl")]) == 1
+        assert main(import_argv("verl", src, tmp_path / "b.jsonl")) == 1
         err = capsys.readouterr().err
         assert f"{src}: row 1 (0-based): " in err, err
-        assert main(["tasks", "import", "verl", "--src", str(src), "--out", str(tmp_path / f"{name}.tasks.jsonl"),
-                     "--skip-bad"]) == 0
+        assert main(import_argv("verl", src, tmp_path / f"{name}.tasks.jsonl", "--skip-bad")) == 0
         printed = capsys.readouterr()
         assert f"{src}: row 1 (0-based): missing field 'prompt'" in printed.out + printed.err

@@ -6,6 +6,7 @@ typed cases, LiveCodeBench's functional and stdin cases with ``metadata``, Codef
 JSON string and once decoded), AceCode's assert rows with their chat prompt and sampled programs, NeMo Gym's
 Responses-API prompt and unit tests; each file ends with bad rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,7 @@ from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowexport import export_rows
-from grpo_wb.tasks.rowformats import (
-    RLLM_MAX_TESTS,
-    parse_row,
-    rllm_selection,
-)
+from grpo_wb.tasks.rowformats import RLLM_MAX_TESTS, parse_row, rllm_selection
 from grpo_wb.tasks.rows import RowSource
 
 FIX = Path(__file__).parent / "fixtures" / "rows"
@@ -38,11 +35,21 @@ _import = import_rows
 def test_deepcoder_rows():
     tasks, s = _import("deepcoder", skip_bad=True)
     assert (s.read, s.imported) == (10, 7)
-    assert s.skipped == {"tests is not JSON (Expecting value)": 1,
-                         "functional tests without metadata.func_name": 1, "missing field 'tests'": 1}
+    assert s.skipped == {
+        "tests is not JSON (Expecting value)": 1,
+        "functional tests without metadata.func_name": 1,
+        "missing field 'tests'": 1,
+    }
     by = {t.task_id: t for t in tasks}
     assert [by[f"deepcoder/{i}"].metadata["subset"] for i in range(7)] == [
-        "primeintellect", "taco", "taco", "lcbv5", "lcbv5", "codeforces", "primeintellect"]
+        "primeintellect",
+        "taco",
+        "taco",
+        "lcbv5",
+        "lcbv5",
+        "codeforces",
+        "primeintellect",
+    ]
     # PrimeIntellect's stdin cases: stdio tests, its fenced gold solution the reference
     pi = by["deepcoder/0"]
     assert pi.is_script and len(pi.tests) == 6 and pi.canonical_solution.startswith("```python")
@@ -83,8 +90,11 @@ def test_deepcoder_rllm_recipe_runs_the_tests_rllm_runs(tmp_path):
     # under 15 tests nothing changes
     assert len(by["deepcoder/0"].tests) == 6 and "tests_dropped_by_recipe" not in by["deepcoder/0"].metadata
     # lcbv5 rows go to rllm's LiveCodeBench grader, which runs every test
-    lcb = {"problem": "p", "tests": json.dumps([{"input": "x" * k, "output": "1\n", "testtype": "stdin"}
-                                               for k in range(1, 19)]), "metadata": "{}"}
+    lcb = {
+        "problem": "p",
+        "tests": json.dumps([{"input": "x" * k, "output": "1\n", "testtype": "stdin"} for k in range(1, 19)]),
+        "metadata": "{}",
+    }
     (t,), _ = _import("deepcoder", write_jsonl(tmp_path / "lcb.jsonl", [lcb]), recipe="rllm")
     assert len(t.tests) == 18
     # the selection itself, on PrimeIntellect's list shape: ties keep their order
@@ -95,15 +105,32 @@ def test_deepcoder_rllm_recipe_runs_the_tests_rllm_runs(tmp_path):
 
 def test_recipe_goes_with_deepcoder_only(tmp_path, capsys):
     out = tmp_path / "t.jsonl"
-    assert main(["tasks", "import", "acecode", "--src", str(FIX / "acecode.jsonl"), "--out", str(out),
-                 "--recipe", "rllm"]) == 1
+    assert (
+        main(["tasks", "import", "acecode", "--src", str(FIX / "acecode.jsonl"), "--out", str(out), "--recipe", "rllm"])
+        == 1
+    )
     assert "--recipe goes with tasks import deepcoder (rllm)" in capsys.readouterr().err
     with pytest.raises(UserError, match="--recipe rllm does not go with nemo-gym rows"):
         _import("nemo-gym", recipe="rllm")
     with pytest.raises(ValueError, match="acecode rows take no recipe 'rllm'"):
         parse_row("acecode", read_jsonl(FIX / "acecode.jsonl")[0], recipe="rllm")
-    assert main(["tasks", "import", "deepcoder", "--src", str(FIX / "deepcoder.jsonl"), "--out", str(out),
-                 "--skip-bad", "--recipe", "rllm"]) == 0
+    assert (
+        main(
+            [
+                "tasks",
+                "import",
+                "deepcoder",
+                "--src",
+                str(FIX / "deepcoder.jsonl"),
+                "--out",
+                str(out),
+                "--skip-bad",
+                "--recipe",
+                "rllm",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr()
     assert "wrote 7 tasks" in printed.out and "rllm's 15 with the longest inputs kept" in printed.err
     assert len(load_tasks(out)) == 7
@@ -152,20 +179,28 @@ def test_nemo_gym_rows():
 def test_nemo_gym_call_based_unit_tests(tmp_path):
     """LiveCodeBench's functional format (fn_name, one JSON value per input line)."""
     base = read_jsonl(FIX / "nemo-gym.jsonl")[0]
-    call = {**base, "hash_id": "call", "verifier_metadata": {"unit_tests": {
-        "inputs": ["1\n2", "[1, 2]\n3"], "outputs": ["3", "[1, 2, 3]"], "fn_name": "f"}}}
+    call = {
+        **base,
+        "hash_id": "call",
+        "verifier_metadata": {
+            "unit_tests": {"inputs": ["1\n2", "[1, 2]\n3"], "outputs": ["3", "[1, 2, 3]"], "fn_name": "f"}
+        },
+    }
     (c,), _ = _import("nemo-gym", write_jsonl(tmp_path / "n.jsonl", [call]))
     assert c.entry_point == "f" and c.tests[1].code == "assert values_equal(candidate(*[[1, 2], 3]), [1, 2, 3])"
 
 
 def test_a_bad_row_is_named_by_its_line(tmp_path, capsys):
-    for fmt, line, why in (("deepcoder", 8, "tests is not JSON (Expecting value)"),
-                           ("acecode", 4, "test_cases is empty"),
-                           ("nemo-gym", 4, "unit_tests has 2 inputs but 1 outputs")):
+    for fmt, line, why in (
+        ("deepcoder", 8, "tests is not JSON (Expecting value)"),
+        ("acecode", 4, "test_cases is empty"),
+        ("nemo-gym", 4, "unit_tests has 2 inputs but 1 outputs"),
+    ):
         src = FIX / f"{fmt}.jsonl"
         assert main(["tasks", "import", fmt, "--src", str(src), "--out", str(tmp_path / f"{fmt}.jsonl")]) == 1
-        assert capsys.readouterr().err.strip() == (f"grpo-wb: error: {src}:{line}: {why} "
-                                                   "(--skip-bad leaves such rows out, counted)")
+        assert capsys.readouterr().err.strip() == (
+            f"grpo-wb: error: {src}:{line}: {why} (--skip-bad leaves such rows out, counted)"
+        )
 
 
 # ----------------------------------------------------------------------------- back out
@@ -184,8 +219,9 @@ def test_export_in_its_own_schema_writes_the_source_row_back_with_the_columns(fm
         assert got["grpo_wb_pass_rate"] == cols[t.task_id]["grpo_wb_pass_rate"]
     # and the written rows import back to the same tests
     back, _ = _import(fmt, tmp_path / "out.jsonl")
-    assert [[(x.input, x.output, x.code) for x in t.tests] for t in back] == \
-        [[(x.input, x.output, x.code) for x in t.tests] for t in tasks]
+    assert [[(x.input, x.output, x.code) for x in t.tests] for t in back] == [
+        [(x.input, x.output, x.code) for x in t.tests] for t in tasks
+    ]
 
 
 @pytest.mark.datasets
@@ -201,10 +237,12 @@ def test_parquet_in_parquet_out_keeps_the_columns(fmt, tmp_path):
     export_rows(tasks, fmt, tmp_path / "out.parquet", {t.task_id: {"grpo_wb_n_samples": 8} for t in tasks})
     src = [r for _, r in iter_rows(RowSource(str(tmp_path / "rows.parquet")))]
     out = [r for _, r in iter_rows(RowSource(str(tmp_path / "out.parquet")))]
-    assert [{k: v for k, v in r.items() if k != "grpo_wb_n_samples"} for r in out] == \
-        [src[t.metadata["source_row"]] for t in tasks]
-    assert pq.read_schema(tmp_path / "out.parquet").names == \
-        pq.read_schema(tmp_path / "rows.parquet").names + ["grpo_wb_n_samples"]
+    assert [{k: v for k, v in r.items() if k != "grpo_wb_n_samples"} for r in out] == [
+        src[t.metadata["source_row"]] for t in tasks
+    ]
+    assert pq.read_schema(tmp_path / "out.parquet").names == pq.read_schema(tmp_path / "rows.parquet").names + [
+        "grpo_wb_n_samples"
+    ]
 
 
 def test_other_tasks_become_rows_of_the_new_formats(tmp_path):
@@ -270,8 +308,12 @@ def test_right_and_wrong_programs_get_their_verdicts():
         ("deepcoder/2", "def add_one(x):\n    return x + 1", True, "taco"),
         ("deepcoder/2", "def add_one(x):\n    return x + 2", False, "taco"),
         # lcbv5: LiveCodeBench's rule takes code from a fenced block only; 2 and 2.0 agree as decimals
-        ("deepcoder/3", fence("class Solution:\n    def addTwo(self, a, b):\n        return a + b"), True,
-         "livecodebench"),
+        (
+            "deepcoder/3",
+            fence("class Solution:\n    def addTwo(self, a, b):\n        return a + b"),
+            True,
+            "livecodebench",
+        ),
         ("deepcoder/3", "class Solution:\n    def addTwo(self, a, b):\n        return a + b", False, "livecodebench"),
         ("deepcoder/4", fence("print(int(input()) / 2)"), True, "livecodebench"),
         ("deepcoder/4", fence("print(int(input()) // 2)"), False, "livecodebench"),
@@ -282,30 +324,64 @@ def test_right_and_wrong_programs_get_their_verdicts():
         ("deepcoder/6", fence("def double(x):\n    return x + 2"), False, "grpo_wb"),
         ("acecode/oss_0", fence("def add_numbers(a, b):\n    return a + b"), True, "grpo_wb"),
         ("acecode/oss_0", "def add_numbers(a, b):\n    return a - b", False, "grpo_wb"),
-        ("acecode/evol_1", fence("class Counter:\n    def __init__(self):\n        self.n = 0\n"
-                                 "    def increment(self):\n        self.n += 1\n        return self.n\n"
-                                 "    def value(self):\n        return self.n"), True, "grpo_wb"),
-        ("acecode/evol_1", fence("class Counter:\n    def __init__(self):\n        self.n = 0\n"
-                                 "    def increment(self):\n        return self.n + 1\n"
-                                 "    def value(self):\n        return self.n"), False, "grpo_wb"),
-        ("acecode/bigcode_python_fns_2", "def reverse_words(s):\n    return ' '.join(s.split(' ')[::-1])", True,
-         "grpo_wb"),
+        (
+            "acecode/evol_1",
+            fence(
+                "class Counter:\n    def __init__(self):\n        self.n = 0\n"
+                "    def increment(self):\n        self.n += 1\n        return self.n\n"
+                "    def value(self):\n        return self.n"
+            ),
+            True,
+            "grpo_wb",
+        ),
+        (
+            "acecode/evol_1",
+            fence(
+                "class Counter:\n    def __init__(self):\n        self.n = 0\n"
+                "    def increment(self):\n        return self.n + 1\n"
+                "    def value(self):\n        return self.n"
+            ),
+            False,
+            "grpo_wb",
+        ),
+        (
+            "acecode/bigcode_python_fns_2",
+            "def reverse_words(s):\n    return ' '.join(s.split(' ')[::-1])",
+            True,
+            "grpo_wb",
+        ),
         ("acecode/bigcode_python_fns_2", "def reverse_words(s):\n    return s[::-1]", False, "grpo_wb"),
-        ("nemo-gym/3f1c0b8e2a9d4c7e8b6a5d4c3b2a1f0e", "Sum them.\n" + fence("print(sum(map(int, input().split())))"),
-         True, "livecodebench"),
-        ("nemo-gym/3f1c0b8e2a9d4c7e8b6a5d4c3b2a1f0e", "print(sum(map(int, input().split())))", False,
-         "livecodebench"),  # no fenced block: the verifier takes no code
+        (
+            "nemo-gym/3f1c0b8e2a9d4c7e8b6a5d4c3b2a1f0e",
+            "Sum them.\n" + fence("print(sum(map(int, input().split())))"),
+            True,
+            "livecodebench",
+        ),
+        (
+            "nemo-gym/3f1c0b8e2a9d4c7e8b6a5d4c3b2a1f0e",
+            "print(sum(map(int, input().split())))",
+            False,
+            "livecodebench",
+        ),  # no fenced block: the verifier takes no code
         ("nemo-gym/9a8b7c6d5e4f30211203f4e5d6c7b8a9", fence("print(int(input()) / 2)"), True, "livecodebench"),
-        ("nemo-gym/c69268d8bdb4da0685d7b187c88296c1",
-         fence("t = int(input())\nfor _ in range(t):\n    print(*range(1, int(input()) + 1))"), True, "livecodebench"),
-        ("nemo-gym/c69268d8bdb4da0685d7b187c88296c1",
-         fence("t = int(input())\nfor _ in range(t):\n    print(*range(int(input())))"), False, "livecodebench"),
+        (
+            "nemo-gym/c69268d8bdb4da0685d7b187c88296c1",
+            fence("t = int(input())\nfor _ in range(t):\n    print(*range(1, int(input()) + 1))"),
+            True,
+            "livecodebench",
+        ),
+        (
+            "nemo-gym/c69268d8bdb4da0685d7b187c88296c1",
+            fence("t = int(input())\nfor _ in range(t):\n    print(*range(int(input())))"),
+            False,
+            "livecodebench",
+        ),
     ]
     with Scorer(SandboxLimits(timeout=5.0), workers=2, cache=False) as sc:
         got = list(sc.score([ScoreRequest(tasks[tid], comp) for tid, comp, _, _ in cases]))
-    assert [(tid, r.passed, r.judge) for (tid, *_), r in zip(cases, got)] == \
-        [(tid, ok, judge) for tid, _, ok, judge in cases], \
-        [(tid, r.status, r.error) for (tid, *_), r in zip(cases, got)]
+    assert [(tid, r.passed, r.judge) for (tid, *_), r in zip(cases, got)] == [
+        (tid, ok, judge) for tid, _, ok, judge in cases
+    ], [(tid, r.status, r.error) for (tid, *_), r in zip(cases, got)]
     assert got[13].unrewardable and not got[0].unrewardable
 
 
@@ -319,8 +395,12 @@ def test_tasks_written_as_acecode_rows_still_pass_their_reference(tmp_path):
     toy = load_tasks(TOY)[:2]
     export_rows(toy + lcb, "acecode", tmp_path / "a.jsonl")
     back, _ = _import("acecode", tmp_path / "a.jsonl")
-    right = [t.canonical_solution if t.canonical_solution and t.canonical_solution.lstrip().startswith(("def", "class"))
-             else t.prompt + (t.canonical_solution or "") for t in toy]
+    right = [
+        t.canonical_solution
+        if t.canonical_solution and t.canonical_solution.lstrip().startswith(("def", "class"))
+        else t.prompt + (t.canonical_solution or "")
+        for t in toy
+    ]
     right.append("class Solution:\n    def addTwo(self, a, b):\n        return a + b")
     wrong = "class Solution:\n    def addTwo(self, a, b):\n        return a - b"
     with Scorer(SandboxLimits(timeout=5.0), workers=2, cache=False) as sc:
@@ -335,8 +415,10 @@ def test_import_benchmark_covers_the_new_formats():
 
     assert list(FORMAT_ROWS) == [*NEW, "open-r1/cf", "cc-plus", "hardtests", "klear"]
     for fmt, make in FORMAT_ROWS.values():
-        assert all(len(parse_row(fmt, make(i, 10)).cases.inputs or parse_row(fmt, make(i, 10)).cases.code) == 10
-                   for i in range(4))  # DeepCoder's four subsets in turn
+        assert all(
+            len(parse_row(fmt, make(i, 10)).cases.inputs or parse_row(fmt, make(i, 10)).cases.code) == 10
+            for i in range(4)
+        )  # DeepCoder's four subsets in turn
     assert parse_row("open-r1", FORMAT_ROWS["open-r1/cf"][1](0, 10)).checker  # the codeforces rows have a checker
     lines: list[str] = []
     recs = bench_formats(out=lines.append, n=20)
@@ -350,18 +432,27 @@ def test_import_benchmark_covers_the_new_formats():
 
 def test_hostile_rows_are_skipped_with_a_reason(tmp_path):
     deep = "assert f(1) == " + "+".join(["1"] * 3000)
-    rows = [{"id": "deep", "question": "q", "test_cases": [deep]},
-            {"id": "none", "question": "q", "test_cases": ["assert f(1) == 1"],
-             "context_messages": [{"role": "user", "content": None}]},
-            {"id": "good", "question": "q", "test_cases": ["assert f(1) == 1"]}]
+    rows = [
+        {"id": "deep", "question": "q", "test_cases": [deep]},
+        {
+            "id": "none",
+            "question": "q",
+            "test_cases": ["assert f(1) == 1"],
+            "context_messages": [{"role": "user", "content": None}],
+        },
+        {"id": "good", "question": "q", "test_cases": ["assert f(1) == 1"]},
+    ]
     tasks, s = _import("acecode", write_jsonl(tmp_path / "a.jsonl", rows), skip_bad=True)
-    assert len(tasks) == 1 and s.skipped == {"test_cases[0] does not compile (nested too deeply)": 1,
-                                       "the user message's content is not text (NoneType)": 1}
+    assert len(tasks) == 1 and s.skipped == {
+        "test_cases[0] does not compile (nested too deeply)": 1,
+        "the user message's content is not text (NoneType)": 1,
+    }
     mismatched = {"problem": "p", "tests": json.dumps({"inputs": ["1\n"] * 20, "outputs": ["1\n"] * 25})}
     good = {"problem": "p", "tests": json.dumps({"inputs": ["1\n"] * 20, "outputs": ["1\n"] * 20})}
     for recipe in (None, "rllm"):  # the recipe's choice of 15 does not hide the mismatch
-        tasks, s = _import("deepcoder", write_jsonl(tmp_path / "d.jsonl", [mismatched, good]), skip_bad=True,
-                           recipe=recipe)
+        tasks, s = _import(
+            "deepcoder", write_jsonl(tmp_path / "d.jsonl", [mismatched, good]), skip_bad=True, recipe=recipe
+        )
         assert len(tasks) == 1 and list(s.skipped) == ["tests has 20 inputs but 25 outputs"], (recipe, s.skipped)
 
 
@@ -371,12 +462,21 @@ def test_acecode_export_refuses_setup_code_and_keeps_apps_wrapped_outputs(tmp_pa
     from grpo_wb.scoring.scorer import Scorer, ScoreRequest
     from grpo_wb.tasks.records import Task, TestCase
 
-    checked = Task(task_id="t/check", prompt="def f(x):\n", entry_point="f",
-                   tests=(TestCase("t0", "check(f)"),), check="def check(candidate):\n    assert candidate(1) == 2\n")
+    checked = Task(
+        task_id="t/check",
+        prompt="def f(x):\n",
+        entry_point="f",
+        tests=(TestCase("t0", "check(f)"),),
+        check="def check(candidate):\n    assert candidate(1) == 2\n",
+    )
     with pytest.raises(UserError, match="t/check.*setup code"):
         export_rows([checked], "acecode", tmp_path / "a.jsonl")
-    row = {"question": "primes", "solutions": "[]", "starter_code": "",
-           "input_output": json.dumps({"fn_name": "primes_below", "inputs": [[3], [4]], "outputs": [[2], [2, 3]]})}
+    row = {
+        "question": "primes",
+        "solutions": "[]",
+        "starter_code": "",
+        "input_output": json.dumps({"fn_name": "primes_below", "inputs": [[3], [4]], "outputs": [[2], [2, 3]]}),
+    }
     (task,), _ = _import("taco", write_jsonl(tmp_path / "t.jsonl", [row]))
     export_rows([task], "acecode", tmp_path / "b.jsonl")
     back, _ = _import("acecode", tmp_path / "b.jsonl")

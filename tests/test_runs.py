@@ -1,4 +1,5 @@
 """load_run and the per-run / cross-run tables, cross-checked against the raw JSONL artifacts."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,10 @@ def test_load_run_tables_match_artifacts():
     assert list(run.steps["step"]) == [0, 1]
     assert len(run.groups) == 8 and len(run.rollouts) == 16
     assert run.config["group_size"] == 4 and run.summary["steps_completed"] == 2
-    assert (run.groups[["n_correct", "n_fail", "n_error", "n_timeout", "n_parse_failure", "n_sandbox_error"]]
-            .sum(axis=1) == run.groups["n_total"]).all()
+    assert (
+        run.groups[["n_correct", "n_fail", "n_error", "n_timeout", "n_parse_failure", "n_sandbox_error"]].sum(axis=1)
+        == run.groups["n_total"]
+    ).all()
     assert (run.groups["n_fail"] >= 0).all()
     assert run.label == path.parent.name
     json.dumps(run.to_json())

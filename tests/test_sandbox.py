@@ -3,6 +3,7 @@
 Every check here runs real child processes through ``grpo_wb.scoring.Scorer`` /
 ``grpo_wb.scoring.sandbox.run_program``; nothing is mocked.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile import reachable_scan, score_one
+from hostile import assert_task, reachable_scan, score_one
 
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
 from grpo_wb.scoring.sandbox import SandboxLimits, WorkerPool, build_job, run_program
@@ -28,11 +29,10 @@ GOOD = "    return x * 2\n"
 HANG_GUARD_S = 30.0  # a 1 s limit that waited for the 100 s payload; how quickly it stops is `grpo-wb bench`'s
 
 
-def make_task(*tests: str, prompt: str = PROMPT, entry_point: str = "f", task_id: str = "toy/f",
-              timeout: float | None = None) -> Task:
-    return Task(task_id=task_id, prompt=prompt, entry_point=entry_point,
-                tests=tuple(TestCase(name=f"t{i}", code=c) for i, c in enumerate(tests)),
-                timeout=timeout)
+def make_task(
+    *tests: str, prompt: str = PROMPT, entry_point: str = "f", task_id: str = "toy/f", timeout: float | None = None
+) -> Task:
+    return assert_task(task_id, prompt, entry_point, tests, timeout=timeout)
 
 
 DOUBLE = make_task("assert candidate(1) == 2", "assert candidate(3) == 6")
@@ -86,16 +86,23 @@ def test_fail_exception_inside_test(scorer):
     assert r.error.startswith("KeyError"), r.error
 
 
-@pytest.mark.parametrize("completion, prompt, expect_in_error", [
-    pytest.param("    return (x\n", PROMPT, "SyntaxError", id="syntax-error"),
-    pytest.param("    return x * 2\nraise RuntimeError('boom at load')\n", PROMPT,
-                 "RuntimeError: boom at load", id="exception-at-load"),
-    pytest.param("def g(x):\n    return x * 2\n", "", "entry point 'f' is not defined",
-                 id="missing-entry-point"),
-    pytest.param("    return x * 2\nimport sys\nsys.exit(0)\n", PROMPT, "SystemExit", id="sys-exit-at-load"),
-    pytest.param("    return x * 2\nimport os\nos._exit(0)\n", PROMPT,
-                 "process ended while loading", id="os-exit-at-load"),
-])
+@pytest.mark.parametrize(
+    "completion, prompt, expect_in_error",
+    [
+        pytest.param("    return (x\n", PROMPT, "SyntaxError", id="syntax-error"),
+        pytest.param(
+            "    return x * 2\nraise RuntimeError('boom at load')\n",
+            PROMPT,
+            "RuntimeError: boom at load",
+            id="exception-at-load",
+        ),
+        pytest.param("def g(x):\n    return x * 2\n", "", "entry point 'f' is not defined", id="missing-entry-point"),
+        pytest.param("    return x * 2\nimport sys\nsys.exit(0)\n", PROMPT, "SystemExit", id="sys-exit-at-load"),
+        pytest.param(
+            "    return x * 2\nimport os\nos._exit(0)\n", PROMPT, "process ended while loading", id="os-exit-at-load"
+        ),
+    ],
+)
 def test_error_at_load(scorer, completion, prompt, expect_in_error):
     task = make_task("assert candidate(1) == 2", prompt=prompt)
     r = score_one(scorer, task, completion)
@@ -113,12 +120,15 @@ def test_process_exit_during_tests_is_error(scorer):
     assert "during the tests" in r.error, r.error
 
 
-@pytest.mark.parametrize("completion", [
-    pytest.param("    return x * 2\nwhile True:\n    pass\n", id="busy-loop-at-load"),
-    pytest.param("    while True:\n        pass\n", id="busy-loop-in-test"),
-    pytest.param("    import time\n    time.sleep(100)\n", id="sleep-in-test"),
-    pytest.param("    return x * 2\nimport time\ntime.sleep(100)\n", id="sleep-at-load"),
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        pytest.param("    return x * 2\nwhile True:\n    pass\n", id="busy-loop-at-load"),
+        pytest.param("    while True:\n        pass\n", id="busy-loop-in-test"),
+        pytest.param("    import time\n    time.sleep(100)\n", id="sleep-in-test"),
+        pytest.param("    return x * 2\nimport time\ntime.sleep(100)\n", id="sleep-at-load"),
+    ],
+)
 def test_timeout(fast_scorer, completion):
     t0 = time.monotonic()
     r = score_one(fast_scorer, DOUBLE, completion)
@@ -140,8 +150,7 @@ def test_task_timeout_overrides_run_default(scorer):
 @pytest.mark.parametrize("where, status", [("test", "fail"), ("load", "error")])
 def test_memory_limit(where, status):
     alloc = "bytearray(4 << 30)"
-    completion = (f"    x = {alloc}\n    return len(x)\n" if where == "test"
-                  else f"    return x * 2\n_big = {alloc}\n")
+    completion = f"    x = {alloc}\n    return len(x)\n" if where == "test" else f"    return x * 2\n_big = {alloc}\n"
     with Scorer(SandboxLimits(timeout=10.0, memory_bytes=512 << 20), workers=1, cache=False) as s:
         r = score_one(s, DOUBLE, completion)
         assert r.status == status, r
@@ -169,19 +178,24 @@ def _observe(r, key: str) -> str:
 
 def test_code_never_runs_in_scoring_process(scorer):
     # the exec test asks the candidate's process what it sees (its pid, its module code's effect) and adds its own pid
-    probe = make_task("assert candidate(1) == 2",
-                      "import os\nassert False, 'TESTER=%d|' % os.getpid() + _observed()",
-                      task_id="iso/pid")
-    completion = GOOD + ("import os, sys, textwrap\ntextwrap.GRPO_WB_TOUCHED = True\nGRPO_WB_FLAG = 1\n"
-                         "def _observed():\n"
-                         "    return 'PID=%d|TOUCHED=%r|' % (os.getpid(), getattr(sys.modules.get('textwrap'), "
-                         "'GRPO_WB_TOUCHED', None))\n")
+    probe = make_task(
+        "assert candidate(1) == 2",
+        "import os\nassert False, 'TESTER=%d|' % os.getpid() + _observed()",
+        task_id="iso/pid",
+    )
+    completion = GOOD + (
+        "import os, sys, textwrap\ntextwrap.GRPO_WB_TOUCHED = True\nGRPO_WB_FLAG = 1\n"
+        "def _observed():\n"
+        "    return 'PID=%d|TOUCHED=%r|' % (os.getpid(), getattr(sys.modules.get('textwrap'), "
+        "'GRPO_WB_TOUCHED', None))\n"
+    )
     r = score_one(scorer, probe, completion)
     assert (r.status, r.tests_passed, r.failed_tests) == ("fail", 1, ["t1"]), r
     assert _observe(r, "TOUCHED") == "True", "the completion's module code did not run before the tests"
     assert int(_observe(r, "PID")) != os.getpid()
-    assert int(_observe(r, "TESTER")) not in (os.getpid(), int(_observe(r, "PID"))), \
+    assert int(_observe(r, "TESTER")) not in (os.getpid(), int(_observe(r, "PID"))), (
         "the exec test ran in the candidate's process"
+    )
     assert not hasattr(textwrap, "GRPO_WB_TOUCHED"), "the completion changed a module of the scoring process"
     assert "GRPO_WB_FLAG" not in globals()
 
@@ -203,8 +217,11 @@ def test_environment_is_scrubbed(monkeypatch):
     assert keys <= {"PATH", "LANG", "HOME", "TMPDIR", "LC_CTYPE"}, sorted(keys)
 
 
-CWD_PROBE = make_task("import os\nassert False, 'CWD=%s|HOME=%s|FILES=%s|PREV_GONE=%s|' % (os.getcwd(), "
-                      "os.environ.get('HOME'), _FILES, globals().get('_PREV_GONE'))", task_id="iso/cwd")
+CWD_PROBE = make_task(
+    "import os\nassert False, 'CWD=%s|HOME=%s|FILES=%s|PREV_GONE=%s|' % (os.getcwd(), "
+    "os.environ.get('HOME'), _FILES, globals().get('_PREV_GONE'))",
+    task_id="iso/cwd",
+)
 
 
 def test_fresh_working_directory_removed_afterwards():
@@ -213,10 +230,13 @@ def test_fresh_working_directory_removed_afterwards():
     with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as s:
         a = score_one(s, CWD_PROBE, GOOD + load)
         cwd_a = _observe(a, "CWD")
-        b = score_one(s, CWD_PROBE, GOOD + load +
-                      "_here = os.path.dirname(os.getcwd())\n"
-                      "_SEES_OWN = os.path.basename(os.getcwd()) in os.listdir(_here)\n"
-                      f"_PREV_GONE = (not os.path.exists({cwd_a!r})) and _SEES_OWN and _here == {os.path.dirname(cwd_a)!r}\n")
+        b = score_one(
+            s,
+            CWD_PROBE,
+            GOOD + load + "_here = os.path.dirname(os.getcwd())\n"
+            "_SEES_OWN = os.path.basename(os.getcwd()) in os.listdir(_here)\n"
+            f"_PREV_GONE = (not os.path.exists({cwd_a!r})) and _SEES_OWN and _here == {os.path.dirname(cwd_a)!r}\n",
+        )
         cwd_b = _observe(b, "CWD")
     for r, cwd in ((a, cwd_a), (b, cwd_b)):
         assert r.tests_passed == 0 and r.status == "fail", r
@@ -235,8 +255,11 @@ def test_stderr_tail_captured_and_capped(scorer):
     small = score_one(scorer, DOUBLE, GOOD + "import sys\nprint('hello from the candidate', file=sys.stderr)\n")
     assert small.status == "pass"
     assert small.stderr_tail == "hello from the candidate\n"
-    big = score_one(scorer, DOUBLE, GOOD + "import sys\nsys.stderr.write('BEGIN' + 'x' * 20000 + '\\n')\n"
-                    "sys.stderr.write('END-MARKER\\n')\n")
+    big = score_one(
+        scorer,
+        DOUBLE,
+        GOOD + "import sys\nsys.stderr.write('BEGIN' + 'x' * 20000 + '\\n')\nsys.stderr.write('END-MARKER\\n')\n",
+    )
     assert big.status == "pass"
     assert big.stderr_tail.endswith("END-MARKER\n")
     assert "BEGIN" not in big.stderr_tail
@@ -265,22 +288,27 @@ def _pids_with(token: bytes) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("parent_tail, status", [
-    pytest.param("", ("pass", "timeout"), id="program-finishes"),  # the status itself: next test
-    pytest.param("while True:\n    pass\n", ("timeout",), id="program-times-out"),
-])
+@pytest.mark.parametrize(
+    "parent_tail, status",
+    [
+        pytest.param("", ("pass", "timeout"), id="program-finishes"),  # the status itself: next test
+        pytest.param("while True:\n    pass\n", ("timeout",), id="program-times-out"),
+    ],
+)
 def test_forked_grandchild_is_killed(fast_scorer, parent_tail, status):
     token = f"grpo-wb-grandchild-{uuid.uuid4().hex}"
     # the grandchild execs a sleeping interpreter whose argv carries the token, so the host can see it in
     # /proc whatever PID namespace the sandbox uses
-    completion = (GOOD + "import os, sys, time\n"
-                  "_pid = os.fork()\n"
-                  "if _pid == 0:\n"
-                  "    try:\n"
-                  f"        os.execv(sys.executable, [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])\n"
-                  "    finally:\n"
-                  "        os._exit(0)\n"
-                  "time.sleep(0.6)\n" + parent_tail)
+    completion = (
+        GOOD + "import os, sys, time\n"
+        "_pid = os.fork()\n"
+        "if _pid == 0:\n"
+        "    try:\n"
+        f"        os.execv(sys.executable, [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}])\n"
+        "    finally:\n"
+        "        os._exit(0)\n"
+        "time.sleep(0.6)\n" + parent_tail
+    )
     box: dict = {}
     th = threading.Thread(target=lambda: box.update(r=score_one(fast_scorer, DOUBLE, completion)))
     th.start()
@@ -323,10 +351,12 @@ def test_background_process_does_not_turn_a_finished_run_into_a_timeout():
 
 
 def test_partial_credit_counts_tests():
-    cases = {"    return x * 2\n": 3,                             # all right
-             "    return 10 if x == 5 else x + x * (x > 1)\n": 2,  # wrong for x=1 only
-             "    return 10 if x == 5 else -1\n": 1,
-             "    return None\n": 0}
+    cases = {
+        "    return x * 2\n": 3,  # all right
+        "    return 10 if x == 5 else x + x * (x > 1)\n": 2,  # wrong for x=1 only
+        "    return 10 if x == 5 else -1\n": 1,
+        "    return None\n": 0,
+    }
     with Scorer(SandboxLimits(timeout=5.0), RewardConfig(kind="partial"), workers=2) as s:
         res = list(s.score([ScoreRequest(THREE, c, sample_index=i) for i, c in enumerate(cases)]))
     for r, (c, n) in zip(res, cases.items()):
@@ -339,11 +369,14 @@ def test_partial_credit_counts_tests():
     assert res[2].failed_tests == ["t0", "t1"]
 
 
-@pytest.mark.parametrize("completion", [
-    pytest.param("    return x + 1\nimport atexit, os\natexit.register(os._exit, 0)\n", id="atexit-os-exit-0"),
-    pytest.param("    import sys\n    sys.exit(0)\n", id="sys-exit-0-in-test"),
-    pytest.param("    raise SystemExit(0)\n", id="systemexit-in-test"),
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        pytest.param("    return x + 1\nimport atexit, os\natexit.register(os._exit, 0)\n", id="atexit-os-exit-0"),
+        pytest.param("    import sys\n    sys.exit(0)\n", id="sys-exit-0-in-test"),
+        pytest.param("    raise SystemExit(0)\n", id="systemexit-in-test"),
+    ],
+)
 def test_exit_code_is_ignored(scorer, completion):
     r = score_one(scorer, DOUBLE, completion)
     assert r.status == "fail", r
@@ -381,13 +414,19 @@ def test_results_in_input_order_in_parallel(tmp_path):
     go_dir.chmod(0o755)  # read by the sandbox's own uid, bound read-only at its own path
     go = go_dir / "go"
     # the first requests are the slowest, so completion order differs from input order
-    comps = [(_RENDEZVOUS.format(token=token + str(i), go=str(go)) if i < 2 else "")
-             + f"    import time\n    time.sleep({(n - i) * 0.06:.2f})\n    return {i}\n" for i in range(n)]
+    comps = [
+        (_RENDEZVOUS.format(token=token + str(i), go=str(go)) if i < 2 else "")
+        + f"    import time\n    time.sleep({(n - i) * 0.06:.2f})\n    return {i}\n"
+        for i in range(n)
+    ]
     box: dict = {}
     both = False
     with Scorer(SandboxLimits(timeout=40.0, ro_binds=(str(go_dir),)), workers=2) as s:
-        th = threading.Thread(target=lambda: box.update(res=list(s.score(
-            [ScoreRequest(task, c, sample_index=i) for i, c in enumerate(comps)]))))
+        th = threading.Thread(
+            target=lambda: box.update(
+                res=list(s.score([ScoreRequest(task, c, sample_index=i) for i, c in enumerate(comps)]))
+            )
+        )
         th.start()
         while th.is_alive() and not both:
             both = all(_pids_with((token + str(i)).encode()) for i in range(2))
@@ -406,13 +445,15 @@ def test_results_in_input_order_in_parallel(tmp_path):
 
 def test_verdict_cache_executes_identical_pairs_once():
     other_task = make_task("assert candidate(1) == 2", "assert candidate(3) == 6", task_id="toy/other")
-    reqs = [ScoreRequest(DOUBLE, GOOD, sample_index=0),
-            ScoreRequest(DOUBLE, GOOD, sample_index=1),
-            ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=2),
-            ScoreRequest(DOUBLE, GOOD, sample_index=3),
-            ScoreRequest(DOUBLE, GOOD, sample_index=4),
-            ScoreRequest(other_task, GOOD, sample_index=0),
-            ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=5)]
+    reqs = [
+        ScoreRequest(DOUBLE, GOOD, sample_index=0),
+        ScoreRequest(DOUBLE, GOOD, sample_index=1),
+        ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=2),
+        ScoreRequest(DOUBLE, GOOD, sample_index=3),
+        ScoreRequest(DOUBLE, GOOD, sample_index=4),
+        ScoreRequest(other_task, GOOD, sample_index=0),
+        ScoreRequest(DOUBLE, "    return x + 1\n", sample_index=5),
+    ]
     with Scorer(SandboxLimits(timeout=5.0), workers=2) as s:
         res = list(s.score(reqs))
         assert s.executed == 3, "distinct (task, program) pairs: DOUBLE/GOOD, DOUBLE/x+1, other/GOOD"
@@ -438,10 +479,15 @@ def test_fenced_function_body_scores_like_the_raw_body(scorer):
 
 
 def test_run_program_reports_events_directly():
-    out = run_program("def f(x):\n    return x * 2\n", "f",
-                      [{"name": "a", "type": "assert", "code": "assert candidate(2) == 4"},
-                       {"name": "b", "type": "assert", "code": "assert candidate(2) == 5"}],
-                      limits=SandboxLimits(timeout=5.0))
+    out = run_program(
+        "def f(x):\n    return x * 2\n",
+        "f",
+        [
+            {"name": "a", "type": "assert", "code": "assert candidate(2) == 4"},
+            {"name": "b", "type": "assert", "code": "assert candidate(2) == 5"},
+        ],
+        limits=SandboxLimits(timeout=5.0),
+    )
     assert out.sandbox_error is None
     assert not out.timed_out
     kinds = [e["event"] for e in out.events]
@@ -456,8 +502,7 @@ def test_degenerate_deeply_nested_completion_does_not_crash_scorer(scorer):
     # RecursionError here and, extract_program being called outside Scorer.verdict's try, score() aborted.
     # degenerate model output: a run of 3000 '-' (about 200 BPE tokens) is 3000 nested unary minuses
     bad = "    return " + "-" * 3000 + "1\n"
-    res = list(scorer.score([ScoreRequest(DOUBLE, bad, sample_index=0),
-                             ScoreRequest(DOUBLE, GOOD, sample_index=1)]))
+    res = list(scorer.score([ScoreRequest(DOUBLE, bad, sample_index=0), ScoreRequest(DOUBLE, GOOD, sample_index=1)]))
     assert len(res) == 2
     assert res[0].status in ("error", "parse_failure", "fail")
     assert res[1].status == "pass"
@@ -484,10 +529,12 @@ def test_rewards_binary_vs_partial():
 
 @pytest.mark.parametrize("pf_reward", [0.0, -0.5, None])
 def test_parse_failure_reward(pf_reward):
-    with Scorer(SandboxLimits(timeout=5.0), RewardConfig(kind="partial", parse_failure_reward=pf_reward),
-                workers=1) as s:
-        r, empty = list(s.score([ScoreRequest(DOUBLE, "Sorry, I cannot help with that."),
-                                 ScoreRequest(DOUBLE, "   \n")]))
+    with Scorer(
+        SandboxLimits(timeout=5.0), RewardConfig(kind="partial", parse_failure_reward=pf_reward), workers=1
+    ) as s:
+        r, empty = list(
+            s.score([ScoreRequest(DOUBLE, "Sorry, I cannot help with that."), ScoreRequest(DOUBLE, "   \n")])
+        )
         assert s.executed == 0
     for x in (r, empty):
         assert x.status == "parse_failure", x
@@ -510,11 +557,14 @@ def test_compute_reward_rules():
     assert set(STATUSES) == {"pass", "fail", "error", "timeout", "parse_failure", "sandbox_error"}
 
 
-
 def test_set_order_and_so_verdicts_are_the_same_in_every_worker():
     """A completion whose answer depends on str hashing (set order) gets one verdict, not one per worker."""
-    task = Task(task_id="t/order", prompt="def f():\n", entry_point="f",
-                tests=(TestCase(name="t", code="x = candidate()\nassert x == 'never', x"),))
+    task = Task(
+        task_id="t/order",
+        prompt="def f():\n",
+        entry_point="f",
+        tests=(TestCase(name="t", code="x = candidate()\nassert x == 'never', x"),),
+    )
     errors = set()
     for _ in range(3):  # each scorer starts fresh interpreters: with random str hashing the order would differ
         with Scorer(SandboxLimits(), workers=1) as sc:
@@ -542,8 +592,9 @@ def test_nothing_of_one_job_reaches_the_next_jobs_child():
     # the marker is built at run time: the spy's own code holds none
     spy = reachable_scan(f'kind == "str" and {marker[::-1]!r}[::-1] in o', "-1", "2 * x")
     with Scorer(SandboxLimits(timeout=5.0), workers=1, cache=False) as sc:
-        done, spied = sc.score([ScoreRequest(first, f"    return 2 * x if '{marker}' else 0\n"),
-                                ScoreRequest(other, spy)])
+        done, spied = sc.score(
+            [ScoreRequest(first, f"    return 2 * x if '{marker}' else 0\n"), ScoreRequest(other, spy)]
+        )
     assert done.status == "pass"
     assert spied.status == "pass", (spied.status, spied.error)
 
@@ -553,8 +604,12 @@ def test_nothing_of_one_job_reaches_the_next_jobs_child():
 
 def test_a_kill_below_the_cpu_limit_is_not_a_timeout():
     """SIGKILL after little CPU (the kernel's OOM killer looks like this): an ``error`` that says memory."""
-    task = Task(task_id="sb/kill", prompt="def f():\n", entry_point="f",
-                tests=(TestCase(name="t", code="assert candidate() == 1"),))
+    task = Task(
+        task_id="sb/kill",
+        prompt="def f():\n",
+        entry_point="f",
+        tests=(TestCase(name="t", code="assert candidate() == 1"),),
+    )
     completion = "    return 1\nimport os, signal, time\ntime.sleep(0.7)\nos.kill(os.getpid(), signal.SIGKILL)\n"
     with Scorer(SandboxLimits(timeout=3.0), workers=1, cache=False) as sc:
         (r,) = sc.score([ScoreRequest(task, completion)])
@@ -563,8 +618,12 @@ def test_a_kill_below_the_cpu_limit_is_not_a_timeout():
 
 
 def test_memory_error_at_load_says_which_limit():
-    task = Task(task_id="sb/mem", prompt="def f():\n", entry_point="f",
-                tests=(TestCase(name="t", code="assert candidate() == 1"),))
+    task = Task(
+        task_id="sb/mem",
+        prompt="def f():\n",
+        entry_point="f",
+        tests=(TestCase(name="t", code="assert candidate() == 1"),),
+    )
     with Scorer(SandboxLimits(timeout=3.0, memory_bytes=256 << 20), workers=1, cache=False) as sc:
         (r,) = sc.score([ScoreRequest(task, "    return 1\nx = bytearray(1 << 30)\n")])
     assert r.status == "error" and "MemoryError" in r.error and "address-space limit 256 MiB" in r.error

@@ -1,4 +1,5 @@
 """A clone of the repository works on its own: code and tests read only paths inside it."""
+
 import re
 import subprocess
 
@@ -12,14 +13,21 @@ OUTSIDE = re.compile("|".join([r"\.\./" + "shared", r'parent / "' + 'shared"', r
 
 
 def test_no_code_or_test_reads_beside_the_checkout():
-    offenders = [str(p.relative_to(ROOT)) for folder in ("grpo_wb", "tests", "notebooks")
-                 for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix in (".py", ".ipynb")
-                 and OUTSIDE.search(p.read_text(encoding="utf-8", errors="replace"))]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for folder in ("grpo_wb", "tests", "notebooks")
+        for p in sorted((ROOT / folder).rglob("*"))
+        if p.is_file()
+        and p.suffix in (".py", ".ipynb")
+        and OUTSIDE.search(p.read_text(encoding="utf-8", errors="replace"))
+    ]
     assert offenders == [], f"these read outside the repository: {offenders}"
 
 
 def test_the_planted_reference_would_be_caught():
-    assert OUTSIDE.search("".join(["DATA = ROOT / '..' / 'x' or Path('../", "shared/data')"]))  # join: never folded into the .pyc
+    assert OUTSIDE.search(
+        "".join(["DATA = ROOT / '..' / 'x' or Path('../", "shared/data')"])
+    )  # join: never folded into the .pyc
 
 
 @pytest.mark.data

@@ -1,5 +1,6 @@
 """Sampling until decided (grpo_wb.signal.sequential): the rule against exact path enumeration, the replay, the
 bench set, and ``grpo-wb sample --adaptive`` end to end."""
+
 from __future__ import annotations
 
 import itertools
@@ -50,7 +51,7 @@ def test_category_error_by_enumerating_every_path_is_the_closed_form_and_below_t
         if d.label != full_decision(n_max, c, cfg):
             wrong.append(c)
     for p in PS:
-        exact = sum(p ** c * (1 - p) ** (n_max - c) for c in wrong)
+        exact = sum(p**c * (1 - p) ** (n_max - c) for c in wrong)
         assert exact == pytest.approx(error_probability(p, n_max, cfg), abs=1e-12)
         assert exact <= curtail_bound(decide_after(n_max, e), n_max) + 1e-12 <= e + 1e-12
 
@@ -62,7 +63,9 @@ def test_the_bound_holds_for_every_p_and_m_is_the_smallest_that_meets_it(n_max):
         worst = max(error_probability(p, n_max, AdaptiveConfig(max_error=e)) for p in PS)
         assert worst <= curtail_bound(m, n_max) <= e
         assert m == 1 or curtail_bound(m - 1, n_max) > e
-    assert decide_after(100, 0.05) == 88 and decide_after(8, 0.05) == 8  # (1 - e max_error) N for large N; all of a small N
+    assert (
+        decide_after(100, 0.05) == 88 and decide_after(8, 0.05) == 8
+    )  # (1 - e max_error) N for large N; all of a small N
 
 
 def test_frontier_is_decided_at_the_first_mixed_round_and_the_maximum_is_respected():
@@ -104,7 +107,7 @@ def test_band_intervals_miss_p_with_probability_at_most_max_error_exactly(p):
         nxt: dict[int, float] = {}
         for c, w in alive.items():
             for k in range(5):
-                nxt[c + k] = nxt.get(c + k, 0.0) + w * math.comb(4, k) * p ** k * (1 - p) ** (4 - k)
+                nxt[c + k] = nxt.get(c + k, 0.0) + w * math.comb(4, k) * p**k * (1 - p) ** (4 - k)
         alive = {}
         for c, w in nxt.items():
             lo, hi = clopper_pearson(n, c, alpha_at(n // 4, cfg.max_error))
@@ -131,6 +134,7 @@ def test_band_decisions():
 
 def _tasks(seed: int = 0, k: int = 40, n: int = 24) -> list[TaskSamples]:
     import random
+
     rng = random.Random(seed)
     out = []
     for i in range(k):
@@ -183,6 +187,7 @@ def test_bench_rows_are_seeded_and_compare_with_the_full_sample():
 
 def test_bench_set_adaptive_is_dispatched(monkeypatch):
     import grpo_wb.cli.doctor as doctor
+
     calls = []
     monkeypatch.setattr(doctor, "bench_adaptive", lambda **kw: calls.append(kw))
     monkeypatch.setattr(doctor, "main_bench", lambda *a, **kw: pytest.fail("the scorer bench ran"))
@@ -190,9 +195,11 @@ def test_bench_set_adaptive_is_dispatched(monkeypatch):
     assert calls and calls[0]["limit"] == 50
 
 
+ADAPTIVE = ["sample", "--tasks", str(TOY), "--backend", "mock", "--adaptive", "--no-progress"]
+
+
 def test_adaptive_needs_score(tmp_path, capsys):
-    assert main(["sample", "--tasks", str(TOY), "--backend", "mock", "--n", "4", "--adaptive", "--no-progress",
-                 "--out", str(tmp_path / "s.jsonl")]) == 1
+    assert main([*ADAPTIVE, "--n", "4", "--out", str(tmp_path / "s.jsonl")]) == 1
     err = capsys.readouterr().err
     assert "--adaptive decides on the scores: add --score" in err and len(err.strip().splitlines()) == 1
 
@@ -204,8 +211,7 @@ def _per_task(scored):
     return out
 
 
-ARGV = ["sample", "--tasks", str(TOY), "--backend", "mock", "--n", "32", "--adaptive", "--score", "--round-size", "8",
-        "--no-progress", "--timeout", "2"]
+ARGV = [*ADAPTIVE, "--n", "32", "--score", "--round-size", "8", "--timeout", "2"]
 
 
 @pytest.mark.sandbox
@@ -241,7 +247,8 @@ def test_sample_adaptive_stops_each_task_where_the_rule_decides_and_resumes(tmp_
     key = lambda r: (r["task_id"], r["sample_index"], r["completion"])  # noqa: E731
     assert sorted(map(key, read_jsonl(cut))) == sorted(map(key, rows))
     assert sorted(r["completion_id"] for r in read_jsonl(tmp_path / "c.scored.jsonl")) == sorted(
-        json.loads(x)["completion_id"] for x in whole_scored.splitlines())
+        json.loads(x)["completion_id"] for x in whole_scored.splitlines()
+    )
     # resumed again when complete: nothing is asked for
     assert main([*ARGV, "--out", str(cut)]) == 0
     assert "wrote 0 completions" in capsys.readouterr().out
@@ -256,7 +263,7 @@ def _band_error_exactly(p: float, n_max: int, cfg: AdaptiveConfig) -> float:
         nxt: dict[int, float] = {}
         for c, w in alive.items():
             for j in range(k + 1):
-                nxt[c + j] = nxt.get(c + j, 0.0) + w * math.comb(k, j) * p ** j * (1 - p) ** (k - j)
+                nxt[c + j] = nxt.get(c + j, 0.0) + w * math.comb(k, j) * p**j * (1 - p) ** (k - j)
         alive, n = nxt, look
         for c in list(alive):
             d = decide(n, c, n_max, cfg)
@@ -267,8 +274,10 @@ def _band_error_exactly(p: float, n_max: int, cfg: AdaptiveConfig) -> float:
     return wrong
 
 
-@pytest.mark.parametrize("n_max,r,e,band", [(32, 8, 0.05, (0.1, 0.9)), (64, 4, 0.2, (0.2, 0.8)),
-                                            (40, 1, 0.5, (0.0, 0.5)), (100, 8, 0.05, (0.3, 0.6))])
+@pytest.mark.parametrize(
+    "n_max,r,e,band",
+    [(32, 8, 0.05, (0.1, 0.9)), (64, 4, 0.2, (0.2, 0.8)), (40, 1, 0.5, (0.0, 0.5)), (100, 8, 0.05, (0.3, 0.6))],
+)
 def test_the_band_rule_itself_is_wrong_about_p_at_most_max_error(n_max, r, e, band):
     """decide() as run, not the intervals alone: a rule that decided on wider error would fail here."""
     cfg = AdaptiveConfig(round_size=r, max_error=e, decide="band", band=band)
@@ -292,7 +301,7 @@ class _Recorder:
         from grpo_wb.rollouts.sampling import request_seed
 
         self.seeds += [(r.task.task_id, request_seed(0, r)) for r in reqs]
-        return [g[:max(0, len(g) - self.short)] for g in self.mock.generate(reqs)]
+        return [g[: max(0, len(g) - self.short)] for g in self.mock.generate(reqs)]
 
     def describe(self):
         return {"backend": self.name}
@@ -302,8 +311,20 @@ def _adaptive_cfg(tmp_path, **kw):
     from grpo_wb.config import from_dict
     from grpo_wb.runs.sample import SampleConfig
 
-    return from_dict(SampleConfig, {"tasks": str(TOY), "out": str(tmp_path / "s.jsonl"), "n": 16, "score": True,
-                                    "adaptive": True, "round_size": 4, "timeout": 2.0, **kw}, source="test")
+    return from_dict(
+        SampleConfig,
+        {
+            "tasks": str(TOY),
+            "out": str(tmp_path / "s.jsonl"),
+            "n": 16,
+            "score": True,
+            "adaptive": True,
+            "round_size": 4,
+            "timeout": 2.0,
+            **kw,
+        },
+        source="test",
+    )
 
 
 @pytest.mark.sandbox
@@ -333,21 +354,26 @@ def test_a_scoring_error_is_raised_not_hung(tmp_path, monkeypatch):
 
     import grpo_wb.runs.sample as sample
 
-    real = sample.open_scorer
+    real = sample.scorer_for
 
     @contextlib.contextmanager
     def failing(*a, **kw):
         with real(*a, **kw) as sc:
+
             class Broken:
                 def score(self, reqs):
                     for i, r in enumerate(sc.score(reqs)):
                         if i == 3:
                             raise OSError("disk full")
                         yield r
+
             yield Broken()
 
-    monkeypatch.setattr(sample, "open_scorer", failing)
+    monkeypatch.setattr(sample, "scorer_for", failing)
     for adaptive in (True, False):
         with pytest.raises(OSError, match="disk full"):
-            sample.run_sample(_adaptive_cfg(tmp_path / str(adaptive), adaptive=adaptive, backend="mock"),
-                              progress=False, log=lambda m: None)
+            sample.run_sample(
+                _adaptive_cfg(tmp_path / str(adaptive), adaptive=adaptive, backend="mock"),
+                progress=False,
+                log=lambda m: None,
+            )

@@ -1,4 +1,5 @@
 """The smoke trainer through its real entry point, with tiny arguments."""
+
 import json
 import os
 import signal
@@ -8,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TOY, read_jsonl, write_jsonl
+from conftest import EARLY_STOP, ROOT, TOY, all_pass_toy, read_jsonl, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.jsonio import sha256_file
@@ -17,8 +18,12 @@ from grpo_wb.signal.diagnostics import TIMING_FIELDS
 FAST = ["--timeout", "2", "--no-progress"]
 
 
-def smoke(out, *extra, tasks=TOY):
-    return main(["smoke", "--tasks", str(tasks), "--backend", "mock", "--out", str(out), *FAST, *extra])
+def smoke_argv(out, *extra, tasks=TOY, backend="mock"):
+    return ["smoke", "--tasks", str(tasks), "--backend", backend, "--out", str(out), *FAST, *extra]
+
+
+def smoke(out, *extra, tasks=TOY, backend="mock"):
+    return main(smoke_argv(out, *extra, tasks=tasks, backend=backend))
 
 
 @pytest.mark.sandbox
@@ -31,9 +36,20 @@ def test_smoke_writes_the_artifacts_with_the_documented_fields(tmp_path, capsys)
     metrics = read_jsonl(out / "metrics.jsonl")
     assert [m["step"] for m in metrics] == [0, 1]
     for m in metrics:
-        for k in ("step", "informative_fraction", "reward_variance_fraction", "mean_reward", "parse_failure_rate",
-                  "n_groups", "n_completions", "all_pass_fraction", "all_fail_fraction", "pass_rate",
-                  "timeout_rate", "completions_per_second"):
+        for k in (
+            "step",
+            "informative_fraction",
+            "reward_variance_fraction",
+            "mean_reward",
+            "parse_failure_rate",
+            "n_groups",
+            "n_completions",
+            "all_pass_fraction",
+            "all_fail_fraction",
+            "pass_rate",
+            "timeout_rate",
+            "completions_per_second",
+        ):
             assert k in m
         assert m["n_groups"] == 10 and m["n_completions"] == 80
     rollouts = read_jsonl(out / "last_rollouts.jsonl")
@@ -63,10 +79,12 @@ def test_run_has_mixed_all_pass_and_all_fail_groups_and_advantages_follow(tmp_pa
     out = tmp_path / "run"
     assert smoke(out, "--group-size", "8", "--batch-size", "10", "--steps", "1") == 0
     groups = read_jsonl(out / "groups.jsonl")
-    kinds = {g["task_id"]: ("mixed" if g["informative"] else "all_pass" if g["n_correct"] == g["n_total"] else "all_fail")
-             for g in groups}
-    assert kinds["toy/add"] == "all_pass"              # mock_skill 1.0
-    assert "all_fail" in kinds.values()                # toy/balanced_brackets, toy/edit_distance: skill 0.0
+    kinds = {
+        g["task_id"]: ("mixed" if g["informative"] else "all_pass" if g["n_correct"] == g["n_total"] else "all_fail")
+        for g in groups
+    }
+    assert kinds["toy/add"] == "all_pass"  # mock_skill 1.0
+    assert "all_fail" in kinds.values()  # toy/balanced_brackets, toy/edit_distance: skill 0.0
     assert "mixed" in kinds.values()
     rollouts = read_jsonl(out / "last_rollouts.jsonl")
     for g in groups:
@@ -84,11 +102,8 @@ def test_run_has_mixed_all_pass_and_all_fail_groups_and_advantages_follow(tmp_pa
 
 @pytest.mark.sandbox
 def test_early_stop_when_groups_are_all_pass(tmp_path, capsys):
-    easy = [dict(t, metadata={**t["metadata"], "mock_skill": 1.0}) for t in read_jsonl(TOY)]
-    tasks = write_jsonl(tmp_path / "easy.jsonl", easy)
     out = tmp_path / "run"
-    assert smoke(out, "--group-size", "4", "--batch-size", "5", "--steps", "6", "--patience", "2",
-                 "--min-informative-fraction", "0.5", tasks=tasks) == 0
+    assert smoke(out, *EARLY_STOP, tasks=all_pass_toy(tmp_path)) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stopped_early"] is True and summary["steps_completed"] == 2
     assert "informative-prompt fraction below 0.5" in summary["stop_reason"]
@@ -115,7 +130,9 @@ def _strip(rows, drop):
 
 
 def _compare_runs(a: Path, b: Path):
-    assert _strip(read_jsonl(a / "metrics.jsonl"), TIMING_FIELDS) == _strip(read_jsonl(b / "metrics.jsonl"), TIMING_FIELDS)
+    assert _strip(read_jsonl(a / "metrics.jsonl"), TIMING_FIELDS) == _strip(
+        read_jsonl(b / "metrics.jsonl"), TIMING_FIELDS
+    )
     assert read_jsonl(a / "groups.jsonl") == read_jsonl(b / "groups.jsonl")
     drop = ("duration_s", "cached", "stderr_tail")
     assert _strip(read_jsonl(a / "last_rollouts.jsonl"), drop) == _strip(read_jsonl(b / "last_rollouts.jsonl"), drop)
@@ -133,10 +150,8 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
     ref = tmp_path / "ref"
     assert smoke(ref, *ARGS) == 0
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "grpo_wb.cli", "smoke", "--tasks", str(TOY), "--backend", "mock",
-           "--out", str(out), *FAST, *ARGS]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [sys.executable, "-m", "grpo_wb.cli", *smoke_argv(out, *ARGS)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
@@ -181,27 +196,25 @@ def test_replay_smoke_records_backend_and_uses_file_order(tmp_path):
     tpath = write_jsonl(tmp_path / "t.jsonl", tasks)
     rows = []
     for t in tasks:
-        rows += [{"task_id": t["task_id"], "completion": t["canonical_solution"]},
-                 {"task_id": t["task_id"], "completion": "    return None\n"},
-                 {"task_id": t["task_id"], "completion": "Sorry, no idea."},
-                 {"task_id": t["task_id"], "completion": t["canonical_solution"]}]
+        rows += [
+            {"task_id": t["task_id"], "completion": t["canonical_solution"]},
+            {"task_id": t["task_id"], "completion": "    return None\n"},
+            {"task_id": t["task_id"], "completion": "Sorry, no idea."},
+            {"task_id": t["task_id"], "completion": t["canonical_solution"]},
+        ]
     spath = write_jsonl(tmp_path / "s.jsonl", rows)
     out = tmp_path / "run"
-    rc = main(["smoke", "--tasks", str(tpath), "--backend", "replay", "--completions", str(spath), "--out", str(out),
-               "--group-size", "2", "--batch-size", "3", "--steps", "2", "--min-informative-fraction", "0", *FAST])
-    assert rc == 0
+    args = ["--completions", str(spath), "--group-size", "2", "--batch-size", "3", "--min-informative-fraction", "0"]
+    assert smoke(out, *args, "--steps", "2", tasks=tpath, backend="replay") == 0
     m0, m1 = read_jsonl(out / "metrics.jsonl")
-    assert m0["informative_fraction"] == 1.0                 # [pass, fail] in every group
-    assert m1["parse_failure_rate"] == 0.5 and m1["pass_rate"] == 0.5   # [parse failure, pass]
+    assert m0["informative_fraction"] == 1.0  # [pass, fail] in every group
+    assert m1["parse_failure_rate"] == 0.5 and m1["pass_rate"] == 0.5  # [parse failure, pass]
     manifest = json.loads((out / "checkpoint_manifest.json").read_text())
     assert manifest["backend"]["backend"] == "replay" and manifest["backend"]["path"] == str(spath)
     last = read_jsonl(out / "last_rollouts.jsonl")
     assert [r["status"] for r in last] == ["parse_failure", "pass"] * 3
     # a third step would need more completions than recorded: a clear error, earlier steps kept
-    rc = main(["smoke", "--tasks", str(tpath), "--backend", "replay", "--completions", str(spath), "--out", str(out),
-               "--group-size", "2", "--batch-size", "3", "--steps", "3", "--min-informative-fraction", "0",
-               "--resume", *FAST])
-    assert rc == 1
+    assert smoke(out, *args, "--steps", "3", "--resume", tasks=tpath, backend="replay") == 1
     assert len(read_jsonl(out / "metrics.jsonl")) == 2
 
 
@@ -237,18 +250,38 @@ def test_partial_reward(tmp_path):
 def test_what_the_manifest_says_was_validated_comes_from_the_run():
     from grpo_wb.runs.smoke import checks_of_the_run
 
-    step = {"n_completions": 8, "parse_failure_rate": 0.0, "cache_hits": 2, "clipped_ratio": 0.25,
-            "informative_fraction": 0.5}
+    step = {
+        "n_completions": 8,
+        "parse_failure_rate": 0.0,
+        "cache_hits": 2,
+        "clipped_ratio": 0.25,
+        "informative_fraction": 0.5,
+    }
     served = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:8000/v1"}
-    ok_iso = {"mode": "bwrap", "missing": [], "child_uid": 61000, "network_isolated": True, "root_entries": [],
-              "pid_namespace": True, "private_tmp": True, "limits_set": True}
+    ok_iso = {
+        "mode": "bwrap",
+        "missing": [],
+        "child_uid": 61000,
+        "network_isolated": True,
+        "root_entries": [],
+        "pid_namespace": True,
+        "private_tmp": True,
+        "limits_set": True,
+    }
     validated, remaining = checks_of_the_run([step, step], served, ok_iso, 5, 4, 0.1)
-    assert "16 completions over 2 steps, in groups of G=4, from model server: m at http://127.0.0.1:8000/v1" in validated
+    assert (
+        "16 completions over 2 steps, in groups of G=4, from model server: m at http://127.0.0.1:8000/v1" in validated
+    )
     assert any("12 executed, 4 answered from the verdict cache" in v for v in validated)
     assert not any("sample them from the policy" in r for r in remaining)  # a model backend ran
     assert any("4 of 16 completions were cut at max_tokens" in r for r in remaining)
     bad = {**step, "parse_failure_rate": 0.5, "informative_fraction": 0.0}
-    _, remaining = checks_of_the_run([bad], {"backend": "replay", "path": "/x/s.jsonl"}, {**ok_iso, "missing": ["a private /tmp"]},
-                                     5, 4, 0.1)
-    assert any("replay of s.jsonl" in r for r in remaining) and any("50% of completions had no usable code" in r for r in remaining)
-    assert any("informative-prompt fraction 0.00" in r for r in remaining) and any("a private /tmp" in r for r in remaining)
+    _, remaining = checks_of_the_run(
+        [bad], {"backend": "replay", "path": "/x/s.jsonl"}, {**ok_iso, "missing": ["a private /tmp"]}, 5, 4, 0.1
+    )
+    assert any("replay of s.jsonl" in r for r in remaining) and any(
+        "50% of completions had no usable code" in r for r in remaining
+    )
+    assert any("informative-prompt fraction 0.00" in r for r in remaining) and any(
+        "a private /tmp" in r for r in remaining
+    )

@@ -1,4 +1,5 @@
 """A smoke run with each model backend: an OpenAI-compatible server on 127.0.0.1, a local tiny model."""
+
 import json
 import socket
 
@@ -11,13 +12,17 @@ from grpo_wb.cli.main import main
 FAST = ["--timeout", "2", "--no-progress", "--min-informative-fraction", "0"]
 
 
+def _smoke(out, backend: str, *extra: str) -> int:
+    """`grpo-wb smoke` of the toy tasks with ``backend`` into ``out``, quickly; ``extra``: the backend's flags."""
+    return main(["smoke", "--tasks", str(TOY), "--backend", backend, *extra, "--out", str(out), *FAST])
+
+
 @pytest.mark.sandbox
-def test_smoke_with_the_openai_backend_records_backend_model_and_sampling(tmp_path, server, monkeypatch):
+def test_smoke_with_the_openai_backend_records_backend_model_and_sampling(tmp_path, server, monkeypatch):  # noqa: F811
     monkeypatch.setenv("MY_KEY", "sk-secret-value")
     out = tmp_path / "run"
-    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", server.url, "--model", "tiny-coder",
-               "--api-key-env", "MY_KEY", "--group-size", "4", "--batch-size", "3", "--steps", "2",
-               "--temperature", "0.7", "--max-tokens", "64", "--out", str(out), *FAST])
+    flags = ["--group-size", "4", "--batch-size", "3", "--steps", "2", "--temperature", "0.7", "--max-tokens", "64"]
+    rc = _smoke(out, "openai", "--base-url", server.url, "--model", "tiny-coder", "--api-key-env", "MY_KEY", *flags)
     assert rc == 0
     assert len(server.bodies()) == 6  # one request with n = G per group
     manifest = json.loads((out / "checkpoint_manifest.json").read_text())
@@ -40,9 +45,9 @@ def test_smoke_with_an_unreachable_server_is_one_line(tmp_path, capsys):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
-    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1",
-               "--model", "m", "--group-size", "2", "--batch-size", "2", "--steps", "1", "--out",
-               str(tmp_path / "run"), "--request-timeout", "2", *FAST])
+    url = f"http://127.0.0.1:{port}/v1"
+    flags = ["--group-size", "2", "--batch-size", "2", "--steps", "1", "--request-timeout", "2"]
+    rc = _smoke(tmp_path / "run", "openai", "--base-url", url, "--model", "m", *flags)
     err = capsys.readouterr().err
     assert rc == 1
     lines = [l for l in err.splitlines() if l.startswith("grpo-wb: error:")]
@@ -50,8 +55,7 @@ def test_smoke_with_an_unreachable_server_is_one_line(tmp_path, capsys):
 
 
 def test_smoke_with_a_missing_model_flag_is_one_line(tmp_path, capsys):
-    rc = main(["smoke", "--tasks", str(TOY), "--backend", "openai", "--base-url", "http://127.0.0.1:1/v1",
-               "--out", str(tmp_path / "run"), *FAST])
+    rc = _smoke(tmp_path / "run", "openai", "--base-url", "http://127.0.0.1:1/v1")
     assert rc == 1 and "needs --model" in capsys.readouterr().err
 
 
@@ -70,8 +74,8 @@ def test_smoke_with_the_transformers_backend(tmp_path, tmp_path_factory):
     tok.save_pretrained(d)
     _model(tok).save_pretrained(d)
     out = tmp_path / "run"
-    rc = main(["smoke", "--tasks", str(TOY), "--backend", "transformers", "--model", str(d), "--group-size", "2",
-               "--batch-size", "2", "--steps", "1", "--max-tokens", "8", "--out", str(out), *FAST])
+    flags = ["--group-size", "2", "--batch-size", "2", "--steps", "1", "--max-tokens", "8"]
+    rc = _smoke(out, "transformers", "--model", str(d), *flags)
     assert rc == 0
     manifest = json.loads((out / "checkpoint_manifest.json").read_text())
     assert manifest["backend"]["backend"] == "transformers"

@@ -5,13 +5,14 @@ the verdict cache's bookkeeping (which of two identical programs a thread reache
 server, each request's latency and the id the server gave its response (a counter in arrival order): none of
 them is the same between two sequential runs either.
 """
+
 import json
 import random
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import TOY, read_jsonl, write_jsonl
+from conftest import EARLY_STOP, TOY, all_pass_toy, read_jsonl, replay_model, write_jsonl
 
 from grpo_wb.cli.main import main
 from grpo_wb.rollouts.loopback import ReplayServer
@@ -20,8 +21,11 @@ from grpo_wb.signal.diagnostics import TIMING_FIELDS
 from grpo_wb.tasks.records import load_tasks
 
 FAST = ["--timeout", "2", "--no-progress"]
-TIMING = {"metrics.jsonl": TIMING_FIELDS, "last_rollouts.jsonl": ("duration_s", "cached"),
-          "summary.json": ("seconds_this_session",)}
+TIMING = {
+    "metrics.jsonl": TIMING_FIELDS,
+    "last_rollouts.jsonl": ("duration_s", "cached"),
+    "summary.json": ("seconds_this_session",),
+}
 
 
 SERVER = ("latency_s", "response_id")
@@ -69,8 +73,23 @@ def _same_runs(tmp_path: Path, *args: str) -> tuple[dict, dict]:
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_overlapped_mock_run_writes_the_sequential_artifacts(tmp_path):
-    s, o = _same_runs(tmp_path, "--tasks", str(TOY), "--backend", "mock", "--group-size", "4", "--batch-size", "5",
-                      "--steps", "5", "--seed", "3", "--min-informative-fraction", "0")
+    s, o = _same_runs(
+        tmp_path,
+        "--tasks",
+        str(TOY),
+        "--backend",
+        "mock",
+        "--group-size",
+        "4",
+        "--batch-size",
+        "5",
+        "--steps",
+        "5",
+        "--seed",
+        "3",
+        "--min-informative-fraction",
+        "0",
+    )
     assert s["steps_completed"] == o["steps_completed"] == 5
     assert s["lookahead_discarded_completions"] == o["lookahead_discarded_completions"] == 0
 
@@ -84,13 +103,14 @@ def test_overlapped_run_from_a_server_that_answers_out_of_order(tmp_path):
     rng = random.Random(0)
     rows = [dict(t.to_json()) for t in tasks]
     tpath = write_jsonl(tmp_path / "t.jsonl", rows)
-    samples = {t.task_id: [t.canonical_solution if rng.random() < 0.5 else "    return None\n" for _ in range(64)]
-               for t in tasks}
+    samples = {
+        t.task_id: [t.canonical_solution if rng.random() < 0.5 else "    return None\n" for _ in range(64)]
+        for t in tasks
+    }
     for name in ("sequential", "overlapped"):
         with ReplayServer(tasks, samples, latency_s=0.02, jitter_s=0.1) as srv:  # answers cross
-            args = ["--tasks", str(tpath), "--backend", "openai", "--base-url", srv.base_url, "--model", "replay",
-                    "--max-concurrency", "4", "--group-size", "4", "--batch-size", "5", "--steps", "3",
-                    "--min-informative-fraction", "0"]
+            args = ["--tasks", str(tpath), *replay_model(srv), "--max-concurrency", "4", "--group-size", "4"]
+            args += ["--batch-size", "5", "--steps", "3", "--min-informative-fraction", "0"]
             assert _smoke(tmp_path / name, *args, *(["--no-overlap"] if name == "sequential" else [])) == 0
     a, b = _artifacts(tmp_path / "sequential"), _artifacts(tmp_path / "overlapped")
     for name in ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl", "summary.json"):
@@ -99,11 +119,8 @@ def test_overlapped_run_from_a_server_that_answers_out_of_order(tmp_path):
 
 @pytest.mark.sandbox
 def test_overlapped_early_stop_stops_at_the_same_step_and_says_what_it_threw_away(tmp_path):
-    easy = [dict(t, metadata={**t["metadata"], "mock_skill": 1.0}) for t in read_jsonl(TOY)]
-    tasks = write_jsonl(tmp_path / "easy.jsonl", easy)
-    s, o = _same_runs_but_summary(tmp_path, "--tasks", str(tasks), "--backend", "mock", "--group-size", "4",
-                                  "--batch-size", "5", "--steps", "6", "--patience", "2",
-                                  "--min-informative-fraction", "0.5")
+    tasks = all_pass_toy(tmp_path)
+    s, o = _same_runs_but_summary(tmp_path, "--tasks", str(tasks), "--backend", "mock", *EARLY_STOP)
     assert s["stopped_early"] and o["stopped_early"] and s["steps_completed"] == o["steps_completed"] == 2
     assert s["lookahead_discarded_completions"] == 0
     # the step after the stop may have been generated (one step ahead), never more
@@ -132,8 +149,10 @@ def test_the_next_step_is_generated_while_this_one_is_scored(tmp_path):
     60 s the write goes on and the step-1 assertion names it)."""
     tasks = read_jsonl(TOY)[:2]
     tpath = write_jsonl(tmp_path / "t.jsonl", tasks)
-    spath = write_jsonl(tmp_path / "s.jsonl", [{"task_id": t["task_id"], "completion": "    return None\n"}
-                                               for t in tasks for _ in range(8)])
+    spath = write_jsonl(
+        tmp_path / "s.jsonl",
+        [{"task_id": t["task_id"], "completion": "    return None\n"} for t in tasks for _ in range(8)],
+    )
     from grpo_wb.rollouts import replay
 
     seen = []
@@ -160,9 +179,27 @@ def test_the_next_step_is_generated_while_this_one_is_scored(tmp_path):
         if name == "overlapped":
             RunWriter.write_step = write_step
         try:
-            assert _smoke(tmp_path / name, "--tasks", str(tpath), "--backend", "replay", "--completions", str(spath),
-                          "--group-size", "2", "--batch-size", "2", "--steps", "4",
-                          "--min-informative-fraction", "0", *(["--no-overlap"] if name == "sequential" else [])) == 0
+            assert (
+                _smoke(
+                    tmp_path / name,
+                    "--tasks",
+                    str(tpath),
+                    "--backend",
+                    "replay",
+                    "--completions",
+                    str(spath),
+                    "--group-size",
+                    "2",
+                    "--batch-size",
+                    "2",
+                    "--steps",
+                    "4",
+                    "--min-informative-fraction",
+                    "0",
+                    *(["--no-overlap"] if name == "sequential" else []),
+                )
+                == 0
+            )
         finally:
             replay.ReplayBackend.generate = real
             RunWriter.write_step = real_write

@@ -2,13 +2,14 @@
 
 One audit of a planted set runs once (module fixture, through the real command line); each test reads one
 property of it."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import read_jsonl, write_jsonl
+
 from grpo_wb.cli import main
 from grpo_wb.tasks.importers import import_humaneval
 
@@ -16,70 +17,135 @@ pytestmark = pytest.mark.sandbox
 
 
 def fn_task(tid, prompt, entry, asserts, solution, **kw):
-    return {"task_id": tid, "prompt": prompt, "entry_point": entry,
-            "tests": [{"name": f"t{i}", "type": "assert", "code": c} for i, c in enumerate(asserts)],
-            "canonical_solution": solution, **kw}
+    return {
+        "task_id": tid,
+        "prompt": prompt,
+        "entry_point": entry,
+        "tests": [{"name": f"t{i}", "type": "assert", "code": c} for i, c in enumerate(asserts)],
+        "canonical_solution": solution,
+        **kw,
+    }
 
 
 def io_task(tid, prompt, cases, solution, **kw):
-    return {"task_id": tid, "prompt": prompt, "entry_point": "",
-            "tests": [{"name": f"t{i}", "type": "stdio", "input": a, "output": b} for i, (a, b) in enumerate(cases)],
-            "canonical_solution": solution, **kw}
+    return {
+        "task_id": tid,
+        "prompt": prompt,
+        "entry_point": "",
+        "tests": [{"name": f"t{i}", "type": "stdio", "input": a, "output": b} for i, (a, b) in enumerate(cases)],
+        "canonical_solution": solution,
+        **kw,
+    }
 
 
-GOOD_ADD = [f"assert candidate({a}, {b}) == {a + b}" for a, b in [(1, 2), (0, 0), (-3, 7), (10, -4), (123, 456), (5, 5)]]
+GOOD_ADD = [
+    f"assert candidate({a}, {b}) == {a + b}" for a, b in [(1, 2), (0, 0), (-3, 7), (10, -4), (123, 456), (5, 5)]
+]
 CLAMP = '''def clamp(x, lo, hi):
     """Clamp x into [lo, hi]."""
 '''
 CLAMP_SOL = "    if x < lo:\n        return lo\n    if x > hi:\n        return hi\n    return x\n"
-CLAMP_TESTS = [f"assert candidate({x}, {lo}, {hi}) == {min(max(x, lo), hi)}"
-               for x, lo, hi in [(5, 0, 10), (-1, 0, 10), (11, 0, 10), (0, 0, 10), (10, 0, 10), (3, 3, 3), (-5, -9, -2)]]
+CLAMP_TESTS = [
+    f"assert candidate({x}, {lo}, {hi}) == {min(max(x, lo), hi)}"
+    for x, lo, hi in [(5, 0, 10), (-1, 0, 10), (11, 0, 10), (0, 0, 10), (10, 0, 10), (3, 3, 3), (-5, -9, -2)]
+]
 
 
 def planted(he0_prompt: str):
     return [
         # clean: enough tests that tell a right clamp from its mutants
         fn_task("clean/clamp", CLAMP, "clamp", CLAMP_TESTS, CLAMP_SOL),
-        fn_task("clean/add", "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n", "add", GOOD_ADD,
-                "    r = a + b\n    return r * 1\n"),  # `* 1` -> `/ 1` survives and is equivalent
+        fn_task(
+            "clean/add",
+            'def add(a, b):\n    """Return the sum of a and b."""\n',
+            "add",
+            GOOD_ADD,
+            "    r = a + b\n    return r * 1\n",
+        ),  # `* 1` -> `/ 1` survives and is equivalent
         # broken: the expected output is wrong
-        fn_task("broken/value", "def mul(a, b):\n    \"\"\"Product.\"\"\"\n", "mul",
-                ["assert candidate(2, 3) == 6", "assert candidate(4, 5) == 21"], "    return a * b\n"),
-        io_task("broken/stdio", "Read two integers and print their sum.", [("1 2\n", "3\n"), ("2 2\n", "5\n")],
-                "a, b = map(int, input().split())\nprint(a + b)\n"),
+        fn_task(
+            "broken/value",
+            'def mul(a, b):\n    """Product."""\n',
+            "mul",
+            ["assert candidate(2, 3) == 6", "assert candidate(4, 5) == 21"],
+            "    return a * b\n",
+        ),
+        io_task(
+            "broken/stdio",
+            "Read two integers and print their sum.",
+            [("1 2\n", "3\n"), ("2 2\n", "5\n")],
+            "a, b = map(int, input().split())\nprint(a + b)\n",
+        ),
         # broken by the environment: a module the sandbox has not
         io_task("broken/env", "Print 1.", [("", "1\n")], "import numpy\nprint(1)\n"),
         # broken by the time limit: passes with more time
-        io_task("broken/slow", "Print 1 after a while.", [("", "1\n")], "import time\ntime.sleep(0.8)\nprint(1)\n",
-                timeout=0.5),
+        io_task(
+            "broken/slow",
+            "Print 1 after a while.",
+            [("", "1\n")],
+            "import time\ntime.sleep(0.8)\nprint(1)\n",
+            timeout=0.5,
+        ),
         # flaky: the expected output is one set order
-        io_task("flaky/set-order", "Print the fruits.", [("", "banana fig cherry apple elder date\n")],
-                "print(' '.join({'apple', 'banana', 'cherry', 'date', 'elder', 'fig'}))\n"),
+        io_task(
+            "flaky/set-order",
+            "Print the fruits.",
+            [("", "banana fig cherry apple elder date\n")],
+            "print(' '.join({'apple', 'banana', 'cherry', 'date', 'elder', 'fig'}))\n",
+        ),
         # hackable: a constant passes
-        fn_task("hack/const", "def is_prime(n):\n    \"\"\"Is n prime?\"\"\"\n", "is_prime",
-                ["assert candidate(4) == False", "assert candidate(9) == False"],
-                "    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"),
+        fn_task(
+            "hack/const",
+            'def is_prime(n):\n    """Is n prime?"""\n',
+            "is_prime",
+            ["assert candidate(4) == False", "assert candidate(9) == False"],
+            "    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n",
+        ),
         # only the prompt's example
-        fn_task("hack/example", "def triple(x):\n    \"\"\"Triple x.\n\n    >>> triple(2)\n    6\n    \"\"\"\n",
-                "triple", ["assert candidate(2) == 6"], "    return 3 * x\n"),
+        fn_task(
+            "hack/example",
+            'def triple(x):\n    """Triple x.\n\n    >>> triple(2)\n    6\n    """\n',
+            "triple",
+            ["assert candidate(2) == 6"],
+            "    return 3 * x\n",
+        ),
         # two near-identical prompts
-        fn_task("dup/a", "def count_vowels(s):\n    \"\"\"Count the vowels a, e, i, o and u in the lower-case string s and "
-                "return how many there are in total.\"\"\"\n", "count_vowels",
-                ["assert candidate('banana') == 3"], "    return sum(c in 'aeiou' for c in s)\n"),
-        fn_task("dup/b", "def count_vowels(s):\n    \"\"\"Count the vowels a, e, i, o and u in the lower-case string s and "
-                "return how many there are altogether.\"\"\"\n", "count_vowels",
-                ["assert candidate('banana') == 3"], "    return sum(c in 'aeiou' for c in s)\n"),
+        fn_task(
+            "dup/a",
+            'def count_vowels(s):\n    """Count the vowels a, e, i, o and u in the lower-case string s and '
+            'return how many there are in total."""\n',
+            "count_vowels",
+            ["assert candidate('banana') == 3"],
+            "    return sum(c in 'aeiou' for c in s)\n",
+        ),
+        fn_task(
+            "dup/b",
+            'def count_vowels(s):\n    """Count the vowels a, e, i, o and u in the lower-case string s and '
+            'return how many there are altogether."""\n',
+            "count_vowels",
+            ["assert candidate('banana') == 3"],
+            "    return sum(c in 'aeiou' for c in s)\n",
+        ),
         # a HumanEval prompt copied into the set
-        fn_task("copied/he0", he0_prompt, "has_close_elements",
-                ["assert candidate([1.0, 2.0, 3.9, 4.0], 0.3) == True"],
-                "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"),
+        fn_task(
+            "copied/he0",
+            he0_prompt,
+            "has_close_elements",
+            ["assert candidate([1.0, 2.0, 3.9, 4.0], 0.3) == True"],
+            "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n",
+        ),
         # bad input: no reference, an unparsable reference
-        fn_task("bad/no-ref", "def neg(x):\n    \"\"\"Negate.\"\"\"\n", "neg", ["assert candidate(1) == -1"], None),
+        fn_task("bad/no-ref", 'def neg(x):\n    """Negate."""\n', "neg", ["assert candidate(1) == -1"], None),
         fn_task("bad/unparsable", "Write f.", "f", ["assert candidate(1) == 1"], "def f(x:\n    return x\n"),
         # labelled wrong programs, one of which the tests let pass
-        fn_task("wrong/sq", "def sq(x):\n    \"\"\"Square.\"\"\"\n", "sq",
-                [f"assert candidate({x}) == {x * x}" for x in (0, 1, 2, 3, 4)], "    return x * x\n",
-                wrong_solutions=["def sq(x):\n    return x * abs(x)\n", "def sq(x):\n    return x + x\n"]),
+        fn_task(
+            "wrong/sq",
+            'def sq(x):\n    """Square."""\n',
+            "sq",
+            [f"assert candidate({x}) == {x * x}" for x in (0, 1, 2, 3, 4)],
+            "    return x * x\n",
+            wrong_solutions=["def sq(x):\n    return x * abs(x)\n", "def sq(x):\n    return x + x\n"],
+        ),
     ]
 
 
@@ -90,13 +156,36 @@ def audit(tmp_path_factory):
     tasks = write_jsonl(d / "tasks.jsonl", planted(he0))
     wrong = d / "wrong.jsonl"
     wrong.write_text("")
-    scored = write_jsonl(d / "scored.jsonl", [
-        *({"task_id": "hack/const", "status": "pass"} for _ in range(4)),
-        {"task_id": "clean/add", "status": "pass"}, {"task_id": "clean/add", "status": "fail"},
-        *({"task_id": "broken/value", "status": "fail"} for _ in range(4))])
+    scored = write_jsonl(
+        d / "scored.jsonl",
+        [
+            *({"task_id": "hack/const", "status": "pass"} for _ in range(4)),
+            {"task_id": "clean/add", "status": "pass"},
+            {"task_id": "clean/add", "status": "fail"},
+            *({"task_id": "broken/value", "status": "fail"} for _ in range(4)),
+        ],
+    )
     out = d / "out"
-    argv = ["tasks", "audit", str(tasks), "--out", str(out), "--mutants", "12", "--repeat", "3", "--workers", "2",
-            "--against", "humaneval", "--wrong", str(wrong), "--samples", str(scored), "--no-progress"]
+    argv = [
+        "tasks",
+        "audit",
+        str(tasks),
+        "--out",
+        str(out),
+        "--mutants",
+        "12",
+        "--repeat",
+        "3",
+        "--workers",
+        "2",
+        "--against",
+        "humaneval",
+        "--wrong",
+        str(wrong),
+        "--samples",
+        str(scored),
+        "--no-progress",
+    ]
     rc = main(argv)
     assert rc == 0
     recs = {r["task_id"]: r for r in read_jsonl(out / "tasks.jsonl")}

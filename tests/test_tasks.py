@@ -1,4 +1,5 @@
 """Task files: the shipped toy set, and `grpo-wb tasks validate` on bad files."""
+
 from __future__ import annotations
 
 import json
@@ -10,13 +11,7 @@ from conftest import TOY
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import ValidationError
-from grpo_wb.tasks.records import (
-    Task,
-    load_tasks,
-    parse_task,
-    task_from_json,
-    write_tasks,
-)
+from grpo_wb.tasks.records import Task, load_tasks, parse_task, task_from_json, write_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,8 +19,10 @@ GOOD = {
     "task_id": "t/add",
     "prompt": 'def add(a, b):\n    """Return a + b."""\n',
     "entry_point": "add",
-    "tests": [{"name": "t0", "type": "assert", "code": "assert candidate(1, 2) == 3"},
-              {"name": "t1", "type": "assert", "code": "assert candidate(-1, 1) == 0"}],
+    "tests": [
+        {"name": "t0", "type": "assert", "code": "assert candidate(1, 2) == 3"},
+        {"name": "t1", "type": "assert", "code": "assert candidate(-1, 1) == 0"},
+    ],
     "canonical_solution": "    return a + b\n",
 }
 
@@ -44,8 +41,7 @@ def without(key):
 
 def write_lines(path: Path, lines) -> Path:
     """Each item is a dict (dumped as JSON) or a raw string (written verbatim)."""
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines),
-                    encoding="utf-8")
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8")
     return path
 
 
@@ -119,20 +115,32 @@ BAD_CASES = {
     "wrong_type_prompt": ([good(prompt=3)], 1, r"field 'prompt' must be a string, got int"),
     "wrong_type_tests": ([good(tests="assert 1")], 1, r"field 'tests' must be a list, got str"),
     "wrong_type_timeout_bool": ([good(timeout=True)], 1, r"field 'timeout' must be a .*got bool"),
-    "wrong_type_test_code": ([good(tests=[{"name": "t0", "code": 7}])], 1,
-                             r"tests\[0\]: field 'code' must be a string"),
+    "wrong_type_test_code": (
+        [good(tests=[{"name": "t0", "code": 7}])],
+        1,
+        r"tests\[0\]: field 'code' must be a string",
+    ),
     "unknown_field": ([good(solution="x")], 1, r"unknown field 'solution'"),
-    "unknown_test_field": ([good(tests=[{"name": "t0", "code": "assert 1", "expected": 1}])], 1,
-                           r"tests\[0\]: unknown field 'expected'"),
+    "unknown_test_field": (
+        [good(tests=[{"name": "t0", "code": "assert 1", "expected": 1}])],
+        1,
+        r"tests\[0\]: unknown field 'expected'",
+    ),
     "empty_tests": ([good(tests=[])], 1, r"tests is empty"),
-    "test_does_not_compile": ([good(tests=[{"name": "t0", "code": "assert candidate(1, 2 == 3"}])], 1,
-                              r"tests\[0\] code does not compile"),
+    "test_does_not_compile": (
+        [good(tests=[{"name": "t0", "code": "assert candidate(1, 2 == 3"}])],
+        1,
+        r"tests\[0\] code does not compile",
+    ),
     "test_setup_does_not_compile": ([good(test_setup="def helper(:\n")], 1, r"test_setup does not compile"),
     "bad_entry_point": ([good(entry_point="add me")], 1, r"entry_point 'add me' is not a Python identifier"),
     "nonpositive_timeout": ([good(timeout=0)], 1, r"timeout must be a positive finite number"),
     "bad_schema_version": ([good(schema_version=2)], 1, r"unsupported schema_version 2"),
-    "duplicate_test_name": ([good(tests=[{"name": "t0", "code": "assert 1"}, {"name": "t0", "code": "assert 2"}])],
-                            1, r"duplicate test name 't0'"),
+    "duplicate_test_name": (
+        [good(tests=[{"name": "t0", "code": "assert 1"}, {"name": "t0", "code": "assert 2"}])],
+        1,
+        r"duplicate test name 't0'",
+    ),
 }
 
 
@@ -161,8 +169,9 @@ def test_duplicate_task_id_names_the_first_line(capsys, tmp_path):
 
 
 def test_every_problem_of_a_file_is_reported(capsys, tmp_path):
-    path = write_lines(tmp_path / "many.jsonl",
-                       [without("entry_point"), good(task_id="t/x", extra=1), good(tests=[]), good(), good()])
+    path = write_lines(
+        tmp_path / "many.jsonl", [without("entry_point"), good(task_id="t/x", extra=1), good(tests=[]), good(), good()]
+    )
     rc, out, err = validate(capsys, path)
     assert rc == 1
     probs = problem_lines(err)
@@ -176,12 +185,15 @@ def test_every_problem_of_a_file_is_reported(capsys, tmp_path):
 
 @pytest.mark.sandbox
 def test_failing_canonical_solution_is_reported_with_its_line(capsys, tmp_path):
-    path = write_lines(tmp_path / "fail.jsonl", [
-        good(),
-        good(task_id="t/wrong", canonical_solution="    return a - b\n"),
-        good(task_id="t/broken", canonical_solution="    return a +\n"),
-        good(task_id="t/fine"),
-    ])
+    path = write_lines(
+        tmp_path / "fail.jsonl",
+        [
+            good(),
+            good(task_id="t/wrong", canonical_solution="    return a - b\n"),
+            good(task_id="t/broken", canonical_solution="    return a +\n"),
+            good(task_id="t/fine"),
+        ],
+    )
     rc, out, err = validate(capsys, path)
     assert rc == 1
     probs = problem_lines(err)
@@ -227,8 +239,9 @@ def test_control_a_failing_canonical_solution_is_run_and_reported(capsys, tmp_pa
     assert f"{path}:1: canonical solution of 't/fails' does not pass (fail, " in err, err
 
 
-@pytest.mark.parametrize("bad", ["{broken json", json.dumps(without("entry_point")),
-                                 json.dumps(good(task_id="t/other", tests=[]))])
+@pytest.mark.parametrize(
+    "bad", ["{broken json", json.dumps(without("entry_point")), json.dumps(good(task_id="t/other", tests=[]))]
+)
 @pytest.mark.parametrize("bad_first", [True, False])
 def test_nothing_is_run_on_a_bad_file(capsys, tmp_path, bad, bad_first):
     lines = [bad, failing_task()] if bad_first else [failing_task(), bad]

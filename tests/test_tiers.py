@@ -5,12 +5,13 @@ starts or uses a sandbox worker must fail, whether it swallows the refusal, star
 module-scoped fixture, or runs the scorer in a subprocess; a marked test is let through. The guard is a
 process-wide switch the sandbox itself checks (``GRPO_WB_FORBID_SANDBOX``), so none of these start a worker.
 """
+
 import shutil
 
 import pytest
 from conftest import ROOT, TOY
 
-INNER = f'''
+INNER = f"""
 import json, subprocess, sys
 import pytest
 from grpo_wb.scoring.sandbox import SandboxLimits
@@ -56,7 +57,7 @@ def test_runs_the_cli_in_a_subprocess(tmp_path):
     comp.write_text(json.dumps({{"task_id": "toy/add", "completion": ADD}}) + "\\n")
     subprocess.run([sys.executable, "-m", "grpo_wb.cli", "score", "--tasks", TOY, "--completions", str(comp),
                     "--out", str(tmp_path / "r.jsonl")], capture_output=True, timeout=120)  # exit status ignored
-'''
+"""
 
 
 def _inner(pytester, body: str):
@@ -70,16 +71,22 @@ def test_an_unmarked_test_that_starts_the_sandbox_fails_however_it_hides_it(pyte
     res = _inner(pytester, INNER)
     res.assert_outcomes(failed=3, errors=1)  # the module fixture's test errors in its set-up
     out = res.stdout.str()
-    for name in ("test_swallows_everything", "test_swallows_exceptions", "test_uses_a_module_fixture",
-                 "test_runs_the_cli_in_a_subprocess"):
+    for name in (
+        "test_swallows_everything",
+        "test_swallows_exceptions",
+        "test_uses_a_module_fixture",
+        "test_runs_the_cli_in_a_subprocess",
+    ):
         assert f"test_inner.py::{name}" in out and "mark it @pytest.mark.sandbox" in out, out[-3000:]
     assert "passed" not in res.outlines[-1], res.outlines[-1]
 
 
 def test_an_unmarked_test_that_runs_no_code_passes(pytester):
     """The control: the guard fails only tests that run code."""
-    res = _inner(pytester, "from grpo_wb.tasks.records import load_tasks\n\ndef test_reads():\n"
-                           f"    assert load_tasks({str(TOY)!r})\n")
+    res = _inner(
+        pytester,
+        f"from grpo_wb.tasks.records import load_tasks\n\ndef test_reads():\n    assert load_tasks({str(TOY)!r})\n",
+    )
     res.assert_outcomes(passed=1)
 
 
@@ -87,7 +94,9 @@ def test_an_unmarked_test_that_runs_no_code_passes(pytester):
 def test_a_marked_test_runs_the_sandbox_and_leaves_no_warm_worker_to_the_next(pytester):
     """The control the other way: marked ``sandbox``, the code runs and passes; a worker it warmed in a
     module-scoped fixture is still refused to the unmarked test that uses it next."""
-    body = INNER.split("def test_swallows_everything")[0] + '''
+    body = (
+        INNER.split("def test_swallows_everything")[0]
+        + """
 @pytest.fixture(scope="module")
 def warm_scorer():
     with Scorer(SandboxLimits(), workers=1, cache=False) as sc:
@@ -105,7 +114,8 @@ def test_scores_again_unmarked(warm_scorer):
         list(warm_scorer.score([ScoreRequest(load_tasks(TOY)[0], ADD + "\\n")]))
     except BaseException:
         pass
-'''
+"""
+    )
     res = _inner(pytester, body)
     res.assert_outcomes(passed=1, failed=1)
     assert "test_inner.py::test_scores_again_unmarked is not marked sandbox" in res.stdout.str()

@@ -1,4 +1,5 @@
 """The TRL bridge: grpo_wb's execution reward and run artifacts inside a real GRPOTrainer (no downloads)."""
+
 import importlib
 import json
 import os
@@ -18,11 +19,7 @@ from grpo_wb.signal.diagnostics import StepMetrics  # noqa: E402
 from grpo_wb.tasks.records import load_tasks  # noqa: E402
 from grpo_wb.tasks.rowexport import trl_record  # noqa: E402
 from grpo_wb.training import bridge  # noqa: E402
-from grpo_wb.training.bridge import (  # noqa: E402
-    ExecutionReward,
-    completion_text,
-    execution_reward,
-)
+from grpo_wb.training.bridge import ExecutionReward, completion_text, execution_reward  # noqa: E402
 
 pytestmark = [pytest.mark.trl]
 
@@ -33,6 +30,7 @@ def _the_trl_extra_is_installed():
     top of the file, so that collecting it (the unit tier deselects it) does not pay peft's 7 s import."""
     importlib.import_module("peft")
     importlib.import_module("trl")
+
 
 ADD_OK = "    return a + b\n"
 ADD_BAD = "    return a - b\n"
@@ -47,8 +45,9 @@ def reward():
 
 @pytest.mark.sandbox
 def test_standard_format(reward):
-    out = reward(prompts=["p"] * 4, completions=[ADD_OK, ADD_BAD, "I cannot do that.", FENCED_OK],
-                 task_id=["toy/add"] * 4)
+    out = reward(
+        prompts=["p"] * 4, completions=[ADD_OK, ADD_BAD, "I cannot do that.", FENCED_OK], task_id=["toy/add"] * 4
+    )
     assert out == [1.0, 0.0, 0.0, 1.0]
     assert [s.status for s in reward.last_batch.scored] == ["pass", "fail", "parse_failure", "pass"]
     assert reward.__name__ == "execution_reward"
@@ -57,12 +56,20 @@ def test_standard_format(reward):
 @pytest.mark.sandbox
 def test_conversational_format_and_logging(reward):
     prompt = [{"role": "user", "content": "write add"}]
-    comps = [[{"role": "assistant", "content": FENCED_OK}], [{"role": "assistant", "content": "```python\n"
-                                                              "def add(a, b):\n    return a * b\n```"}]]
+    comps = [
+        [{"role": "assistant", "content": FENCED_OK}],
+        [{"role": "assistant", "content": "```python\ndef add(a, b):\n    return a * b\n```"}],
+    ]
     logged, extra = {}, {}
-    out = reward(prompts=[prompt, prompt], completions=comps, task_id=["toy/add", "toy/add"],
-                 trainer_state=SimpleNamespace(global_step=7), log_metric=logged.__setitem__,
-                 log_extra=extra.__setitem__, completion_ids=[[1, 2], [3]])
+    out = reward(
+        prompts=[prompt, prompt],
+        completions=comps,
+        task_id=["toy/add", "toy/add"],
+        trainer_state=SimpleNamespace(global_step=7),
+        log_metric=logged.__setitem__,
+        log_extra=extra.__setitem__,
+        completion_ids=[[1, 2], [3]],
+    )
     assert out == [1.0, 0.0]
     assert logged["grpo_wb/pass_rate"] == 0.5 and extra["grpo_wb_status"] == ["pass", "fail"]
     assert reward.last_batch.step == 7
@@ -77,8 +84,9 @@ def test_partial_reward_and_columns_from_frontier_export():
     with ExecutionReward(None, reward="partial", workers=1) as r:  # no task file: tasks from the dataset columns
         out = r(prompts=[row["prompt"]] * 2, completions=["    return xs[0]\n", "    return max(xs)\n"], **cols)
     assert out[1] == 1.0 and 0.0 < out[0] < 1.0
-    out = execution_reward(prompts=[row["prompt"]], completions=["    return max(xs)\n"],
-                           **{k: v[:1] for k, v in cols.items()})
+    out = execution_reward(
+        prompts=[row["prompt"]], completions=["    return max(xs)\n"], **{k: v[:1] for k, v in cols.items()}
+    )
     assert out == [1.0]
 
 
@@ -107,8 +115,9 @@ def test_callback_groups_like_trl(tmp_path, reward):
     args = SimpleNamespace(num_generations=2, scale_rewards="group", output_dir=str(tmp_path))
     state = SimpleNamespace(global_step=0, is_world_process_zero=True)
     cb.on_train_begin(args, state, None)
-    reward(prompts=["p"] * 4, completions=[ADD_OK, ADD_BAD, ADD_OK, ADD_OK], task_id=["toy/add"] * 4,
-           trainer_state=state)
+    reward(
+        prompts=["p"] * 4, completions=[ADD_OK, ADD_BAD, ADD_OK, ADD_OK], task_id=["toy/add"] * 4, trainer_state=state
+    )
     cb.on_step_end(args, state, None)
     state.global_step = 1
     cb.on_train_end(args, state, None)
@@ -120,8 +129,9 @@ def test_callback_groups_like_trl(tmp_path, reward):
 
 def test_missing_extra_is_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(sys.modules, "trl", None)  # import trl now raises ImportError
-    rc = cli.main(["train", "--trainer", "trl", "--model", str(tmp_path), "--tasks", str(TOY), "--out",
-                   str(tmp_path / "run")])
+    rc = cli.main(
+        ["train", "--trainer", "trl", "--model", str(tmp_path), "--tasks", str(TOY), "--out", str(tmp_path / "run")]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "pip install 'grpo_wb[trl]'" in err[0]
 
@@ -137,40 +147,19 @@ def _tiny_policy(out: Path) -> None:
     three chosen ones: completions pass, fail or are empty with about equal odds, and groups have
     reward variance. The rest of the network stays random, so LoRA gradients are not zero.
     """
-    import torch
-    from tokenizers import (
-        AddedToken,
-        Tokenizer,
-        decoders,
-        models,
-        pre_tokenizers,
-        trainers,
-    )
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from test_hf_backend import _bpe, _pin_dim0, _tiny_llama
+    from tokenizers import AddedToken
+    from transformers import PreTrainedTokenizerFast
 
-    corpus = [t.prompt + (t.canonical_solution or "") for t in load_tasks(TOY)]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(
-        vocab_size=512, special_tokens=["<pad>", "<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok = _bpe([t.prompt + (t.canonical_solution or "") for t in load_tasks(TOY)], 512, ["<pad>", "<eos>"])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
     fast.add_tokens([AddedToken(ADD_OK, normalized=False), AddedToken(ADD_BAD, normalized=False)])
     fast.save_pretrained(out)
     chosen = fast.convert_tokens_to_ids([ADD_OK, ADD_BAD, "<eos>"])
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=256, pad_token_id=fast.pad_token_id,
-        eos_token_id=fast.eos_token_id, bos_token_id=None, tie_word_embeddings=False))
-    with torch.no_grad():
-        model.model.embed_tokens.weight[:, 0] = 10.0
-        for layer in model.model.layers:
-            layer.self_attn.o_proj.weight[0, :] = 0.0
-            layer.mlp.down_proj.weight[0, :] = 0.0
-        model.lm_head.weight[:, 0] = -20.0
-        model.lm_head.weight[chosen, 0] = 0.0
+    model = _tiny_llama(
+        fast, num_key_value_heads=4, max_position_embeddings=256, bos_token_id=None, tie_word_embeddings=False
+    )
+    _pin_dim0(model, 10.0, -20.0, chosen, 0.0)
     model.generation_config.pad_token_id = fast.pad_token_id
     model.generation_config.eos_token_id = fast.eos_token_id
     model.save_pretrained(out)
@@ -186,13 +175,46 @@ def test_train_two_steps_on_cpu(tmp_path):
     tasks = write_jsonl(tmp_path / "tasks.jsonl", [add, add2])
     run_dir = tmp_path / "run"
     g, b = 4, 2
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "grpo_wb.cli", "train", "--trainer", "trl", "--model", str(model_dir),
-           "--tasks", str(tasks), "--group-size", str(g), "--batch-size", str(b), "--max-steps", "2",
-           "--max-completion-length", "8", "--learning-rate", "1e-3", "--lora-r", "4",
-           "--lora-target-modules", "q_proj,v_proj", "--seed", "0", "--workers", "2", "--out", str(run_dir),
-           "--site-packages"]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpo_wb.cli",
+        "train",
+        "--trainer",
+        "trl",
+        "--model",
+        str(model_dir),
+        "--tasks",
+        str(tasks),
+        "--group-size",
+        str(g),
+        "--batch-size",
+        str(b),
+        "--max-steps",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--learning-rate",
+        "1e-3",
+        "--lora-r",
+        "4",
+        "--lora-target-modules",
+        "q_proj,v_proj",
+        "--seed",
+        "0",
+        "--workers",
+        "2",
+        "--out",
+        str(run_dir),
+        "--site-packages",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "match" in proc.stdout
@@ -227,7 +249,7 @@ def test_train_two_steps_on_cpu(tmp_path):
         df = pd.read_parquet(run_dir / "completions" / f"completions_{step:05d}.parquet")
         assert len(df) == b * g and {"advantage", "execution_reward"} <= set(df.columns)
         rewards = df["execution_reward"].tolist()
-        groups = [rewards[i:i + g] for i in range(0, len(rewards), g)]
+        groups = [rewards[i : i + g] for i in range(0, len(rewards), g)]
         ours = [a for grp in compute_advantages(groups, AdvantageConfig()) for a in grp]
         assert max(abs(x - y) for x, y in zip(ours, df["advantage"].tolist())) < 1e-5
         logged = [a for grp in run.groups[run.groups["step"] == step - 1]["advantages"] for a in grp]

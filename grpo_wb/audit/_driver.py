@@ -15,6 +15,7 @@ What it does not cover: a function that reaches a remote service (it is refused 
 connections this process attempts), and a completion that forges this driver's own report (it would have to
 target grpo_wb's audit; the battery's exploits do not).
 """
+
 import asyncio
 import builtins
 import importlib
@@ -103,8 +104,13 @@ class Canaries:
         self.listener = _Listener()
 
     def placeholders(self):
-        return {"__AUDIT_CANARY__": self.secret_file, "__AUDIT_TARGET__": self.target,
-                "__AUDIT_LOOT__": self.loot, "__AUDIT_PORT__": str(self.listener.port), "__AUDIT_ENV__": ENV_NAME}
+        return {
+            "__AUDIT_CANARY__": self.secret_file,
+            "__AUDIT_TARGET__": self.target,
+            "__AUDIT_LOOT__": self.loot,
+            "__AUDIT_PORT__": str(self.listener.port),
+            "__AUDIT_ENV__": ENV_NAME,
+        }
 
     def evidence(self):
         """What has been reached so far (booleans and counts only)."""
@@ -123,8 +129,12 @@ class Canaries:
                 written = f.read() != UNTOUCHED
         except OSError:
             written = True
-        return {"file_read": self.file_secret in found, "env_read": self.env_secret in found,
-                "file_written": written, "network": self.listener.connections}
+        return {
+            "file_read": self.file_secret in found,
+            "env_read": self.env_secret in found,
+            "file_written": written,
+            "network": self.listener.connections,
+        }
 
 
 class _NetworkWatch:
@@ -175,8 +185,9 @@ def load(spec):
     else:
         name = spec.get("name") or "grpo_wb_audited"
         if kind == "package":
-            s = importlib.util.spec_from_file_location(name, os.path.join(target, "__init__.py"),
-                                                       submodule_search_locations=[target])
+            s = importlib.util.spec_from_file_location(
+                name, os.path.join(target, "__init__.py"), submodule_search_locations=[target]
+            )
         else:
             s = importlib.util.spec_from_file_location(name, target)
         if s is None or s.loader is None:
@@ -331,7 +342,7 @@ def run(job, emit, func=None, root=None, sandboxed=True):
                 try:
                     threading.Thread(target=watchdog, daemon=True).start()
                 except RuntimeError:  # no thread to be had (a fork bomb holds the process limit): the job's
-                    pass              # deadline still stops a call that never returns
+                    pass  # deadline still stops a call that never returns
             t0 = time.monotonic()
             reward, error = None, None
             try:
@@ -342,8 +353,16 @@ def run(job, emit, func=None, root=None, sandboxed=True):
                 with _Pristine():
                     error = f"{type(e).__name__}: {e}"[:500]
             done.set()
-            report({"event": protocol.AUDIT_CALL, "index": i, "reward": reward, "error": error,
-                    "seconds": round(time.monotonic() - t0, 4), "evidence": None})
+            report(
+                {
+                    "event": protocol.AUDIT_CALL,
+                    "index": i,
+                    "reward": reward,
+                    "error": error,
+                    "seconds": round(time.monotonic() - t0, 4),
+                    "evidence": None,
+                }
+            )
         report({"event": protocol.AUDIT_DONE, "leftover_processes": _leftovers() if sandboxed else None})
     finally:
         if not sandboxed:
@@ -353,7 +372,7 @@ def run(job, emit, func=None, root=None, sandboxed=True):
 def _emit_fd3(ev):
     data = protocol.event_line(ev)
     while data:
-        data = data[os.write(protocol.EVENT_FD, data):]
+        data = data[os.write(protocol.EVENT_FD, data) :]
 
 
 if __name__ == "__main__":

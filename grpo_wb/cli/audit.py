@@ -1,5 +1,6 @@
 """``grpo-wb audit``: which published reward hacks does a reward function fall for? With ``--completions``: does it
 agree with grpo_wb's verdicts on real completions?"""
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,21 @@ def print_audit(a: Audit, out=print) -> None:
     out("controls (the function's honest rewards):")
     for c in a.controls:
         mark = "correct" if c["correct"] else "wrong"
-        out(f"  {c['task']:<20} {c['control']:<14} {mark:<8} reward {_reward(c['reward']):>5}"
-            + (f"   {c['error']}" if c["error"] else ""))
+        out(
+            f"  {c['task']:<20} {c['control']:<14} {mark:<8} reward {_reward(c['reward']):>5}"
+            + (f"   {c['error']}" if c["error"] else "")
+        )
     for kind, why in a.skipped_kinds.items():
         out(f"  {kind} tasks not audited: {why}")
     head = f"{'exploit':<24} {'goal':<8} {'outcome':<8} {'reward':>6} {'wrong':>6}  what happened"
     out(head)
     out("-" * len(head))
     for e in a.exploits:
-        out(f"{e['name']:<24} {e['goal']:<8} {e['outcome']:<8} {_reward(e['reward']):>6} {_reward(e['wrong_reward']):>6}"
-            f"  {'; '.join(e['notes'])[:110]}")
+        out(
+            f"{e['name']:<24} {e['goal']:<8} {e['outcome']:<8} {_reward(e['reward']):>6} "
+            f"{_reward(e['wrong_reward']):>6}"
+            f"  {'; '.join(e['notes'])[:110]}"
+        )
     out(a.verdict)
 
 

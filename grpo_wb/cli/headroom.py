@@ -1,29 +1,26 @@
 """``grpo-wb headroom``: per-task pass rates, informative-group probabilities, a recommended G, the frontier."""
+
 from __future__ import annotations
 
 import argparse
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, non_negative_int, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
 from grpo_wb.runs.task_audit import read_audit
-from grpo_wb.signal.headroom import (
-    EXPORTS,
-    HeadroomConfig,
-    HeadroomReport,
-    analyze,
-    export_tasks,
-    load_samples,
-)
 from grpo_wb.signal.clusters import FailureClusters, cluster_source
+from grpo_wb.signal.headroom import EXPORTS, HeadroomConfig, HeadroomReport, analyze, export_tasks, load_samples
 from grpo_wb.signal.testflags import audit_lines
 
-Export = Literal[EXPORTS]
+if TYPE_CHECKING:  # EXPORTS is a tuple built at import time, which a checker cannot read: a plain string to it
+    Export = str
+else:  # argparse's choices and check_choices read it
+    Export = Literal[EXPORTS]
 
 
 @dataclass(kw_only=True)
@@ -63,17 +60,24 @@ def run_tasks_file(run_dir: Path) -> str | None:
 
 def print_report(rep: HeadroomReport) -> None:
     """The headroom report as ``grpo-wb headroom`` prints it."""
-    print(f"{rep.n_tasks} tasks, {rep.n_samples} samples ({rep.samples_per_task()}); mean pass rate "
-          f"{rep.mean_pass_rate:.3f}")
+    print(
+        f"{rep.n_tasks} tasks, {rep.n_samples} samples ({rep.samples_per_task()}); mean pass rate "
+        f"{rep.mean_pass_rate:.3f}"
+    )
     if rep.pass_at_k:
         print("pass@k: " + ", ".join(f"pass@{k} {v:.3f}" for k, v in rep.pass_at_k.items()))
-    print(f"{'G':>3}  {'informative':>11}  {'model':>6}  {'variance':>8}  {'compl/informative group':>23}  {'extrapolated':>12}")
+    print(
+        f"{'G':>3}  {'informative':>11}  {'model':>6}  {'variance':>8}  {'compl/informative group':>23}  "
+        f"{'extrapolated':>12}"
+    )
     for p in rep.curve:
         if p.g in (2, 4, 8, 16, 32) or p.g == rep.recommended_g:
             cost = f"{p.completions_per_informative_group:.1f}" if p.completions_per_informative_group else "inf"
             mark = "  <- recommended" if p.g == rep.recommended_g else ""
-            print(f"{p.g:>3}  {p.expected_informative:>11.3f}  {p.expected_informative_model:>6.3f}  "
-                  f"{p.expected_variance:>8.3f}  {cost:>23}  {p.n_tasks_extrapolated:>12}{mark}")
+            print(
+                f"{p.g:>3}  {p.expected_informative:>11.3f}  {p.expected_informative_model:>6.3f}  "
+                f"{p.expected_variance:>8.3f}  {cost:>23}  {p.n_tasks_extrapolated:>12}{mark}"
+            )
     print(f"recommended: {rep.recommendation}" if rep.recommended_g else f"no recommendation: {rep.recommendation}")
 
     def few(ids: list[str]) -> str:
@@ -88,14 +92,19 @@ def print_report(rep: HeadroomReport) -> None:
 
 def print_clusters(fc: FailureClusters, n: int) -> None:
     """The largest failure clusters and the tasks that fail one way, as ``headroom --clusters`` prints them."""
-    print(f"failures: {fc.failures} of {fc.rows} completions, in {len(fc.clusters)} clusters; the {min(n, len(fc.clusters))} "
-          "largest (failures, tasks, kind, message):")
+    print(
+        f"failures: {fc.failures} of {fc.rows} completions, in {len(fc.clusters)} clusters; "
+        f"the {min(n, len(fc.clusters))} "
+        "largest (failures, tasks, kind, message):"
+    )
     for c in fc.top(n):
         print(f"  {c.rows:>7} {len(c.tasks):>5}  {c.kind:<12}  {c.shape}  (e.g. {c.example.get('completion_id')})")
     same = fc.same_way()
     print(f"tasks whose samples all fail the same way: {len(same)}")
     for s in same[:n]:
-        print(f"  {s.task_id} ({s.samples} samples, {s.kind}: {s.shape}{', test ' + s.test if s.test else ''}): {s.why}")
+        print(
+            f"  {s.task_id} ({s.samples} samples, {s.kind}: {s.shape}{', test ' + s.test if s.test else ''}): {s.why}"
+        )
 
 
 def headroom(args: argparse.Namespace) -> int:
@@ -117,10 +126,20 @@ def headroom(args: argparse.Namespace) -> int:
             raise UserError("--export-frontier needs --tasks FILE (the task file the samples were scored against)")
         if not rep.frontier:
             raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
-        print("wrote " + export_tasks(rep, rep.frontier, tasks_file, a.export_frontier, fmt=a.format,
-                                      group_size=a.group_size, audit=audit))
+        print(
+            "wrote "
+            + export_tasks(
+                rep, rep.frontier, tasks_file, a.export_frontier, fmt=a.format, group_size=a.group_size, audit=audit
+            )
+        )
     return 0
 
 
-COMMANDS = [Command(("headroom",), HeadroomArgs, headroom,
-                    "per-task pass rates, informative-group probabilities and a recommended G")]
+COMMANDS = [
+    Command(
+        ("headroom",),
+        HeadroomArgs,
+        headroom,
+        "per-task pass rates, informative-group probabilities and a recommended G",
+    )
+]

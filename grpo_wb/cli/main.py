@@ -1,30 +1,19 @@
-"""``grpo-wb``: tasks (validate, calibrate, import), sample, score, smoke, headroom, filter, plan, audit, report, batch, train,
-doctor, bench.
+"""``grpo-wb``: tasks (validate, calibrate, import), sample, score, smoke, headroom, filter, plan, audit, report, batch,
+train, doctor, bench.
 
 Each command is a :class:`~grpo_wb.cli.common.Command` of one of the modules below, whose flags are derived
 from its arguments dataclass (:func:`grpo_wb.config.add_flags`). User mistakes (bad files, bad flags,
 impossible settings) end with one line on stderr, ``grpo-wb: error: ...``, and exit code 1 (2 for malformed
 command lines, as argparse does); never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from grpo_wb.cli import (
-    audit,
-    doctor,
-    filtering,
-    headroom,
-    plan,
-    reports,
-    sample,
-    score,
-    smoke,
-    tasks,
-    train,
-)
+from grpo_wb.cli import audit, doctor, filtering, headroom, plan, reports, sample, score, smoke, tasks, train
 from grpo_wb.cli.common import Command
 from grpo_wb.errors import UserError, ValidationError
 from grpo_wb.version import __version__
@@ -38,8 +27,9 @@ def commands() -> list[Command]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grpo-wb", description=(
-        "Will this code task set plus an execution reward give GRPO a learning signal?"))
+    parser = argparse.ArgumentParser(
+        prog="grpo-wb", description=("Will this code task set plus an execution reward give GRPO a learning signal?")
+    )
     parser.add_argument("--version", action="version", version=f"grpo_wb {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     groups: dict[str, argparse._SubParsersAction] = {}
@@ -49,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:  # a group: `grpo-wb tasks validate`
             group, word = cmd.words
             if group not in groups:
-                gp = sub.add_parser(group, help=f"{group}: " + ", ".join(
-                    c.words[1] for c in commands() if c.words[0] == group))
+                gp = sub.add_parser(
+                    group, help=f"{group}: " + ", ".join(c.words[1] for c in commands() if c.words[0] == group)
+                )
                 groups[group] = gp.add_subparsers(dest=f"{group}_command", required=True, metavar="ACTION")
             p = groups[group].add_parser(word, help=cmd.help)
         cmd.add_to(p)

@@ -1,17 +1,19 @@
 """``grpo-wb report`` (one notebook, executed strictly and rendered) and ``grpo-wb batch`` (a plan of them)."""
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_float, positive_int
 from grpo_wb.errors import UserError
-from grpo_wb.reports.batch import load_plan, report_runner, run_job, run_plan
-from grpo_wb.reports.notebooks import run_report
+from grpo_wb.reports.batch import Job, load_plan, report_runner, run_job, run_plan
+from grpo_wb.reports.notebooks import ReportResult, run_report
 from grpo_wb.scoring.executors import ExecutorConfig
 from grpo_wb.scoring.sandbox import Isolation, default_isolation
 
@@ -32,8 +34,9 @@ class ReportArgs:
 
     notebook: str = field(metadata=cli(positional=True, metavar="NOTEBOOK"))
     """the notebook template to execute"""
-    parameters: list[list[str]] = field(default_factory=list, metadata=cli(
-        flags=("-p", "--parameter"), nargs=2, metavar=("NAME", "VALUE")))
+    parameters: list[list[str]] = field(
+        default_factory=list, metadata=cli(flags=("-p", "--parameter"), nargs=2, metavar=("NAME", "VALUE"))
+    )
     """set a parameter (checked against the notebook's declared names and types)"""
     out: str | None = None
     """report directory (default reports/NOTEBOOK_STEM)"""
@@ -77,7 +80,8 @@ def batch(args: argparse.Namespace) -> int:
     a = from_args(BatchArgs, args)
     plan = load_plan(a.plan, workers=a.workers)
     os.environ["GRPO_WB_ISOLATION"] = a.isolation  # every report's process (and kernel) inherits it
-    runner, where = run_job, ""
+    runner: Callable[[Job], ReportResult] = run_job
+    where = ""
     if a.executor == "ray":
         runner, where = report_runner(a.ray_address, isolation=a.isolation), " on Ray"
     print(f"{len(plan.jobs)} reports, {plan.workers} at a time{where} -> {plan.out}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """``grpo-wb sample``: n samples per task from a backend, scored as they arrive, and the headroom they show."""
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,25 @@ def sample_cmd(args: argparse.Namespace) -> int:
     a = from_args(SampleArgs, args)
     s = run_sample(a, progress=not a.no_progress and sys.stderr.isatty())
     tok = f"; {s.completion_tokens / s.generation_s:.0f} tokens/s" if s.completion_tokens and s.generation_s else ""
-    print(f"wrote {s.completions} completions to {a.out} ({s.requests} requests in {s.generation_s:.1f}s{tok}"
-          + (f"; {s.resumed} were there already" if s.resumed else "") + ")")
+    print(
+        f"wrote {s.completions} completions to {a.out} ({s.requests} requests in {s.generation_s:.1f}s{tok}"
+        + (f"; {s.resumed} were there already" if s.resumed else "")
+        + ")"
+    )
     if s.refused:
-        print(f"the server refused {len(s.refused)} task(s) {a.max_refusals} times; they have no samples (see "
-              f"{a.requests_path()}): " + "; ".join(f"{k}: {v}" for k, v in list(s.refused.items())[:3])
-              + (" ..." if len(s.refused) > 3 else ""))
+        print(
+            f"the server refused {len(s.refused)} task(s) {a.max_refusals} times; they have no samples (see "
+            f"{a.requests_path()}): "
+            + "; ".join(f"{k}: {v}" for k, v in list(s.refused.items())[:3])
+            + (" ..." if len(s.refused) > 3 else "")
+        )
     if a.score:
-        print(f"scored {s.scored} into {a.scored_path()} (" + ", ".join(f"{k} {v}" for k, v in
-                                                                       sorted(s.statuses.items())) + f"); "
-              f"wall {s.wall_s:.1f}s, generation and scoring overlapped")
+        print(
+            f"scored {s.scored} into {a.scored_path()} ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(s.statuses.items()))
+            + f"); "
+            f"wall {s.wall_s:.1f}s, generation and scoring overlapped"
+        )
     if a.adaptive:
         print_adaptive(a, s)
     if a.headroom:
@@ -59,8 +69,10 @@ def sample_cmd(args: argparse.Namespace) -> int:
         if a.export_frontier:
             if not rep.frontier:
                 raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
-            print("wrote " + export_tasks(rep, rep.frontier, a.tasks, a.export_frontier, fmt=a.format,
-                                          group_size=a.group_size))
+            print(
+                "wrote "
+                + export_tasks(rep, rep.frontier, a.tasks, a.export_frontier, fmt=a.format, group_size=a.group_size)
+            )
     return 0
 
 
@@ -69,19 +81,27 @@ def print_adaptive(a: SampleArgs, s: SampleSummary, shown: int = 10) -> None:
     d = s.decided
     ns = sorted(n for n, _ in d.values())
     rule = f"{a.decide}" + (f" [{a.band[0]:g}, {a.band[1]:g}]" if a.decide == "band" else "")
-    print(f"adaptive ({rule}, rounds of {a.round_size}, max error {a.max_error:g}): {sum(ns)} of {a.n * len(d)} "
-          f"generations (n x tasks) for {len(d)} decided tasks, {s.rounds} rounds in this call; "
-          f"{sum(n < a.n for n in ns)} decided before n={a.n}"
-          + (f"; samples per task {count_spread(ns)}" if ns else ""))
+    print(
+        f"adaptive ({rule}, rounds of {a.round_size}, max error {a.max_error:g}): {sum(ns)} of {a.n * len(d)} "
+        f"generations (n x tasks) for {len(d)} decided tasks, {s.rounds} rounds in this call; "
+        f"{sum(n < a.n for n in ns)} decided before n={a.n}" + (f"; samples per task {count_spread(ns)}" if ns else "")
+    )
     if s.stalled:
-        print(f"{len(s.stalled)} task(s) left undecided: a round brought no new completion from the backend: "
-              + ", ".join(s.stalled[:5]) + (" ..." if len(s.stalled) > 5 else ""))
+        print(
+            f"{len(s.stalled)} task(s) left undecided: a round brought no new completion from the backend: "
+            + ", ".join(s.stalled[:5])
+            + (" ..." if len(s.stalled) > 5 else "")
+        )
     counts = Counter(label for _, label in d.values())
     print("decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     items = list(d.items())
-    print("samples per task: " + ", ".join(f"{t} {n} ({label})" for t, (n, label) in items[:shown])
-          + (f", ... (+{len(items) - shown})" if len(items) > shown else ""))
+    print(
+        "samples per task: "
+        + ", ".join(f"{t} {n} ({label})" for t, (n, label) in items[:shown])
+        + (f", ... (+{len(items) - shown})" if len(items) > shown else "")
+    )
 
 
-COMMANDS = [Command(("sample",), SampleArgs, sample_cmd,
-                    "n samples per task from a backend, scored as they arrive (resumable)")]
+COMMANDS = [
+    Command(("sample",), SampleArgs, sample_cmd, "n samples per task from a backend, scored as they arrive (resumable)")
+]

@@ -1,4 +1,5 @@
 """``grpo-wb score``: score a samples file against tasks; print pass@k and the expected informative fraction."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,13 +15,7 @@ from grpo_wb.cli.common import Command, refuse_to_overwrite
 from grpo_wb.config import cli, from_args, int_list
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender
-from grpo_wb.scoring.executors import (
-    ExecutorConfig,
-    JudgeConfig,
-    SandboxConfig,
-    describe_executor,
-    open_scorer,
-)
+from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, describe_executor, scorer_for
 from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.scorer import STATUSES, sample_requests
 from grpo_wb.signal.diagnostics import informative_probability, pass_at_k
@@ -62,16 +57,28 @@ def score(args: argparse.Namespace) -> int:
     statuses: Counter[str] = Counter()
     tmp = out.with_name(out.name + ".partial")
     t0 = time.monotonic()
-    with open_scorer(a.limits(), a.reward_config(a.reward), workers=a.workers, executor=a.executor,
-                     ray_address=a.ray_address, early_stop=None if a.early_stop else False) as scorer, \
-            JsonlAppender(tmp, mode="w") as f:
+    with (
+        scorer_for(a, a.reward, early_stop=None if a.early_stop else False) as scorer,
+        JsonlAppender(tmp, mode="w") as f,
+    ):
         print("\n".join(describe_executor(scorer.executor_info())))
         try:
-            for res in tqdm(scorer.score(sample_requests(a.completions, tasks)), total=n_total, desc="score",
-                            unit="completion", disable=a.no_progress, file=sys.stderr):
+            for res in tqdm(
+                scorer.score(sample_requests(a.completions, tasks)),
+                total=n_total,
+                desc="score",
+                unit="completion",
+                disable=a.no_progress,
+                file=sys.stderr,
+            ):
                 row = res.to_json()
-                row["result"] = ("passed" if res.passed else "timed out" if res.status == "timeout"
-                                 else f"failed: {res.error or res.status}")
+                row["result"] = (
+                    "passed"
+                    if res.passed
+                    else "timed out"
+                    if res.status == "timeout"
+                    else f"failed: {res.error or res.status}"
+                )
                 f.write(row)
                 statuses[res.status] += 1
                 n_per_task[res.task_id] += 1
@@ -81,8 +88,10 @@ def score(args: argparse.Namespace) -> int:
         executed, hits = scorer.executed, scorer.cache_hits
     tmp.replace(out)
     secs = time.monotonic() - t0
-    print(f"wrote {n_total} results to {out} in {secs:.1f}s ({n_total / secs:.1f} completions/s; "
-          f"{executed} executed, {hits} from cache)")
+    print(
+        f"wrote {n_total} results to {out} in {secs:.1f}s ({n_total / secs:.1f} completions/s; "
+        f"{executed} executed, {hits} from cache)"
+    )
     print("status: " + ", ".join(f"{s} {statuses[s]}" for s in STATUSES))
     min_n = min(n_per_task.values())
     for k in a.k:
@@ -91,8 +100,11 @@ def score(args: argparse.Namespace) -> int:
             print(f"pass@{k}: {sum(vals) / len(vals):.4f}  (unbiased estimator over {len(vals)} tasks)")
     gs = [g for g in (2, 4, 8, 16, 32, 64) if g <= min_n]
     if gs:
-        parts = [f"G={g}: {sum(informative_probability(n_per_task[t], n_correct[t], g) for t in n_per_task) / len(n_per_task):.3f}"
-                 for g in gs]
+
+        def mean_informative(g: int) -> float:
+            return sum(informative_probability(n_per_task[t], n_correct[t], g) for t in n_per_task) / len(n_per_task)
+
+        parts = [f"G={g}: {mean_informative(g):.3f}" for g in gs]
         print("expected informative-prompt fraction: " + ", ".join(parts))
     else:
         print("expected informative-prompt fraction: needs at least 2 samples per task")

@@ -1,4 +1,5 @@
 """``grpo-wb smoke``: the GRPO data path for N steps, no weights updated (the flags are SmokeConfig's fields)."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,17 +31,22 @@ class SmokeArgs(SmokeConfig):
 
 def smoke(args: argparse.Namespace) -> int:
     a = from_args(SmokeArgs, args)
-    summary = SmokeRun(from_args(SmokeConfig, args), resume=a.resume, overwrite=a.overwrite,
-                       progress=not a.no_progress).run()
+    summary = SmokeRun(
+        from_args(SmokeConfig, args), resume=a.resume, overwrite=a.overwrite, progress=not a.no_progress
+    ).run()
     print_step_table(a.out)
     print()
     verdict = ("STOPPED EARLY: " + summary["stop_reason"]) if summary["stopped_early"] else "completed"
     mi = summary["mean_informative_fraction"]
     print(f"{summary['steps_completed']}/{summary['steps_requested']} steps, {verdict}")
-    print(f"mean informative-prompt fraction {mi:.3f}, mean pass rate {summary['mean_pass_rate']:.3f}, "
-          f"mean parse-failure rate {summary['mean_parse_failure_rate']:.3f}")
-    print(f"results: {Path(a.out).resolve()}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, "
-          "checkpoint_manifest.json, summary.json)")
+    print(
+        f"mean informative-prompt fraction {mi:.3f}, mean pass rate {summary['mean_pass_rate']:.3f}, "
+        f"mean parse-failure rate {summary['mean_parse_failure_rate']:.3f}"
+    )
+    print(
+        f"results: {Path(a.out).resolve()}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, "
+        "checkpoint_manifest.json, summary.json)"
+    )
     return 0
 
 

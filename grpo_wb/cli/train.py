@@ -1,4 +1,5 @@
 """``grpo-wb train --trainer trl``: real GRPO fine-tuning (LoRA) with the smoke run's reward and diagnostics."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,19 +32,28 @@ def train(args: argparse.Namespace) -> int:
     print()
     out = Path(cfg.out).resolve()
     ck = summary.get("final_checkpoint")
-    print(f"{summary['global_step']}/{cfg.max_steps} steps trained; adapter: "
-          f"{out / ck if ck else 'NONE (no checkpoint saved)'}")
+    print(
+        f"{summary['global_step']}/{cfg.max_steps} steps trained; adapter: "
+        f"{out / ck if ck else 'NONE (no checkpoint saved)'}"
+    )
     mi = summary["mean_informative_fraction"]
-    print(f"mean informative-prompt fraction {mi if mi is None else round(mi, 3)}, "
-          f"mean pass rate {summary['mean_pass_rate']:.3f}")
+    print(
+        f"mean informative-prompt fraction {mi if mi is None else round(mi, 3)}, "
+        f"mean pass rate {summary['mean_pass_rate']:.3f}"
+    )
     chk = summary.get("trl_advantage_check")
     if chk:
-        print(f"TRL's logged advantages vs grpo_wb's: {chk['steps_compared']} step(s), max |diff| "
-              f"{chk['max_abs_advantage_diff']:.2e} ({'match' if chk['match'] else 'MISMATCH'})")
-    print(f"results: {out}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, checkpoint_manifest.json, "
-          "summary.json, checkpoint-*/)")
+        print(
+            f"TRL's logged advantages vs grpo_wb's: {chk['steps_compared']} step(s), max |diff| "
+            f"{chk['max_abs_advantage_diff']:.2e} ({'match' if chk['match'] else 'MISMATCH'})"
+        )
+    print(
+        f"results: {out}/ (metrics.jsonl, groups.jsonl, rollouts.jsonl, last_rollouts.jsonl, checkpoint_manifest.json, "
+        "summary.json, checkpoint-*/)"
+    )
     return 0
 
 
-COMMANDS = [Command(("train",), TrainArgs, train,
-                    "real GRPO fine-tuning (LoRA) with TRL, same reward and diagnostics as smoke")]
+COMMANDS = [
+    Command(("train",), TrainArgs, train, "real GRPO fine-tuning (LoRA) with TRL, same reward and diagnostics as smoke")
+]

@@ -1,5 +1,6 @@
 """Reports: the strict papermill runner and HTML (:mod:`.notebooks`), batches of reports and their index
 (:mod:`.batch`), the figures notebooks show (:mod:`.plots`). Imports runs and everything below."""
+
 import sys
 
 # jsonschema imports rfc3987_syntax (when installed, as jupyterlab's dependencies do) to check the ``iri``

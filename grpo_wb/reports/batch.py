@@ -28,6 +28,7 @@ take the batch down: a cell timeout, a dead kernel or the per-report
 read from the report's ``headline.json``, and each failure with its error and
 failing cell; the command exits non-zero when any report failed.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -38,10 +39,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jinja2
 import yaml
@@ -112,8 +114,9 @@ def _load_plan_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
         obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
-        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
-                        f"{one_line(e, first_line=True)}") from None
+        raise UserError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {one_line(e, first_line=True)}"
+        ) from None
     if not isinstance(obj, dict):
         raise UserError(f"{path}: a plan is a mapping with a 'reports' list")
     return obj
@@ -131,7 +134,7 @@ def _slug_value(name: str, value: Any) -> str:
         base = Path(value.rstrip("/")).name
         for ext in (".jsonl.gz", ".jsonl", ".json", ".ipynb"):
             if base.endswith(ext):
-                base = base[:-len(ext)]
+                base = base[: -len(ext)]
         return base or "root"
     return str(value)
 
@@ -240,12 +243,24 @@ def load_plan(path: str | Path, *, workers: int | None = None) -> Plan:
             params = resolve_path_values(params, base)
             name = report_name(e.get("name"), e.get("id") or nb.stem, params, keys)
             if name in names:
-                raise UserError(f"{where}: report name {name!r} is already used by reports[{names[name]}]; "
-                                "give the entry a name template that tells its grid points apart")
+                raise UserError(
+                    f"{where}: report name {name!r} is already used by reports[{names[name]}]; "
+                    "give the entry a name template that tells its grid points apart"
+                )
             names[name] = i
-            jobs.append(Job(name=name, notebook=str(nb), parameters=params, out_dir=str(out_dir / name),
-                            cell_timeout=cell_timeout, timeout=timeout, start_timeout=start_timeout,
-                            level=lvl, entry=e.get("id") or nb.stem))
+            jobs.append(
+                Job(
+                    name=name,
+                    notebook=str(nb),
+                    parameters=params,
+                    out_dir=str(out_dir / name),
+                    cell_timeout=cell_timeout,
+                    timeout=timeout,
+                    start_timeout=start_timeout,
+                    level=lvl,
+                    entry=e.get("id") or nb.stem,
+                )
+            )
     return Plan(out=out_dir, workers=n_workers, jobs=jobs)
 
 
@@ -285,8 +300,13 @@ def run_job(job: Job) -> ReportResult:
     t0 = time.monotonic()
     killed = False
     with open(log, "w", encoding="utf-8") as lf:
-        proc = subprocess.Popen([sys.executable, "-m", "grpo_wb.reports.job", str(spec)], stdout=lf, stderr=lf,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grpo_wb.reports.job", str(spec)],
+            stdout=lf,
+            stderr=lf,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout=job.timeout)
         except subprocess.TimeoutExpired:
@@ -298,16 +318,30 @@ def run_job(job: Job) -> ReportResult:
             return ReportResult.from_json(json.loads(rp.read_text(encoding="utf-8")))
         except (ValueError, TypeError):
             pass
-    res = ReportResult(name=job.name, notebook=job.notebook, out_dir=job.out_dir, parameters=job.parameters,
-                       status="failed", seconds=round(time.monotonic() - t0, 3))
+    seconds = round(time.monotonic() - t0, 3)
     if killed:
-        res.error_kind, res.error = "killed", f"the report ran past the plan's timeout of {job.timeout:g} s and was killed"
+        kind, error = "killed", f"the report ran past the plan's timeout of {job.timeout:g} s and was killed"
     else:
         tail = _log_tail(log)
-        res.error_kind, res.error = "error", f"report process exited with code {proc.returncode}: {tail or 'no output'}"
+        kind, error = "error", f"report process exited with code {proc.returncode}: {tail or 'no output'}"
+    res = _failed(job, kind, error, seconds)
     _render_partial(job, res)
     atomic_write_json(rp, res.to_json())
     return res
+
+
+def _failed(job: Job, error_kind: str, error: str, seconds: float = 0.0) -> ReportResult:
+    """The result of a job that failed without leaving one of its own."""
+    return ReportResult(
+        name=job.name,
+        notebook=job.notebook,
+        out_dir=job.out_dir,
+        parameters=job.parameters,
+        status="failed",
+        error_kind=error_kind,
+        error=error,
+        seconds=seconds,
+    )
 
 
 def _render_partial(job: Job, res: ReportResult) -> None:
@@ -320,15 +354,18 @@ def _render_partial(job: Job, res: ReportResult) -> None:
 
         nb = nbformat.read(str(ipynb), as_version=4)
         html_path = Path(job.out_dir) / "report.html"
-        atomic_write_text(html_path, render_html(
-            prepare_for_html(nb, notebook_parameters(job.notebook), job.parameters, res.error), job.name))
+        atomic_write_text(
+            html_path,
+            render_html(prepare_for_html(nb, notebook_parameters(job.notebook), job.parameters, res.error), job.name),
+        )
         res.ipynb, res.html = str(ipynb), str(html_path)
     except Exception:  # best effort: the index still reports the failure
         pass
 
 
-def run_plan(plan: Plan, *, progress: bool = True,
-             runner: Callable[[Job], ReportResult] = run_job) -> list[ReportResult]:
+def run_plan(
+    plan: Plan, *, progress: bool = True, runner: Callable[[Job], ReportResult] = run_job
+) -> list[ReportResult]:
     """Run every job (level by level, ``plan.workers`` at a time); write the index; results in plan order."""
     results: dict[int, ReportResult] = {}
     bar = tqdm(total=len(plan.jobs), desc="reports", unit="report", disable=not progress, file=sys.stderr)
@@ -342,10 +379,7 @@ def run_plan(plan: Plan, *, progress: bool = True,
                 try:
                     res = fut.result()
                 except Exception as e:  # a bug in one job must not lose the others
-                    j = plan.jobs[i]
-                    res = ReportResult(name=j.name, notebook=j.notebook, out_dir=j.out_dir,
-                                       parameters=j.parameters, status="failed", error_kind="error",
-                                       error=f"{type(e).__name__}: {e}")
+                    res = _failed(plan.jobs[i], "error", f"{type(e).__name__}: {e}")
                 results[i] = res
                 failed += not res.ok
                 bar.update(1)
@@ -396,20 +430,30 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def index_rows(root: Path, results: Sequence[ReportResult]) -> list[dict[str, str]]:
-    """The index table, one row per report (links relative to ``root``)."""
-    rows = []
+def index_rows(root: Path, results: Sequence[ReportResult]) -> list[dict[str, str | None]]:
+    """The index table, one row per report (links relative to ``root``; ``href`` None when no HTML was written)."""
+    rows: list[dict[str, str | None]] = []
     for r in results:
         h = r.headline or {}
         href = None
         if r.html and Path(r.html).exists():
             href = os.path.relpath(r.html, root).replace(os.sep, "/")
         g = h.get("recommended_g", h.get("group_size"))
-        rows.append({"name": r.name, "href": href, "notebook": Path(r.notebook).name, "status": r.status,
-                     "source": h.get("source") or "\u2014",
-                     "informative": _fmt(h.get("informative_fraction")), "pass_rate": _fmt(h.get("pass_rate")),
-                     "g": _fmt(g), "finding": h.get("verdict") or "", "seconds": f"{r.seconds:.1f}",
-                     "error": r.error or ""})
+        rows.append(
+            {
+                "name": r.name,
+                "href": href,
+                "notebook": Path(r.notebook).name,
+                "status": r.status,
+                "source": h.get("source") or "\u2014",
+                "informative": _fmt(h.get("informative_fraction")),
+                "pass_rate": _fmt(h.get("pass_rate")),
+                "g": _fmt(g),
+                "finding": h.get("verdict") or "",
+                "seconds": f"{r.seconds:.1f}",
+                "error": r.error or "",
+            }
+        )
     return rows
 
 
@@ -419,8 +463,9 @@ def write_index(root: str | Path, results: Sequence[ReportResult], title: str = 
     rows = index_rows(root, results)
     n_failed = sum(not r.ok for r in results)
     env = jinja2.Environment(autoescape=True)
-    page = env.from_string(_INDEX).render(title=title, rows=rows, results=results, n_failed=n_failed,
-                                          n_ok=len(results) - n_failed)
+    page = env.from_string(_INDEX).render(
+        title=title, rows=rows, results=results, n_failed=n_failed, n_ok=len(results) - n_failed
+    )
     atomic_write_text(root / "index.html", page)
     atomic_write_json(root / "index.json", [r.to_json() for r in results])
     return root / "index.html"
@@ -429,8 +474,9 @@ def write_index(root: str | Path, results: Sequence[ReportResult], title: str = 
 # ----------------------------------------------------------------------------- on Ray
 
 
-def report_runner(address: str | None = None, *, dashboard: bool = False,
-                  isolation: str = "best") -> Callable[[Any], Any]:
+def report_runner(
+    address: str | None = None, *, dashboard: bool = False, isolation: str = "best"
+) -> Callable[[Any], Any]:
     """A ``run_plan`` runner that executes each report as a Ray task on any node.
 
     The report's process, kernel and timeout handling are the local ones

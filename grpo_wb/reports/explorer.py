@@ -10,19 +10,21 @@ A group view shows at most ``per_task`` completions (one per way the task fails 
 :func:`grpo_wb.runs.explore.pick`), so a report over 100 samples per task stays a few megabytes; the notebook
 reads any other task's rows from the results file's index.
 """
+
 from __future__ import annotations
 
 import difflib
 import html
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 from IPython.display import HTML
-from itables import to_html_datatable
 from itables import options as itables_options
+from itables import to_html_datatable
 from itables.javascript import generate_init_offline_itables_html
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -34,9 +36,17 @@ PER_TASK = 8
 """Completions shown per task in a rendered group view."""
 MAX_WAYS = 12
 """Ways to fail listed per task."""
-COLUMNS = {"task": "task", "category": "category", "pass_rate": "pass rate", "passed": "passed",
-           "samples": "samples", "statuses": "statuses", "top_failure": "largest failure cluster",
-           "same_way": "all fail one way", "prompt": "prompt"}
+COLUMNS = {
+    "task": "task",
+    "category": "category",
+    "pass_rate": "pass rate",
+    "passed": "passed",
+    "samples": "samples",
+    "statuses": "statuses",
+    "top_failure": "largest failure cluster",
+    "same_way": "all fail one way",
+    "prompt": "prompt",
+}
 _FORMATTER = HtmlFormatter(cssclass="wbx-code", nowrap=False)
 # JupyterLab's stylesheet right-aligns every table cell (for numbers): text here reads from the left
 
@@ -101,7 +111,7 @@ def _e(text: Any) -> str:
 
 
 def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _code_span(text: str) -> str:
@@ -141,13 +151,15 @@ def failure_html(row: dict[str, Any]) -> str:
     if "input" in f:
         parts.append(f'<div>input</div><pre class="wbx-input">{_e(f["input"])}</pre>')
     if "code" in f:
-        parts.append(f'<table class="wbx-kv"><tr><th>test</th><td><code>{_e(f["code"])}</code></td></tr>'
-                     + (f'<tr><th>actual</th><td><code>{_e(f["actual"])}</code></td></tr>' if "actual" in f else "")
-                     + "</table>")
+        parts.append(
+            f'<table class="wbx-kv"><tr><th>test</th><td><code>{_e(f["code"])}</code></td></tr>'
+            + (f"<tr><th>actual</th><td><code>{_e(f['actual'])}</code></td></tr>" if "actual" in f else "")
+            + "</table>"
+        )
     elif "expected" in f and "actual" in f:
         parts.append("<div>expected (−) vs actual (+)</div>" + _diff(str(f["expected"]), str(f["actual"])))
     elif "expected" in f:
-        parts.append(f'<div>expected</div><pre>{_e(f["expected"])}</pre>')
+        parts.append(f"<div>expected</div><pre>{_e(f['expected'])}</pre>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -161,18 +173,25 @@ def card_html(row: dict[str, Any]) -> str:
     ext = row.get("extraction") or {}
     rule = "/".join(str(x) for x in (ext.get("mode") or row.get("extraction_mode"), ext.get("rule")) if x)
     status = str(row.get("status", ""))
-    head = (f'<div class="wbx-head">{_e(sample_label(row))} <b class="wbx-status">{_e(status)}</b> · reward '
-            f'{_num(row.get("reward"), ".3g")} · advantage {_num(row.get("advantage"), "+.3f")} · '
-            f'{_num(row.get("duration_s"), ".3f")} s' + (f" · extraction {_e(rule)}" if rule else "")
-            + (f' · {_e(row["tests_passed"])}/{_e(row["tests_total"])} tests' if "tests_total" in row else "")
-            + "</div>")
+    head = (
+        f'<div class="wbx-head">{_e(sample_label(row))} <b class="wbx-status">{_e(status)}</b> · reward '
+        f"{_num(row.get('reward'), '.3g')} · advantage {_num(row.get('advantage'), '+.3f')} · "
+        f"{_num(row.get('duration_s'), '.3f')} s"
+        + (f" · extraction {_e(rule)}" if rule else "")
+        + (f" · {_e(row['tests_passed'])}/{_e(row['tests_total'])} tests" if "tests_total" in row else "")
+        + "</div>"
+    )
     text = row.get("completion")
     code = _code(text) if isinstance(text, str) else '<p class="wbx-notes">no completion text recorded</p>'
     stderr = str(row.get("stderr_tail") or "")
-    return (f'<div class="wbx-card" data-status="{_e(status)}" data-completion="{_e(row.get("completion_id", ""))}">'
-            + head + code + failure_html(row)
-            + (f'<details><summary>stderr</summary><pre class="wbx-stderr">{_e(stderr)}</pre></details>' if stderr else "")
-            + "</div>")
+    return (
+        f'<div class="wbx-card" data-status="{_e(status)}" data-completion="{_e(row.get("completion_id", ""))}">'
+        + head
+        + code
+        + failure_html(row)
+        + (f'<details><summary>stderr</summary><pre class="wbx-stderr">{_e(stderr)}</pre></details>' if stderr else "")
+        + "</div>"
+    )
 
 
 def group_html(ro: Rollouts, record: dict[str, Any], per_task: int = PER_TASK) -> str:
@@ -181,32 +200,53 @@ def group_html(ro: Rollouts, record: dict[str, Any], per_task: int = PER_TASK) -
     rows = ro.group(tid)
     shown = pick(rows, per_task)
     failing = ways(rows)
-    table = "".join(f"<tr><td>{k}</td><td>{_e(kind)}</td><td><code>{_e(shape)}</code></td><td>{_e(test)}</td>"
-                    f"<td>{_code_span(_cut(_output(rows[i]), 80))}</td><td>{_e(sample_label(rows[i]))}</td></tr>"
-                    for (kind, shape, test, _), k, i in failing[:MAX_WAYS])
+    table = "".join(
+        f"<tr><td>{k}</td><td>{_e(kind)}</td><td><code>{_e(shape)}</code></td><td>{_e(test)}</td>"
+        f"<td>{_code_span(_cut(_output(rows[i]), 80))}</td><td>{_e(sample_label(rows[i]))}</td></tr>"
+        for (kind, shape, test, _), k, i in failing[:MAX_WAYS]
+    )
     prompt = ro.prompts.get(tid)
-    return (f'<section class="wbx-group" data-task="{_e(tid)}" hidden>'
-            f'<h3>{_e(tid)} <small>({_e(record["category"])})</small></h3>'
-            f'<p>{record["passed"]} of {record["samples"]} passed · {_e(record["statuses"])}. '
-            f'{len(shown)} of {record["samples"]} completions shown'
-            + ((": a pass, one per way it fails, then in order" if record["passed"] else
-                ": one per way it fails, then in order") if len(shown) < record["samples"] else "")
-            + (f" (chosen from the first {len(rows):,}; the ways to fail below count those)"
-               if len(rows) < record["samples"] else "") + ".</p>"
-            + (f'<p class="wbx-notes">{_e(record["same_way"])}</p>' if record["same_way"] else "")
-            + (f"<details><summary>prompt</summary><pre>{_e(prompt)}</pre></details>" if prompt else "")
-            + (f"<div>{len(failing)} ways to fail" + (f" (the {MAX_WAYS} most common)" if len(failing) > MAX_WAYS else "")
-               + ':</div><table class="wbx-ways"><tr><th>rows</th><th>kind</th><th>message</th><th>first failing test'
-               f"</th><th>output given</th><th>e.g.</th></tr>{table}</table>" if failing else "")
-            + f'<div class="wbx-cards">{"".join(card_html(r) for r in shown)}</div></section>')
+    return (
+        f'<section class="wbx-group" data-task="{_e(tid)}" hidden>'
+        f"<h3>{_e(tid)} <small>({_e(record['category'])})</small></h3>"
+        f"<p>{record['passed']} of {record['samples']} passed · {_e(record['statuses'])}. "
+        f"{len(shown)} of {record['samples']} completions shown"
+        + (
+            (
+                ": a pass, one per way it fails, then in order"
+                if record["passed"]
+                else ": one per way it fails, then in order"
+            )
+            if len(shown) < record["samples"]
+            else ""
+        )
+        + (
+            f" (chosen from the first {len(rows):,}; the ways to fail below count those)"
+            if len(rows) < record["samples"]
+            else ""
+        )
+        + ".</p>"
+        + (f'<p class="wbx-notes">{_e(record["same_way"])}</p>' if record["same_way"] else "")
+        + (f"<details><summary>prompt</summary><pre>{_e(prompt)}</pre></details>" if prompt else "")
+        + (
+            f"<div>{len(failing)} ways to fail"
+            + (f" (the {MAX_WAYS} most common)" if len(failing) > MAX_WAYS else "")
+            + ':</div><table class="wbx-ways"><tr><th>rows</th><th>kind</th><th>message</th><th>first failing test'
+            f"</th><th>output given</th><th>e.g.</th></tr>{table}</table>"
+            if failing
+            else ""
+        )
+        + f'<div class="wbx-cards">{"".join(card_html(r) for r in shown)}</div></section>'
+    )
 
 
 def table_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The task table as shown: task ids as links that open their group, every other text escaped (the table
     takes HTML, and errors and prompts hold ``<lambda>``, ``a<b`` or ``</script>``)."""
     df = pd.DataFrame(list(records))
-    df["task"] = [f'<a class="wbx-task" data-task="{_e(t)}" href="{_e(task_link(t))}">{_e(t)}</a>'
-                  for t in df["task_id"]]
+    df["task"] = [
+        f'<a class="wbx-task" data-task="{_e(t)}" href="{_e(task_link(t))}">{_e(t)}</a>' for t in df["task_id"]
+    ]
     for col in ("category", "statuses", "top_failure", "same_way", "prompt"):  # text from the rows: shown as text
         df[col] = [_e(v) for v in df[col]]
     df["pass_rate"] = df["pass_rate"].round(3)
@@ -226,18 +266,29 @@ def render(ro: Rollouts, *, per_task: int = PER_TASK, base: str | Path | None = 
         except ValueError:
             shown = Path(ro.path.name)
     table = to_html_datatable(
-        table_frame(records), connected=False, allow_html=True, showIndex=False, maxBytes=0, table_id=f"{root}-t",
-        classes="display compact", order=[], pageLength=25,
-        layout={"topStart": "info", "topEnd": "search", "bottomStart": "pageLength", "bottomEnd": "paging"})
+        table_frame(records),
+        connected=False,
+        allow_html=True,
+        showIndex=False,
+        maxBytes=0,
+        table_id=f"{root}-t",
+        classes="display compact",
+        order=[],
+        pageLength=25,
+        layout={"topStart": "info", "topEnd": "search", "bottomStart": "pageLength", "bottomEnd": "paging"},
+    )
     notes = "".join(f'<p class="wbx-notes">{_e(n)}</p>' for n in ro.notes)
-    return (generate_init_offline_itables_html(itables_options.dt_bundle)
-            + f'<div class="wbx" id="{root}"><style>{CSS}</style>{notes}'
-            f"<p>{len(records):,} tasks, {ro.rows:,} completions from <code>{_e(shown)}</code>. Sort, filter or search the "
-            "table; a task's name opens its completions below (and this page's address "
-            "<code>#task=ID</code> opens one directly).</p>"
-            + table + '<p class="wbx-missing wbx-notes" hidden></p>'
-            + "".join(group_html(ro, r, per_task) for r in records)
-            + f"<script>{GLUE % {'root': root}}</script></div>")
+    return (
+        generate_init_offline_itables_html(itables_options.dt_bundle)
+        + f'<div class="wbx" id="{root}"><style>{CSS}</style>{notes}'
+        f"<p>{len(records):,} tasks, {ro.rows:,} completions from <code>{_e(shown)}</code>. Sort, filter or search the "
+        "table; a task's name opens its completions below (and this page's address "
+        "<code>#task=ID</code> opens one directly).</p>"
+        + table
+        + '<p class="wbx-missing wbx-notes" hidden></p>'
+        + "".join(group_html(ro, r, per_task) for r in records)
+        + f"<script>{GLUE % {'root': root}}</script></div>"
+    )
 
 
 def view(ro: Rollouts, *, per_task: int = PER_TASK, base: str | Path | None = None):
@@ -248,7 +299,12 @@ def view(ro: Rollouts, *, per_task: int = PER_TASK, base: str | Path | None = No
     return HTML(render(ro, per_task=per_task, base=base))
 
 
-def show(source: str | Path, tasks_file: str | Path | None = None, *, per_task: int = PER_TASK,
-         base: str | Path | None = None):
+def show(
+    source: str | Path,
+    tasks_file: str | Path | None = None,
+    *,
+    per_task: int = PER_TASK,
+    base: str | Path | None = None,
+):
     """The explorer over a results file or run directory (see :func:`view`)."""
     return view(open_rollouts(source, tasks_file or None), per_task=per_task, base=base)

@@ -29,6 +29,7 @@ notebook wrote it) and whatever else the notebook wrote.
 papermill, nbformat and nbconvert are imported where they are used: 1.1 s
 together, which every ``grpo-wb`` command (this module is the CLI's) would pay.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,9 +41,10 @@ import math
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -121,18 +123,26 @@ def template_problems(path: str | Path) -> list[str]:
         return problems + [f"{path}: parameters cell does not parse: {e.msg}"]
     assigned = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
         assigned += [t.id for t in targets if isinstance(t, ast.Name)]
     inspected = pm.inspect_notebook(str(path))
     for name in assigned:
         info = inspected.get(name)
         if info is None:
-            problems.append(f"{path}: parameter {name!r} is not visible to papermill (use a plain annotation: "
-                            f"{', '.join(TYPES)})")
+            problems.append(
+                f"{path}: parameter {name!r} is not visible to papermill (use a plain annotation: {', '.join(TYPES)})"
+            )
         elif info["inferred_type_name"] not in TYPES:
-            problems.append(f"{path}: parameter {name!r} has type {info['inferred_type_name']!r}; annotate it "
-                            f"with one of {', '.join(TYPES)}")
+            problems.append(
+                f"{path}: parameter {name!r} has type {info['inferred_type_name']!r}; annotate it "
+                f"with one of {', '.join(TYPES)}"
+            )
         elif not info["help"].strip():
             problems.append(f"{path}: parameter {name!r} has no help comment")
     return problems
@@ -146,8 +156,10 @@ def notebook_parameters(path: str | Path) -> dict[str, NotebookParameter]:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise UserError(problems[0] + more)
-    return {k: NotebookParameter(k, v["inferred_type_name"], v["default"], v["help"])
-            for k, v in pm.inspect_notebook(str(path)).items()}
+    return {
+        k: NotebookParameter(k, v["inferred_type_name"], v["default"], v["help"])
+        for k, v in pm.inspect_notebook(str(path)).items()
+    }
 
 
 def is_path_parameter(name: str) -> bool:
@@ -191,10 +203,14 @@ def coerce_cli_value(param: NotebookParameter, raw: str) -> Any:
 def check_value(param: NotebookParameter, value: Any) -> Any:
     """Check a typed value (from a plan or the API) against the declared type; ints pass for floats."""
     t = param.type
-    ok = {"int": isinstance(value, int) and not isinstance(value, bool),
-          "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-          "str": isinstance(value, str), "bool": isinstance(value, bool),
-          "list": isinstance(value, list), "dict": isinstance(value, dict)}.get(t, False)
+    ok = {
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "str": isinstance(value, str),
+        "bool": isinstance(value, bool),
+        "list": isinstance(value, list),
+        "dict": isinstance(value, dict),
+    }.get(t, False)
     if not ok:
         raise UserError(f"parameter {param.name!r} expects {t}, got {type(value).__name__} {value!r}")
     if t == "float":
@@ -204,8 +220,13 @@ def check_value(param: NotebookParameter, value: Any) -> Any:
     return value
 
 
-def validate_parameters(declared: Mapping[str, NotebookParameter], values: Mapping[str, Any], *,
-                        raw: bool = False, notebook: str = "notebook") -> dict[str, Any]:
+def validate_parameters(
+    declared: Mapping[str, NotebookParameter],
+    values: Mapping[str, Any],
+    *,
+    raw: bool = False,
+    notebook: str = "notebook",
+) -> dict[str, Any]:
     """Strictly validated values: an unknown name (with a did-you-mean) or a wrong type is a UserError."""
     out = {}
     for name, v in values.items():
@@ -251,8 +272,9 @@ def write_headline(out_dir: str | Path, headline: Mapping[str, Any]):
     import pandas as pd  # where used: every grpo-wb command imports this module
 
     atomic_write_json(Path(out_dir) / HEADLINE_FILE, dict(headline))
-    return pd.DataFrame({"value": [_readable(v) for v in headline.values()]},
-                        index=pd.Index(list(headline), name="headline"))
+    return pd.DataFrame(
+        {"value": [_readable(v) for v in headline.values()]}, index=pd.Index(list(headline), name="headline")
+    )
 
 
 def _readable(v: Any) -> str:
@@ -306,14 +328,17 @@ class ReportResult:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "ReportResult":
+    def from_json(cls, d: Mapping[str, Any]) -> ReportResult:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _last_started_cell(nb) -> int | None:
     """Execution count of the last code cell papermill started (the one a timeout or a dead kernel hit)."""
-    started = [c for c in nb.cells if c.cell_type == "code"
-               and c.get("metadata", {}).get("papermill", {}).get("status") not in (None, "pending")]
+    started = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and c.get("metadata", {}).get("papermill", {}).get("status") not in (None, "pending")
+    ]
     if not started:
         return None
     return started[-1].get("execution_count")
@@ -342,14 +367,19 @@ def _parameters_html(declared: Mapping[str, NotebookParameter], injected: Mappin
     for name, p in declared.items():
         value = repr(injected[name]) if name in injected else p.default
         mark = "" if name in injected else " (default)"
-        rows.append(f"<tr><td><code>{html.escape(name)}</code></td><td><code>{html.escape(value)}</code>{mark}</td>"
-                    f"<td>{html.escape(p.help)}</td></tr>")
-    return ("<h3>Parameters</h3>\n<table><thead><tr><th>parameter</th><th>value</th><th>meaning</th></tr></thead>"
-            "<tbody>" + "".join(rows) + "</tbody></table>")
+        rows.append(
+            f"<tr><td><code>{html.escape(name)}</code></td><td><code>{html.escape(value)}</code>{mark}</td>"
+            f"<td>{html.escape(p.help)}</td></tr>"
+        )
+    return (
+        "<h3>Parameters</h3>\n<table><thead><tr><th>parameter</th><th>value</th><th>meaning</th></tr></thead>"
+        "<tbody>" + "".join(rows) + "</tbody></table>"
+    )
 
 
-def prepare_for_html(nb, declared: Mapping[str, NotebookParameter], injected: Mapping[str, Any],
-                     failure: str | None = None):
+def prepare_for_html(
+    nb, declared: Mapping[str, NotebookParameter], injected: Mapping[str, Any], failure: str | None = None
+):
     """A copy of an executed notebook with the parameters as a visible table (and a failure banner)."""
     import nbformat
 
@@ -360,7 +390,8 @@ def prepare_for_html(nb, declared: Mapping[str, NotebookParameter], injected: Ma
     nb.cells.insert(idx + 1, table)
     if failure and not any("papermill-error-cell-tag" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
         banner = nbformat.v4.new_markdown_cell(
-            f'<span style="color:red; font-size:1.5em;">Report failed: {html.escape(failure)}</span>')
+            f'<span style="color:red; font-size:1.5em;">Report failed: {html.escape(failure)}</span>'
+        )
         banner.metadata["tags"] = ["grpo-wb-error"]
         nb.cells.insert(0, banner)
     return nb
@@ -395,10 +426,18 @@ def shown_relative(text: str, root: str | Path) -> str:
 # ----------------------------------------------------------------------------- running
 
 
-def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[str, Any] | None = None, *,
-               name: str | None = None, raw: bool = False, cell_timeout: float = 600.0,
-               start_timeout: float = 60.0, base_dir: str | Path | None = None,
-               kernel_name: str = KERNEL_NAME) -> ReportResult:
+def run_report(
+    notebook: str | Path,
+    out_dir: str | Path,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    raw: bool = False,
+    cell_timeout: float = 600.0,
+    start_timeout: float = 60.0,
+    base_dir: str | Path | None = None,
+    kernel_name: str = KERNEL_NAME,
+) -> ReportResult:
     """Validate, execute and render one report; a bad parameter raises UserError before anything runs.
 
     Execution failures (a failing cell, a cell timeout, a dead kernel) do not
@@ -426,9 +465,17 @@ def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[st
     t0 = time.monotonic()
     exc: BaseException | None = None
     try:
-        pm.execute_notebook(str(nb_path), str(ipynb), parameters=params, kernel_name=kernel_name,
-                            cwd=str(nb_path.parent), progress_bar=False, log_output=False,
-                            start_timeout=int(math.ceil(start_timeout)), execution_timeout=cell_seconds)
+        pm.execute_notebook(
+            str(nb_path),
+            str(ipynb),
+            parameters=params,
+            kernel_name=kernel_name,
+            cwd=str(nb_path.parent),
+            progress_bar=False,
+            log_output=False,
+            start_timeout=int(math.ceil(start_timeout)),
+            execution_timeout=cell_seconds,
+        )
     except Exception as e:  # every execution failure becomes a failed result
         exc = e
     nb = None
@@ -462,4 +509,3 @@ def run_report(notebook: str | Path, out_dir: str | Path, parameters: Mapping[st
     res.seconds = round(time.monotonic() - t0, 3)
     atomic_write_json(out / RESULT_FILE, res.to_json())
     return res
-

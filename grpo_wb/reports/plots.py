@@ -6,9 +6,11 @@ figure state, no backend needed, nothing shown twice in a notebook (a Figure
 that ends a cell is displayed once by the inline backend) and usable from
 scripts (``fig.savefig("x.png")``).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import lazy_loader
 
@@ -20,8 +22,14 @@ np = lazy_loader.load("numpy")  # imported by the first plot, as matplotlib is
 
 INFORMATIVE_COLOR = "#1f77b4"
 FLAT_COLOR = "#bbbbbb"
-STATUS_COLORS = {"pass": "#2ca02c", "fail": "#d62728", "error": "#ff7f0e", "timeout": "#9467bd",
-                 "parse_failure": "#8c564b", "sandbox_error": "#7f7f7f"}
+STATUS_COLORS = {
+    "pass": "#2ca02c",
+    "fail": "#d62728",
+    "error": "#ff7f0e",
+    "timeout": "#9467bd",
+    "parse_failure": "#8c564b",
+    "sandbox_error": "#7f7f7f",
+}
 CATEGORY_COLORS = {"frontier": "#1f77b4", "too_easy": "#2ca02c", "too_hard": "#d62728"}
 
 
@@ -66,8 +74,14 @@ def task_reward_bars(tasks: pd.DataFrame) -> Figure:
     ax_m.set_xlabel("mean reward")
     ax_m.set_xlim(0, 1)
     ax_v.set_xlabel("mean within-group reward variance")
-    ax_v.legend(handles=[Patch(color=INFORMATIVE_COLOR, label="informative in some step"),
-                         Patch(color=FLAT_COLOR, label="never informative")], loc="lower right", fontsize=8)
+    ax_v.legend(
+        handles=[
+            Patch(color=INFORMATIVE_COLOR, label="informative in some step"),
+            Patch(color=FLAT_COLOR, label="never informative"),
+        ],
+        loc="lower right",
+        fontsize=8,
+    )
     fig.suptitle("Per-task reward (sorted by reward variance)" + _shown(len(t), len(tasks), "the highest variance"))
     return fig
 
@@ -77,8 +91,9 @@ def informative_by_step(steps: pd.DataFrame, threshold: float | None = None) -> 
     fig = _figure((8, 3.5))
     ax = fig.subplots()
     ax.plot(steps["step"], steps["informative_fraction"], marker="o", label="informative-prompt fraction")
-    ax.plot(steps["step"], steps["reward_variance_fraction"], marker="s", linestyle="--",
-            label="reward-variance fraction")
+    ax.plot(
+        steps["step"], steps["reward_variance_fraction"], marker="s", linestyle="--", label="reward-variance fraction"
+    )
     if threshold:
         ax.axhline(threshold, color="#d62728", linestyle=":", label=f"early-stop threshold ({threshold:g})")
     ax.set_ylim(-0.02, 1.02)
@@ -131,8 +146,7 @@ def reward_advantage_hist(rewards: pd.Series, advantages: pd.Series) -> Figure:
     return fig
 
 
-def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
-                        band: Sequence[float] | None = None) -> Figure:
+def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95, band: Sequence[float] | None = None) -> Figure:
     """Per-task pass rates, sorted, with their Jeffreys intervals as a band; and their histogram by category
     (``band``: a filter's LOW and HIGH, drawn on both).
 
@@ -149,8 +163,16 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
         idx = x[(t["category"] == cat).to_numpy()]
         if len(idx):
             ax.axvspan(idx.min() - 0.5, idx.max() + 0.5, color=color, alpha=0.08, lw=0)
-    ax.fill_between(x, t["ci_low"], t["ci_high"], step="mid", color="#1f77b4", alpha=0.25, lw=0,
-                    label=f"{confidence:.0%} Jeffreys interval")
+    ax.fill_between(
+        x,
+        t["ci_low"],
+        t["ci_high"],
+        step="mid",
+        color="#1f77b4",
+        alpha=0.25,
+        lw=0,
+        label=f"{confidence:.0%} Jeffreys interval",
+    )
     ax.step(x, t["pass_rate"], where="mid", color="#1f77b4", lw=1.5, label="pass rate c/n")
     if len(t) <= 30:
         ax.set_xticks(x, t["task_id"], rotation=90, fontsize=7)
@@ -166,8 +188,15 @@ def pass_rate_intervals(tasks: pd.DataFrame, confidence: float = 0.95,
     for cat, color in CATEGORY_COLORS.items():
         vals = t.loc[t["category"] == cat, "pass_rate"].to_numpy(dtype=float)
         counts, _ = np.histogram(vals, bins=bins)
-        ax_h.bar(bins[:-1], counts, width=np.diff(bins), align="edge", bottom=bottom, color=color,
-                 label=f"{cat.replace('_', ' ')}: {len(vals)}")
+        ax_h.bar(
+            bins[:-1],
+            counts,
+            width=np.diff(bins),
+            align="edge",
+            bottom=bottom,
+            color=color,
+            label=f"{cat.replace('_', ' ')}: {len(vals)}",
+        )
         bottom += counts
     if band is not None:
         for edge in band:
@@ -194,7 +223,9 @@ def informative_curve(curve: pd.DataFrame, recommended_g: int | None = None) -> 
         ax.plot(g, curve["expected_variance"], linestyle=":", label="reward variance (partial credit)")
     extrap = curve.index[curve["n_tasks_extrapolated"] > 0]
     if len(extrap):
-        ax.axvspan(extrap.min() - 0.5, g.max() + 0.5, color="#eeeeee", zorder=0, label="G > n for some tasks (model used)")
+        ax.axvspan(
+            extrap.min() - 0.5, g.max() + 0.5, color="#eeeeee", zorder=0, label="G > n for some tasks (model used)"
+        )
     cost = curve["completions_per_informative_group"].astype(float)
     ax_c.plot(g, cost, marker="o", ms=3, color="#ff7f0e")
     for a in (ax, ax_c):
@@ -230,9 +261,10 @@ def compare_steps(steps: pd.DataFrame) -> Figure:
     return fig
 
 
-def compare_bars(table: pd.DataFrame,
-                 metrics: Sequence[str] = ("informative_fraction", "reward_variance_fraction", "pass_rate",
-                                           "parse_failure_rate")) -> Figure:
+def compare_bars(
+    table: pd.DataFrame,
+    metrics: Sequence[str] = ("informative_fraction", "reward_variance_fraction", "pass_rate", "parse_failure_rate"),
+) -> Figure:
     """Grouped bars of the per-run means (rows of :func:`grpo_wb.runs.compare_table`)."""
     fig = _figure((10, 3.5))
     ax = fig.subplots()
@@ -285,8 +317,14 @@ def filter_comparison(results: pd.DataFrame) -> Figure:
     in_col = next(c for c in results.columns if c.endswith("(kept, in-sample)"))
     all_col = next(c for c in results.columns if c.endswith("(all)"))
     ax_i.barh(y - 0.2, results[held_col].fillna(0.0), height=0.4, color="#1f77b4", label="kept set, held-out")
-    ax_i.barh(y + 0.2, results[in_col].fillna(0.0), height=0.4, color="#1f77b4", alpha=0.35,
-              label="kept set, in-sample (biased up)")
+    ax_i.barh(
+        y + 0.2,
+        results[in_col].fillna(0.0),
+        height=0.4,
+        color="#1f77b4",
+        alpha=0.35,
+        label="kept set, in-sample (biased up)",
+    )
     ax_i.axvline(float(results[all_col].iloc[0]), color="black", ls="--", lw=1, label="unfiltered")
     ax_i.set_yticks(y, names, fontsize=8)
     ax_i.invert_yaxis()
@@ -369,8 +407,12 @@ def mutation_scores(tasks: pd.DataFrame) -> Figure:
     if tasks.empty or tasks["mutation score"].dropna().empty:
         return _empty(fig, ax, "mutation scores")
     bins = np.linspace(0, 1, 11)
-    ax.hist([tasks["mutation score"].dropna(), tasks["without equivalent"].dropna()], bins=bins,
-            label=["killed / run", "killed / (run - likely equivalent)"], color=[FLAT_COLOR, INFORMATIVE_COLOR])
+    ax.hist(
+        [tasks["mutation score"].dropna(), tasks["without equivalent"].dropna()],
+        bins=bins,
+        label=["killed / run", "killed / (run - likely equivalent)"],
+        color=[FLAT_COLOR, INFORMATIVE_COLOR],
+    )
     ax.set_xlabel("mutation score of the task's tests")
     ax.set_ylabel("tasks")
     ax.legend(fontsize=8, loc="upper left")

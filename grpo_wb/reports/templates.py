@@ -5,10 +5,12 @@ default, smaller for a quick run. :func:`parameter_problems` says where a notebo
 drifted from the dataclass, :func:`sync_parameters` rewrites those lines, and the recipes the notebooks call
 check the values as strictly as the CLI checks the flags of the same names.
 """
+
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -24,25 +26,47 @@ from grpo_wb.signal.plan import PlanConfig
 
 NOTEBOOKS = REPO / "notebooks"
 CONFIG_PARAMETERS: dict[str, tuple[type, tuple[str, ...]]] = {
-    "smoke_experiment.ipynb": (SmokeConfig, ("backend", "group_size", "batch_size", "steps", "seed", "reward",
-                                             "timeout", "mock_skill", "min_informative_fraction")),
+    "smoke_experiment.ipynb": (
+        SmokeConfig,
+        (
+            "backend",
+            "group_size",
+            "batch_size",
+            "steps",
+            "seed",
+            "reward",
+            "timeout",
+            "mock_skill",
+            "min_informative_fraction",
+        ),
+    ),
     "task_headroom.ipynb": (HeadroomConfig, ("budget", "ks", "confidence")),
     "dataset_filter.ipynb": (FilterRule, ("band", "group_size", "min_samples", "conservative", "confidence")),
-    "data_strategy.ipynb": (PlanConfig, ("group_size", "batch_size", "epochs", "strategies", "band",
-                                         "max_num_gen_batches", "seed")),
+    "data_strategy.ipynb": (
+        PlanConfig,
+        ("group_size", "batch_size", "epochs", "strategies", "band", "max_num_gen_batches", "seed"),
+    ),
     "reward_audit.ipynb": (AuditConfig, ("reward", "style", "tasks", "kinds", "exploits", "function_timeout")),
 }
 """notebook file name -> (the config dataclass, the parameters that are its fields)."""
 
 
-
-def _lines(source: str) -> dict[str, tuple[int, str]]:
-    """name -> (line index, default's source) for each annotated assignment of a parameters cell."""
-    out = {}
+def _lines(source: str) -> dict[str, tuple[int, str | None]]:
+    """name -> (line index, default's source) for each annotated assignment of a parameters cell (None: a bare
+    ``name: type``, with no default)."""
+    out: dict[str, tuple[int, str | None]] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out[node.target.id] = (node.lineno - 1, ast.get_source_segment(source, node.value))
+            default = ast.get_source_segment(source, node.value) if node.value is not None else None
+            out[node.target.id] = (node.lineno - 1, default)
     return out
+
+
+def _default_value(default: str | None) -> Any:
+    """The value of a default's source; a missing default is what ``ast.literal_eval(None)`` says it is."""
+    if default is None:
+        raise ValueError("malformed node or string: None")
+    return ast.literal_eval(default)
 
 
 def _parameters_source(path: str | Path):
@@ -59,7 +83,7 @@ def expected_lines(name: str, source: str) -> dict[int, str]:
     ``name``'s parameters cell ``source``."""
     cls, names = CONFIG_PARAMETERS[name]
     found = _lines(source)
-    return {found[n][0]: parameter_line(cls, n, ast.literal_eval(found[n][1])) for n in names}
+    return {found[n][0]: parameter_line(cls, n, _default_value(found[n][1])) for n in names}
 
 
 def parameter_problems(path: str | Path) -> list[str]:
@@ -70,8 +94,11 @@ def parameter_problems(path: str | Path) -> list[str]:
     missing = [n for n in names if n not in _lines(source)]
     if missing:
         return [f"{path}: no parameter {missing[0]!r} ({cls.__name__} declares it)"]
-    return [f"{path}: line {i + 1} is {lines[i]!r}; {cls.__name__} declares {want!r}"
-            for i, want in expected_lines(Path(path).name, source).items() if lines[i] != want]
+    return [
+        f"{path}: line {i + 1} is {lines[i]!r}; {cls.__name__} declares {want!r}"
+        for i, want in expected_lines(Path(path).name, source).items()
+        if lines[i] != want
+    ]
 
 
 def sync_parameters(path: str | Path) -> bool:

@@ -1,25 +1,32 @@
 """Which backend a run samples from, declared once (:class:`BackendConfig`), and :func:`make_backend`."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal, TypedDict, cast
 
-from grpo_wb.config import (
-    check_choices,
-    cli,
-    fraction,
-    positive_float,
-    positive_int,
-    post_init_next,
-)
+from grpo_wb.config import check_choices, cli, fraction, positive_float, positive_int, post_init_next
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.hf_backend import TransformersBackend, TransformersConfig
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.openai_backend import OpenAIBackend, OpenAIConfig
-from grpo_wb.rollouts.sampling import DEFAULT_SYSTEM_PROMPT
 from grpo_wb.rollouts.replay import ReplayBackend
+from grpo_wb.rollouts.sampling import DEFAULT_SYSTEM_PROMPT
 from grpo_wb.rollouts.types import Backend
 from grpo_wb.tasks.records import Task
+
+
+class _Sampling(TypedDict):
+    """The :class:`SamplingConfig` fields both model backends take from a :class:`BackendConfig`."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int | None
+    stop: tuple[str, ...]
+    system_prompt: str | None
+    user_template: str | None
 
 
 @dataclass(kw_only=True)
@@ -73,13 +80,30 @@ def make_backend(cfg: BackendConfig, tasks: Sequence[Task], seed: int) -> Backen
     if cfg.backend == "mock":
         return MockBackend(seed=seed, default_skill=cfg.mock_skill)
     if cfg.backend == "replay":
-        rb = ReplayBackend(cfg.completions)
+        rb = ReplayBackend(cast(str, cfg.completions))  # __post_init__ refused replay without one
         rb.check_tasks(tasks)
         return rb
-    sampling = dict(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=seed,
-                    stop=tuple(cfg.stop), system_prompt=cfg.system_prompt or None, user_template=cfg.user_template)
+    sampling = _Sampling(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=cfg.max_tokens,
+        seed=seed,
+        stop=tuple(cfg.stop),
+        system_prompt=cfg.system_prompt or None,
+        user_template=cfg.user_template,
+    )
     if cfg.backend == "openai":
-        return OpenAIBackend(OpenAIConfig(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env,
-                                          mode=cfg.mode or "auto", max_concurrency=cfg.max_concurrency,
-                                          timeout_s=cfg.request_timeout, **sampling))
-    return TransformersBackend(TransformersConfig(model_path=cfg.model, mode=cfg.mode or "auto", **sampling))
+        return OpenAIBackend(
+            OpenAIConfig(
+                # __post_init__ refused openai without either
+                base_url=cast(str, cfg.base_url),
+                model=cast(str, cfg.model),
+                api_key_env=cfg.api_key_env,
+                mode=cfg.mode or "auto",
+                max_concurrency=cfg.max_concurrency,
+                timeout_s=cfg.request_timeout,
+                **sampling,
+            )
+        )
+    model_path = cast(str, cfg.model)  # __post_init__ refused transformers without one
+    return TransformersBackend(TransformersConfig(model_path=model_path, mode=cfg.mode or "auto", **sampling))

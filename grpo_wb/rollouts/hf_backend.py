@@ -11,12 +11,14 @@ same texts. Only the new tokens are decoded. ``finish_reason`` is ``stop``
 when the model emitted EOS or a stop string ended it, ``length`` when
 ``max_tokens`` new tokens were generated without either.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from grpo_wb.errors import UserError, one_line, require
 from grpo_wb.rollouts.sampling import Prompt, SamplingConfig, request_seed, rollout_stats
@@ -39,7 +41,8 @@ class TransformersConfig(SamplingConfig):
     device: str = "auto"
     """``auto`` (cuda, then mps, then cpu) or a torch device such as ``cpu`` or ``cuda:1``."""
     dtype: str = "auto"
-    """``auto`` (bfloat16 on GPUs that have it, else float16; float32 on cpu), ``float32``, ``bfloat16``, ``float16``."""
+    """``auto`` (bfloat16 on GPUs that have it, else float16; float32 on cpu), ``float32``, ``bfloat16``,
+    ``float16``."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -70,7 +73,8 @@ class TransformersBackend:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             dtype_kw = "dtype" if _version(transformers.__version__) >= (4, 56) else "torch_dtype"
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(path), local_files_only=True, **{dtype_kw: self.dtype})
+                str(path), local_files_only=True, **{dtype_kw: self.dtype}
+            )
         except (OSError, ValueError, KeyError) as e:
             raise UserError(f"cannot load a model from {config.model_path}: {one_line(e, 200)}") from None
         self.model.to(self.device).eval()
@@ -79,11 +83,15 @@ class TransformersBackend:
         if self.mode == "auto":
             self.mode = "chat" if has_template else "completions"
         elif self.mode == "chat" and not has_template:
-            raise UserError(f"mode chat needs a tokenizer with a chat template; {config.model_path} has none "
-                            "(use mode completions)")
+            raise UserError(
+                f"mode chat needs a tokenizer with a chat template; {config.model_path} has none (use mode completions)"
+            )
         self.eos_ids = self._eos_ids()
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else (
-            min(self.eos_ids) if self.eos_ids else 0)
+        self.pad_id = (
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else (min(self.eos_ids) if self.eos_ids else 0)
+        )
         self.model_name = str(getattr(self.model.config, "_name_or_path", "") or path.name)
         self.last_stats: dict[str, Any] = {}
         """Summary of the latest generate() call (``completions/clipped_ratio``, tokens, ...)."""
@@ -114,10 +122,17 @@ class TransformersBackend:
 
     def describe(self) -> dict[str, Any]:
         c = self.config
-        return {"backend": self.name, "model": self.model_name, "model_path": c.model_path,
-                **c.prompt_json(self.mode), "device": str(self.device), "dtype": str(self.dtype),
-                "seed": c.seed, "sampling": c.sampling_json(),
-                "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__}}
+        return {
+            "backend": self.name,
+            "model": self.model_name,
+            "model_path": c.model_path,
+            **c.prompt_json(self.mode),
+            "device": str(self.device),
+            "dtype": str(self.dtype),
+            "seed": c.seed,
+            "sampling": c.sampling_json(),
+            "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
+        }
 
     def prompt(self, task: Task) -> Prompt:
         """What the model is asked for ``task`` (chat when the tokenizer has a template and the mode allows it)."""
@@ -135,9 +150,14 @@ class TransformersBackend:
         t0 = time.monotonic()
         out = [self._group(r) for r in requests]
         flat = [c for g in out for c in g]
-        self.last_stats = rollout_stats(out, requests=len(requests), retries=0, wall_s=time.monotonic() - t0,
-                                        prompt_tokens=sum(c.extra["prompt_tokens"] for g in out for c in g[:1]),
-                                        completion_tokens=sum(c.extra["completion_tokens"] for c in flat))
+        self.last_stats = rollout_stats(
+            out,
+            requests=len(requests),
+            retries=0,
+            wall_s=time.monotonic() - t0,
+            prompt_tokens=sum(c.extra["prompt_tokens"] for g in out for c in g[:1]),
+            completion_tokens=sum(c.extra["completion_tokens"] for c in flat),
+        )
         return out
 
     def _group(self, req: RolloutRequest) -> list[Completion]:
@@ -149,9 +169,12 @@ class TransformersBackend:
         if seed is not None:
             torch.manual_seed(seed)
         greedy = c.temperature == 0  # one greedy sequence, repeated: transformers refuses G greedy returns
-        kwargs: dict[str, Any] = {"do_sample": not greedy, "max_new_tokens": c.max_tokens,
-                                  "num_return_sequences": 1 if greedy else req.group_size,
-                                  "pad_token_id": self.pad_id}
+        kwargs: dict[str, Any] = {
+            "do_sample": not greedy,
+            "max_new_tokens": c.max_tokens,
+            "num_return_sequences": 1 if greedy else req.group_size,
+            "pad_token_id": self.pad_id,
+        }
         if not greedy:  # top_k off, as on OpenAI-compatible servers (transformers would default to 50)
             kwargs.update(temperature=c.temperature, top_p=c.top_p, top_k=0)
         if self.eos_ids:
@@ -163,15 +186,30 @@ class TransformersBackend:
             seqs = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
         latency = time.monotonic() - started
         group = []
-        rows = seqs[:, len(ids):].tolist()
+        rows = seqs[:, len(ids) :].tolist()
         for i, row in enumerate(rows * req.group_size if greedy else rows):
             text, n_tokens, finish = self._decode(row)
-            group.append(Completion(
-                task_id=req.task.task_id, sample_index=i, text=text, backend=self.name, model=self.model_name,
-                seed=seed, sampling=c.sampling_json(), finish_reason=finish,
-                extra={"prompt_tokens": len(ids), "completion_tokens": n_tokens, "latency_s": round(latency, 4),
-                       "mode": prompt.endpoint, "prompt_source": prompt.source, "prompt_sha256": prompt.sha256(),
-                       "device": str(self.device)}))
+            group.append(
+                Completion(
+                    task_id=req.task.task_id,
+                    sample_index=i,
+                    text=text,
+                    backend=self.name,
+                    model=self.model_name,
+                    seed=seed,
+                    sampling=c.sampling_json(),
+                    finish_reason=finish,
+                    extra={
+                        "prompt_tokens": len(ids),
+                        "completion_tokens": n_tokens,
+                        "latency_s": round(latency, 4),
+                        "mode": prompt.endpoint,
+                        "prompt_source": prompt.source,
+                        "prompt_sha256": prompt.sha256(),
+                        "device": str(self.device),
+                    },
+                )
+            )
         return group
 
     def _decode(self, row: list[int]) -> tuple[str, int, str]:

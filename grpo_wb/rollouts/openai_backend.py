@@ -13,15 +13,17 @@ and is sent only single requests for the rest of the backend's life. Requests
 of different groups run in parallel, at most ``max_concurrency`` in flight for the
 backend as a whole, however many ``generate`` calls run at once.
 """
+
 from __future__ import annotations
 
 import os
 import random
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from grpo_wb.config import check_at_least_one
 from grpo_wb.errors import UserError, one_line, require
@@ -35,6 +37,8 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 """HTTP statuses retried besides 5xx (the openai client's own choice)."""
 N_REJECTED_STATUSES = frozenset({400, 422})
 """Answers to an ``n > 1`` request that mean "send single requests" (422: TGI-style validation)."""
+_T = TypeVar("_T")
+
 REJECTED_STATUSES = frozenset({400, 413, 422})
 """Answers that refuse one request for its content (its prompt too long, say), not the server as a whole."""
 
@@ -100,7 +104,7 @@ def _import_openai():
 
 def _root_cause(exc: BaseException) -> BaseException:
     while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__
+        exc = cast(BaseException, exc.__cause__ or exc.__context__)  # one of them is set (the loop's condition)
     return exc
 
 
@@ -123,8 +127,9 @@ class OpenAIBackend:
         self._openai = _import_openai()
         key = os.environ.get(config.api_key_env)
         self._key_set = bool(key)
-        self._client = self._openai.OpenAI(api_key=key or DUMMY_API_KEY, base_url=config.base_url,
-                                           timeout=config.timeout_s, max_retries=0)
+        self._client = self._openai.OpenAI(
+            api_key=key or DUMMY_API_KEY, base_url=config.base_url, timeout=config.timeout_s, max_retries=0
+        )
         self._n_supported: bool | None = None if config.n_per_request else False
         self._jitter = random.Random()
         # one bound for the backend, however many generate() calls run at once (a streaming caller makes one
@@ -135,11 +140,20 @@ class OpenAIBackend:
 
     def describe(self) -> dict[str, Any]:
         c = self.config
-        return {"backend": self.name, "model": c.model, "base_url": c.base_url, **c.prompt_json(),
-                "api_key_env": c.api_key_env, "api_key_set": self._key_set, "seed": c.seed,
-                "sampling": {**c.sampling_json(), **c.extra_body},
-                "n_per_request": self._n_supported is not False, "max_concurrency": c.max_concurrency,
-                "timeout_s": c.timeout_s, "max_attempts": c.max_attempts}
+        return {
+            "backend": self.name,
+            "model": c.model,
+            "base_url": c.base_url,
+            **c.prompt_json(),
+            "api_key_env": c.api_key_env,
+            "api_key_set": self._key_set,
+            "seed": c.seed,
+            "sampling": {**c.sampling_json(), **c.extra_body},
+            "n_per_request": self._n_supported is not False,
+            "max_concurrency": c.max_concurrency,
+            "timeout_s": c.timeout_s,
+            "max_attempts": c.max_attempts,
+        }
 
     def prompt(self, task: Task) -> Prompt:
         """What a request for ``task`` sends (see :meth:`SamplingConfig.prompt`)."""
@@ -150,49 +164,71 @@ class OpenAIBackend:
     def generate(self, requests: Sequence[RolloutRequest]) -> list[list[Completion]]:
         t0 = time.monotonic()
         replies: list[list[_Reply]] = [[] for _ in requests]
-        with ThreadPoolExecutor(max_workers=self.config.max_concurrency,
-                                thread_name_prefix="grpo-wb-openai") as pool:
+
+        def call(r: RolloutRequest, n: int, sample: int | None = None) -> Callable[[], _Reply]:
+            return lambda: self._request(r, n, request_seed(self.config.seed, r, sample))
+
+        with ThreadPoolExecutor(max_workers=self.config.max_concurrency, thread_name_prefix="grpo-wb-openai") as pool:
             if self._n_supported is not False:
-                grouped = _run_all(pool, [lambda r=r: self._request(r, r.group_size, request_seed(
-                    self.config.seed, r)) for r in requests])
+                grouped = _run_all(pool, [call(r, r.group_size) for r in requests])
                 for i, reply in enumerate(grouped):
                     replies[i].append(reply)
-            calls, owners = [], []
+            calls: list[Callable[[], _Reply]] = []
+            owners: list[int] = []
             for i, r in enumerate(requests):
                 have = sum(len(x.texts) for x in replies[i])
                 for s in range(have, r.group_size):
-                    calls.append(lambda r=r, s=s: self._request(r, 1, request_seed(self.config.seed, r, s)))
+                    calls.append(call(r, 1, s))
                     owners.append(i)
             for i, reply in zip(owners, _run_all(pool, calls)):
                 replies[i].append(reply)
         out = [self._completions(r, group) for r, group in zip(requests, replies)]
         flat = [x for group in replies for x in group]
         attempts = sum(x.attempts for x in flat)
-        self.last_stats = rollout_stats(out, requests=attempts, retries=attempts - len(flat),
-                                        wall_s=time.monotonic() - t0,
-                                        prompt_tokens=_total(x.prompt_tokens for x in flat),
-                                        completion_tokens=_total(x.completion_tokens for x in flat))
+        self.last_stats = rollout_stats(
+            out,
+            requests=attempts,
+            retries=attempts - len(flat),
+            wall_s=time.monotonic() - t0,
+            prompt_tokens=_total(x.prompt_tokens for x in flat),
+            completion_tokens=_total(x.completion_tokens for x in flat),
+        )
         self.last_stats["n_per_request"] = self._n_supported is not False
         return out
 
     def _completions(self, req: RolloutRequest, replies: list[_Reply]) -> list[Completion]:
         sampling = self.config.sampling_json()
         prompt = self.prompt(req.task)
-        out = []
+        out: list[Completion] = []
         for reply in replies:
             for text, finish in zip(reply.texts, reply.finish_reasons):
                 if len(out) == req.group_size:
                     break
-                out.append(Completion(
-                    task_id=req.task.task_id, sample_index=len(out), text=text, backend=self.name,
-                    model=self.config.model, seed=reply.seed, sampling=sampling, finish_reason=finish,
-                    extra={"prompt_tokens": reply.prompt_tokens,
-                           "completion_tokens": reply.completion_tokens if len(reply.texts) == 1 else None,
-                           "request_completion_tokens": reply.completion_tokens,
-                           "request_choices": len(reply.texts), "request_n": reply.n,
-                           "latency_s": round(reply.latency_s, 4), "attempts": reply.attempts,
-                           "response_id": reply.response_id, "mode": prompt.endpoint,
-                           "prompt_source": prompt.source, "prompt_sha256": prompt.sha256()}))
+                out.append(
+                    Completion(
+                        task_id=req.task.task_id,
+                        sample_index=len(out),
+                        text=text,
+                        backend=self.name,
+                        model=self.config.model,
+                        seed=reply.seed,
+                        sampling=sampling,
+                        finish_reason=finish,
+                        extra={
+                            "prompt_tokens": reply.prompt_tokens,
+                            "completion_tokens": reply.completion_tokens if len(reply.texts) == 1 else None,
+                            "request_completion_tokens": reply.completion_tokens,
+                            "request_choices": len(reply.texts),
+                            "request_n": reply.n,
+                            "latency_s": round(reply.latency_s, 4),
+                            "attempts": reply.attempts,
+                            "response_id": reply.response_id,
+                            "mode": prompt.endpoint,
+                            "prompt_source": prompt.source,
+                            "prompt_sha256": prompt.sha256(),
+                        },
+                    )
+                )
         return out
 
     # ------------------------------------------------------------------ one request
@@ -200,8 +236,13 @@ class OpenAIBackend:
     def _request(self, req: RolloutRequest, n: int, seed: int | None) -> _Reply:
         """One request with retries; no choices when the server rejected ``n > 1`` (the caller falls back)."""
         c = self.config
-        kwargs: dict[str, Any] = {"model": c.model, "n": n, "temperature": c.temperature, "top_p": c.top_p,
-                                  "max_tokens": c.max_tokens}
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "n": n,
+            "temperature": c.temperature,
+            "top_p": c.top_p,
+            "max_tokens": c.max_tokens,
+        }
         if seed is not None:
             kwargs["seed"] = seed
         if c.stop:
@@ -221,13 +262,24 @@ class OpenAIBackend:
         except self._openai.APIStatusError as e:
             if n > 1 and e.status_code in N_REJECTED_STATUSES:
                 self._n_supported = False
-                return _Reply(texts=[], finish_reasons=[], seed=seed, n=n, latency_s=0.0, attempts=1,
-                              prompt_tokens=0, completion_tokens=0, response_id=None)
+                return _Reply(
+                    texts=[],
+                    finish_reasons=[],
+                    seed=seed,
+                    n=n,
+                    latency_s=0.0,
+                    attempts=1,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    response_id=None,
+                )
             raise self._user_error(e, 1, prompt.endpoint, req.task.task_id) from None
         choices = getattr(resp, "choices", None)
         if not isinstance(choices, list) or not choices:
-            raise UserError(f"{c.base_url} did not answer like an OpenAI-compatible server "
-                            f"(no choices in the response to /{prompt.endpoint.replace('chat', 'chat/completions')})")
+            raise UserError(
+                f"{c.base_url} did not answer like an OpenAI-compatible server "
+                f"(no choices in the response to /{prompt.endpoint.replace('chat', 'chat/completions')})"
+            )
         choices = sorted(choices, key=lambda ch: ch.index if isinstance(ch.index, int) else 0)
         if len(choices) < n:
             self._n_supported = False
@@ -236,11 +288,17 @@ class OpenAIBackend:
         else:
             texts = [ch.text or "" for ch in choices]
         usage = getattr(resp, "usage", None)
-        return _Reply(texts=texts, finish_reasons=[ch.finish_reason or "unknown" for ch in choices], seed=seed,
-                      n=n, latency_s=latency, attempts=attempts,
-                      prompt_tokens=getattr(usage, "prompt_tokens", None),
-                      completion_tokens=getattr(usage, "completion_tokens", None),
-                      response_id=getattr(resp, "id", None))
+        return _Reply(
+            texts=texts,
+            finish_reasons=[ch.finish_reason or "unknown" for ch in choices],
+            seed=seed,
+            n=n,
+            latency_s=latency,
+            attempts=attempts,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            response_id=getattr(resp, "id", None),
+        )
 
     def _with_retries(self, create: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, int, float]:
         """Call with bounded, jittered exponential backoff.
@@ -268,19 +326,24 @@ class OpenAIBackend:
             time.sleep(min(wait_s, c.max_backoff_s))
         raise AssertionError("unreachable")
 
-    def _user_error(self, exc: Exception, attempts: int, endpoint: str = "completions",
-                    task_id: str | None = None) -> UserError:
+    def _user_error(
+        self, exc: Exception, attempts: int, endpoint: str = "completions", task_id: str | None = None
+    ) -> UserError:
         """One line that says what went wrong and what to check; never the key. A refusal of one request's content
         (HTTP 400, 413, 422: a prompt past the context length, say) is a :class:`RequestRejected` naming the task:
         the run records it for that task and goes on."""
         oa, c, url = self._openai, self.config, self.config.base_url
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         if isinstance(exc, oa.APITimeoutError):
-            return UserError(f"no answer from {url} within the {c.timeout_s:g}s request timeout ({tries}); "
-                             "raise timeout_s or lower max_concurrency")
+            return UserError(
+                f"no answer from {url} within the {c.timeout_s:g}s request timeout ({tries}); "
+                "raise timeout_s or lower max_concurrency"
+            )
         if isinstance(exc, oa.APIConnectionError):
-            return UserError(f"cannot connect to {url}: {one_line(_root_cause(exc), 160)} ({tries}); "
-                             "is the server running and is base_url right?")
+            return UserError(
+                f"cannot connect to {url}: {one_line(_root_cause(exc), 160)} ({tries}); "
+                "is the server running and is base_url right?"
+            )
         status = getattr(exc, "status_code", None)
         msg = one_line(_server_message(exc), 200)
         if status == 401:
@@ -291,18 +354,22 @@ class OpenAIBackend:
         if status == 404:
             code = str(getattr(exc, "code", "") or "")
             if "model" in msg.lower() or "model" in code:
-                return UserError(f"model {c.model!r} not found at {url} (HTTP 404: {msg}); "
-                                 f"GET {url}/models lists the served names")
+                return UserError(
+                    f"model {c.model!r} not found at {url} (HTTP 404: {msg}); GET {url}/models lists the served names"
+                )
             path = "/chat/completions" if endpoint == "chat" else "/completions"
-            return UserError(f"{url}{path} not found (HTTP 404); base_url usually ends in /v1, "
-                             f"and mode {c.mode!r} needs a server with that endpoint")
+            return UserError(
+                f"{url}{path} not found (HTTP 404); base_url usually ends in /v1, "
+                f"and mode {c.mode!r} needs a server with that endpoint"
+            )
         if status == 429:
             return UserError(f"{url} is still rate-limiting (HTTP 429) after {tries}; lower max_concurrency")
         if status is not None and status >= 500:
             return UserError(f"server error at {url} (HTTP {status}) after {tries}: {msg}")
         if status in REJECTED_STATUSES and task_id is not None:
-            return RequestRejected(f"{url} rejected the request for task {task_id} (HTTP {status}): {msg}",
-                                   task_id=task_id)
+            return RequestRejected(
+                f"{url} rejected the request for task {task_id} (HTTP {status}): {msg}", task_id=task_id
+            )
         return UserError(f"{url} rejected the request (HTTP {status}): {msg}")
 
 
@@ -322,13 +389,15 @@ def _retry_after(exc: Any) -> float | None:
     return value if value >= 0 else None
 
 
-def _run_all(pool: ThreadPoolExecutor, calls: list[Callable[[], Any]]) -> list[Any]:
+def _run_all(pool: ThreadPoolExecutor, calls: Sequence[Callable[[], _T]]) -> list[_T]:
     """Results in call order; the first failure cancels what has not started and is re-raised."""
-    futures: list[Future] = [pool.submit(f) for f in calls]
+    futures: list[Future[_T]] = [pool.submit(f) for f in calls]
     _, pending = wait(futures, return_when=FIRST_EXCEPTION)
     for f in pending:
         f.cancel()
     for f in futures:
-        if f.done() and not f.cancelled() and f.exception() is not None:
-            raise f.exception()
+        if f.done() and not f.cancelled():
+            exc = f.exception()
+            if exc is not None:
+                raise exc
     return [f.result() for f in futures]

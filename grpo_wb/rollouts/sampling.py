@@ -17,14 +17,16 @@ server applies the model's chat template to exactly what the trainer's rollout r
 with ``system_prompt`` + ``user_template`` (a code prompt: "complete this function"; a statement: the text
 itself). ``auto`` sends code prompts to be continued and everything else in chat.
 """
+
 from __future__ import annotations
 
 import ast
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from grpo_wb.errors import UserError
 from grpo_wb.rollouts.types import Completion, RolloutRequest
@@ -61,11 +63,17 @@ def row_messages(task: Task) -> list[dict[str, str]] | None:
     msgs = task.metadata.get("messages")
     if msgs is None:
         return None
-    if not (isinstance(msgs, list) and msgs and all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in msgs)):
-        raise UserError(f"task {task.task_id}: metadata.messages must be a non-empty list of "
-                        "{role, content} messages with text content")
+    if not (
+        isinstance(msgs, list)
+        and msgs
+        and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in msgs
+        )
+    ):
+        raise UserError(
+            f"task {task.task_id}: metadata.messages must be a non-empty list of "
+            "{role, content} messages with text content"
+        )
     return [{"role": m["role"], "content": m["content"]} for m in msgs]
 
 
@@ -92,8 +100,12 @@ class Prompt:
 
     def to_json(self) -> dict[str, Any]:
         key = "messages" if self.endpoint == "chat" else "prompt"
-        return {"endpoint": self.endpoint, "prompt_source": self.source, key: self.payload(),
-                "prompt_sha256": self.sha256()}
+        return {
+            "endpoint": self.endpoint,
+            "prompt_source": self.source,
+            key: self.payload(),
+            "prompt_sha256": self.sha256(),
+        }
 
 
 def request_seed(seed: int | None, req: RolloutRequest, sample: int | None = None) -> int | None:
@@ -111,7 +123,8 @@ class SamplingConfig:
     MODES: ClassVar[tuple[str, ...]] = ("completions", "chat", "auto")
 
     mode: str = "completions"
-    """``completions``: continue ``task.prompt``; ``chat``: the row's messages, else the templates; ``auto``: per task."""
+    """``completions``: continue ``task.prompt``; ``chat``: the row's messages, else the templates; ``auto``: per
+    task."""
     temperature: float = 1.0
     """Softmax temperature; 0 means greedy."""
     top_p: float = 1.0
@@ -125,7 +138,8 @@ class SamplingConfig:
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     """Chat, tasks without row messages: the system message (None: no system message)."""
     user_template: str | None = None
-    """Chat, tasks without row messages: the user message, ``{prompt}``/``{entry_point}`` filled (None: by prompt kind)."""
+    """Chat, tasks without row messages: the user message, ``{prompt}``/``{entry_point}`` filled (None: by prompt
+    kind)."""
 
     def __post_init__(self) -> None:
         self.stop = tuple(self.stop)
@@ -144,8 +158,12 @@ class SamplingConfig:
 
     def sampling_json(self) -> dict[str, Any]:
         """The parameters every completion records as ``sampling``."""
-        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
-                "stop": list(self.stop)}
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+        }
 
     def prompt_json(self, mode: str | None = None) -> dict[str, Any]:
         """How prompts are built (``mode``: the one in use, when resolved), for describe()."""
@@ -175,8 +193,15 @@ class SamplingConfig:
         return self.prompt(task, "chat").payload()  # type: ignore[return-value]
 
 
-def rollout_stats(groups: Sequence[Sequence[Completion]], *, requests: int, retries: int, wall_s: float,
-                  prompt_tokens: int | None, completion_tokens: int | None) -> dict[str, Any]:
+def rollout_stats(
+    groups: Sequence[Sequence[Completion]],
+    *,
+    requests: int,
+    retries: int,
+    wall_s: float,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+) -> dict[str, Any]:
     """Summary of one generate() call, exposed as the backend's ``last_stats``.
 
     Token totals are None when the server did not report usage; the mean

@@ -6,11 +6,13 @@ transformers, which share one model or file cursor), and yields each answer the 
 its position. Every backend derives a group from its request alone (seeds of ``(seed, task, step, occurrence)``,
 replay's occurrence cursor), so a group asked for alone is the group a batch call returns.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 from grpo_wb.rollouts.factory import BackendConfig
 
@@ -23,9 +25,13 @@ def request_concurrency(cfg: BackendConfig) -> int:
     return cfg.max_concurrency if cfg.backend == "openai" else 1
 
 
-def stream_calls(fn: Callable[[T], R], items: Iterable[T], concurrency: int,
-                 stop: Callable[[], bool] = lambda: False,
-                 ready: Callable[[T], bool] = lambda item: True) -> Iterator[tuple[int, R]]:
+def stream_calls(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    concurrency: int,
+    stop: Callable[[], bool] = lambda: False,
+    ready: Callable[[T], bool] = lambda item: True,
+) -> Iterator[tuple[int, R]]:
     """``(index, fn(item))`` as each call returns, at most ``concurrency`` running and as many queued (not the
     whole input: the input is read as room frees up). ``ready(item)`` false: that item (and all after it) waits
     until it turns true, looked at again every few milliseconds, while the calls already running go on and their

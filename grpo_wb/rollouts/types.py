@@ -7,11 +7,13 @@ backend, model, seed, sampling parameters, finish reason -- travels with each
 completion. The backends: :mod:`~grpo_wb.rollouts.mock`, :mod:`~grpo_wb.rollouts.replay`,
 :mod:`~grpo_wb.rollouts.openai_backend`, :mod:`~grpo_wb.rollouts.hf_backend`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable

@@ -4,18 +4,20 @@
 ``groups.jsonl``             one :class:`~grpo_wb.signal.diagnostics.GroupStats` line per prompt per step (+ ``step``)
 ``rollouts.jsonl``           every step's scored completions with ``step`` and ``advantage`` (the explorer reads it)
 ``last_rollouts.jsonl``      the last step's scored completions with their advantages (replaced each step)
-``summary.json``             the steps' fractions and means (:func:`~grpo_wb.signal.diagnostics.run_summary`) + the run's own
+``summary.json``             the steps' fractions and means (``diagnostics.run_summary``) + the run's own
 ``checkpoint_manifest.json`` what the run was, with the SHA-256 of every artifact
 
 Nothing is lost on a crash: JSONL lines are appended, flushed and fsynced one at a time, JSON files are
 replaced atomically, and :meth:`RunWriter.truncate_from` drops what a step that never finished left.
 """
+
 from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from grpo_wb.jsonio import (
     JsonlAppender,
@@ -29,12 +31,7 @@ from grpo_wb.jsonio import (
 )
 from grpo_wb.scoring.scorer import ScoredCompletion
 from grpo_wb.signal.advantages import AdvantageConfig
-from grpo_wb.signal.diagnostics import (
-    StepMetrics,
-    build_groups,
-    run_summary,
-    step_metrics,
-)
+from grpo_wb.signal.diagnostics import StepMetrics, build_groups, run_summary, step_metrics
 from grpo_wb.version import __version__
 
 STEP_FILES = ("metrics.jsonl", "groups.jsonl", "rollouts.jsonl")
@@ -78,16 +75,35 @@ class RunWriter:
                         dst.write(line)
             self._files[name] = JsonlAppender(p)
 
-    def write_step(self, step: int, groups_scored: Sequence[Sequence[ScoredCompletion]],
-                   rewards: Sequence[Sequence[float | None]], adv: AdvantageConfig, *, score_seconds: float,
-                   cache_hits: int, finish_reasons: Sequence[str] | None = None) -> StepMetrics:
+    def write_step(
+        self,
+        step: int,
+        groups_scored: Sequence[Sequence[ScoredCompletion]],
+        rewards: Sequence[Sequence[float | None]],
+        adv: AdvantageConfig,
+        *,
+        score_seconds: float,
+        cache_hits: int,
+        finish_reasons: Sequence[str] | None = None,
+    ) -> StepMetrics:
         """One step: its groups' statistics and advantages, its metrics line, and its rollouts."""
-        groups = build_groups([g[0].task_id for g in groups_scored], rewards, [[s.status for s in g] for g in groups_scored], adv)
-        metrics = step_metrics(step, groups, [s.status for g in groups_scored for s in g],
-                               score_seconds=score_seconds, cache_hits=cache_hits, finish_reasons=finish_reasons,
-                               scale_rewards=adv.scale_rewards)
-        rollouts = [{**s.to_json(), "step": step, "advantage": a}
-                    for grp, g in zip(groups, groups_scored) for s, a in zip(g, grp.advantages)]
+        groups = build_groups(
+            [g[0].task_id for g in groups_scored], rewards, [[s.status for s in g] for g in groups_scored], adv
+        )
+        metrics = step_metrics(
+            step,
+            groups,
+            [s.status for g in groups_scored for s in g],
+            score_seconds=score_seconds,
+            cache_hits=cache_hits,
+            finish_reasons=finish_reasons,
+            scale_rewards=adv.scale_rewards,
+        )
+        rollouts = [
+            {**s.to_json(), "step": step, "advantage": a}
+            for grp, g in zip(groups, groups_scored)
+            for s, a in zip(g, grp.advantages)
+        ]
         atomic_write_jsonl(self.run_dir / "last_rollouts.jsonl", rollouts)
         self._files["rollouts.jsonl"].write_many(rollouts)
         for grp in groups:
@@ -110,15 +126,22 @@ class RunWriter:
         """checkpoint_manifest.json: ``manifest``, the digests of the run's files and the versions that wrote
         them."""
         files = (*STEP_FILES, "last_rollouts.jsonl", *self.extra_logs, "summary.json")
-        atomic_write_json(self.run_dir / "checkpoint_manifest.json", {
-            **manifest, "files": file_hashes(self.run_dir, files), "grpo_wb_version": __version__,
-            "python": platform.python_version(), "updated_unix": round(time.time(), 3)})
+        atomic_write_json(
+            self.run_dir / "checkpoint_manifest.json",
+            {
+                **manifest,
+                "files": file_hashes(self.run_dir, files),
+                "grpo_wb_version": __version__,
+                "python": platform.python_version(),
+                "updated_unix": round(time.time(), 3),
+            },
+        )
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
 
-    def __enter__(self) -> "RunWriter":
+    def __enter__(self) -> RunWriter:
         return self
 
     def __exit__(self, *exc: Any) -> None:

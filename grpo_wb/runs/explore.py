@@ -11,6 +11,7 @@ gzip-compressed file is read from a decompressed copy in the temporary folder, s
 Rows are shown as they were recorded: a row without its completion text (a results file written by another
 tool, or trimmed) still counts and still shows its status, reward and failure.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -22,9 +23,10 @@ import shutil
 import tempfile
 from array import array
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
@@ -34,6 +36,9 @@ from grpo_wb.signal.advantages import compute_advantages
 from grpo_wb.signal.clusters import RUN_ROLLOUTS, FailureClusters, failure_kind, rows_file, task_signature
 from grpo_wb.signal.headroom import check_scored_row
 from grpo_wb.tasks.records import load_tasks
+
+if TYPE_CHECKING:
+    import numpy
 
 np = lazy_loader.load("numpy")  # the command line (which imports this through its benchmarks) starts without it
 
@@ -62,8 +67,9 @@ def _stamp(path: Path) -> list[int]:
 class RolloutIndex:
     """Byte offsets of a JSON-lines results file's rows, grouped by task (:data:`INDEX_SUFFIX` beside it)."""
 
-    def __init__(self, path: Path, names: Sequence[str], offsets: np.ndarray, bounds: np.ndarray,
-                 stamp: Sequence[int]):
+    def __init__(
+        self, path: Path, names: Sequence[str], offsets: numpy.ndarray, bounds: numpy.ndarray, stamp: Sequence[int]
+    ):
         self.path = path
         self.names = list(names)
         self._code = {n: i for i, n in enumerate(self.names)}
@@ -75,8 +81,9 @@ class RolloutIndex:
         """The file's size, mtime and :data:`INDEX_VERSION` when its scan began."""
 
     @classmethod
-    def build(cls, path: Path, names: Sequence[str], codes: np.ndarray, offsets: np.ndarray,
-              stamp: Sequence[int]) -> "RolloutIndex":
+    def build(
+        cls, path: Path, names: Sequence[str], codes: numpy.ndarray, offsets: numpy.ndarray, stamp: Sequence[int]
+    ) -> RolloutIndex:
         """From each row's task code and offset, in file order."""
         grouped = offsets[np.argsort(codes, kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(names)))])
@@ -87,7 +94,7 @@ class RolloutIndex:
         return path.with_name(path.name + INDEX_SUFFIX)
 
     @classmethod
-    def load(cls, path: Path) -> "RolloutIndex | None":
+    def load(cls, path: Path) -> RolloutIndex | None:
         """The saved index of ``path``, or None where there is none, it is unreadable, or the file changed."""
         try:
             with np.load(cls.index_path(path), allow_pickle=False) as z:
@@ -101,8 +108,13 @@ class RolloutIndex:
     def save(self) -> bool:
         """Write the index beside the file (atomically); False where the folder is not writable."""
         buf = io.BytesIO()
-        np.savez_compressed(buf, stamp=np.array(self.stamp, dtype=np.int64), offsets=self._offsets,
-                            bounds=self._bounds, names=np.array(json.dumps(self.names)))
+        np.savez_compressed(
+            buf,
+            stamp=np.array(self.stamp, dtype=np.int64),
+            offsets=self._offsets,
+            bounds=self._bounds,
+            names=np.array(json.dumps(self.names)),
+        )
         try:
             with atomic_open(self.index_path(self.path), "wb") as f:
                 f.write(buf.getvalue())
@@ -110,11 +122,11 @@ class RolloutIndex:
             return False
         return True
 
-    def offsets(self, task_id: str) -> np.ndarray:
+    def offsets(self, task_id: str) -> numpy.ndarray:
         code = self._code.get(task_id)
         if code is None:
             return self._offsets[:0]
-        return self._offsets[self._bounds[code]:self._bounds[code + 1]]
+        return self._offsets[self._bounds[code] : self._bounds[code + 1]]
 
     def rows(self, task_id: str, limit: int = MAX_GROUP_ROWS) -> list[dict[str, Any]]:
         """The task's rows in file order, read by seeking (at most ``limit``); a file that changed since it was
@@ -229,22 +241,27 @@ def open_rollouts(source: str | Path, tasks_file: str | Path | None = None) -> R
         offsets.append(off)
     if not counts:
         raise UserError("has no scored rows: nothing to explore", path=str(path))
-    index = RolloutIndex.build(readable, list(names), np.frombuffer(codes, dtype=np.int32),
-                               np.frombuffer(offsets, dtype=np.int64), stamp)
+    index = RolloutIndex.build(
+        readable, list(names), np.frombuffer(codes, dtype=np.int32), np.frombuffer(offsets, dtype=np.int64), stamp
+    )
     del codes, offsets
     if readable == path:
         index.save()
     out = Rollouts(path, counts, fc, index, notes=notes)
     no_code = sum(c.n - c.with_code for c in counts.values())
     if no_code:
-        out.notes.append(f"{path.name}: {no_code} of {out.rows} rows carry no completion text "
-                         "(shown with their status, reward and failure only)")
+        out.notes.append(
+            f"{path.name}: {no_code} of {out.rows} rows carry no completion text "
+            "(shown with their status, reward and failure only)"
+        )
     if tasks_file:
         out.prompts = {t.task_id: t.prompt for t in load_tasks(tasks_file)}
         unknown = [t for t in counts if t not in out.prompts]
         if unknown:
-            out.notes.append(f"{path.name}: {len(unknown)} of {len(counts)} tasks are not in {Path(tasks_file).name} "
-                             f"(first: {unknown[0]}); shown without their prompt")
+            out.notes.append(
+                f"{path.name}: {len(unknown)} of {len(counts)} tasks are not in {Path(tasks_file).name} "
+                f"(first: {unknown[0]}); shown without their prompt"
+            )
     return out
 
 
@@ -265,11 +282,20 @@ def task_records(ro: Rollouts) -> list[dict[str, Any]]:
             (kind, shape, test, _), k = top[0]
             failure = f"{kind}: {shape}" + (f" ({test})" if test else "") + f" ×{k}"
         prompt = ro.prompts.get(tid, "")
-        out.append({"task_id": tid, "category": category(c), "pass_rate": c.passed / c.n, "passed": c.passed,
-                    "samples": c.n, "statuses": " · ".join(f"{s} {k}" for s, k in c.statuses.most_common()),
-                    "clusters": len(top), "top_failure": failure,
-                    "same_way": same[tid].why if tid in same else "",
-                    "prompt": " ".join(prompt.split())[:100]})
+        out.append(
+            {
+                "task_id": tid,
+                "category": category(c),
+                "pass_rate": c.passed / c.n,
+                "passed": c.passed,
+                "samples": c.n,
+                "statuses": " · ".join(f"{s} {k}" for s, k in c.statuses.most_common()),
+                "clusters": len(top),
+                "top_failure": failure,
+                "same_way": same[tid].why if tid in same else "",
+                "prompt": " ".join(prompt.split())[:100],
+            }
+        )
     return out
 
 
@@ -304,8 +330,11 @@ def describe_failure(row: dict[str, Any]) -> dict[str, Any]:
         return {}
     f = dict(row.get("failure") or {})
     f["test_kind"] = f.pop("kind", "")
-    return {**f, "kind": failure_kind(str(row.get("status", "")), str(row.get("error") or "")),
-            "error": str(f.get("error") or row.get("error") or "")}
+    return {
+        **f,
+        "kind": failure_kind(str(row.get("status", "")), str(row.get("error") or "")),
+        "error": str(f.get("error") or row.get("error") or ""),
+    }
 
 
 def sample_label(row: dict[str, Any]) -> str:
@@ -314,10 +343,16 @@ def sample_label(row: dict[str, Any]) -> str:
     return (f"step {row['step']} · " if "step" in row else "") + f"#{i}"
 
 
-
 def headline(ro: Rollouts) -> dict[str, Any]:
     """The explorer's numbers for the batch index: tasks, completions, categories, failures and clusters."""
     cats = Counter(category(c) for c in ro.counts.values())
-    return {"tasks": len(ro.counts), "completions": ro.rows, "too_easy": cats["too easy"],
-            "frontier": cats["frontier"], "too_hard": cats["too hard"], "failures": ro.clusters.failures,
-            "failure_clusters": len(ro.clusters.clusters), "all_fail_one_way": len(ro.clusters.same_way())}
+    return {
+        "tasks": len(ro.counts),
+        "completions": ro.rows,
+        "too_easy": cats["too easy"],
+        "frontier": cats["frontier"],
+        "too_hard": cats["too hard"],
+        "failures": ro.clusters.failures,
+        "failure_clusters": len(ro.clusters.clusters),
+        "all_fail_one_way": len(ro.clusters.same_way()),
+    }

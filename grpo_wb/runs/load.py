@@ -12,13 +12,15 @@ DataFrames (one column per JSON field of the artifact, plus derived columns):
               plus ``n_fail`` (loaded and ran, but failed) and ``reward_var`` (std squared)
 ``rollouts``  last_rollouts.jsonl, one row per scored completion of the last step
 """
+
 from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
@@ -27,10 +29,17 @@ from grpo_wb.jsonio import iter_jsonl
 from grpo_wb.rollouts.types import describe_source
 from grpo_wb.scoring.scorer import STATUSES
 
+if TYPE_CHECKING:
+    import pandas
+
 pd = lazy_loader.load("pandas")  # imported by the first table built, so that the command line starts without it
 
-_STATUS_COUNT = {"error": "n_error", "timeout": "n_timeout", "parse_failure": "n_parse_failure",
-                 "sandbox_error": "n_sandbox_error"}
+_STATUS_COUNT = {
+    "error": "n_error",
+    "timeout": "n_timeout",
+    "parse_failure": "n_parse_failure",
+    "sandbox_error": "n_sandbox_error",
+}
 
 
 @dataclass
@@ -39,11 +48,11 @@ class Run:
 
     path: Path
     """The run directory."""
-    steps: pd.DataFrame
+    steps: pandas.DataFrame
     """metrics.jsonl, one row per step."""
-    groups: pd.DataFrame
+    groups: pandas.DataFrame
     """groups.jsonl, one row per (step, prompt), with ``n_fail`` and ``reward_var``."""
-    rollouts: pd.DataFrame
+    rollouts: pandas.DataFrame
     """last_rollouts.jsonl, the last step's completions."""
     summary: dict[str, Any] = field(default_factory=dict)
     """summary.json ({} when absent)."""
@@ -62,8 +71,14 @@ class Run:
         return p.parent.name if p.name == "run" and p.parent.name else p.name
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "label": self.label, "config": self.config, "summary": self.summary,
-                "n_steps": len(self.steps), "n_groups": len(self.groups)}
+        return {
+            "path": str(self.path),
+            "label": self.label,
+            "config": self.config,
+            "summary": self.summary,
+            "n_steps": len(self.steps),
+            "n_groups": len(self.groups),
+        }
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -80,7 +95,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {}
 
 
-def _with_derived(groups: pd.DataFrame) -> pd.DataFrame:
+def _with_derived(groups: pandas.DataFrame) -> pandas.DataFrame:
     if groups.empty:
         return groups
     g = groups.copy()
@@ -102,10 +117,17 @@ def load_run(path: str | Path) -> Run:
     if steps.empty:
         raise UserError(f"{p}: the run has no completed steps")
     groups = _with_derived(pd.DataFrame(_read_jsonl(p / "groups.jsonl")))
-    rollouts = pd.DataFrame(_read_jsonl(p / "last_rollouts.jsonl")) if (p / "last_rollouts.jsonl").exists() \
-        else pd.DataFrame()
-    return Run(path=p, steps=steps, groups=groups, rollouts=rollouts,
-               summary=_read_json(p / "summary.json"), manifest=_read_json(p / "checkpoint_manifest.json"))
+    rollouts = (
+        pd.DataFrame(_read_jsonl(p / "last_rollouts.jsonl")) if (p / "last_rollouts.jsonl").exists() else pd.DataFrame()
+    )
+    return Run(
+        path=p,
+        steps=steps,
+        groups=groups,
+        rollouts=rollouts,
+        summary=_read_json(p / "summary.json"),
+        manifest=_read_json(p / "checkpoint_manifest.json"),
+    )
 
 
 def find_runs(patterns: Sequence[str]) -> list[Path]:
@@ -127,15 +149,16 @@ def find_runs(patterns: Sequence[str]) -> list[Path]:
 # ----------------------------------------------------------------------------- one run
 
 
-def config_table(run: Run) -> pd.DataFrame:
+def config_table(run: Run) -> pandas.DataFrame:
     """The run's smoke configuration and outcome, indexed by setting (unset values show as an em dash)."""
     rows = [(k, v) for k, v in run.config.items()]
     s = run.summary
     for k in ("steps_completed", "stopped_early", "stop_reason", "n_completions"):
         if k in s:
             rows.append((k, s[k]))
-    return pd.DataFrame({"value": [display_value(v) for _, v in rows]},
-                        index=pd.Index([k for k, _ in rows], name="setting"))
+    return pd.DataFrame(
+        {"value": [display_value(v) for _, v in rows]}, index=pd.Index([k for k, _ in rows], name="setting")
+    )
 
 
 def display_value(v: Any) -> str:
@@ -147,27 +170,41 @@ def display_value(v: Any) -> str:
     return str(v)
 
 
-def task_table(groups: pd.DataFrame) -> pd.DataFrame:
+TASK_COLUMNS = (
+    "n_groups",
+    "n_completions",
+    "reward_mean",
+    "reward_var",
+    "informative_fraction",
+    "informative",
+    "pass_rate",
+)
+"""The columns of :func:`task_table`, in order."""
+
+
+def task_table(groups: pandas.DataFrame) -> pandas.DataFrame:
     """Per task over all its groups: rewards, within-group variance, informative fraction, pass rate."""
     if groups.empty:
-        return pd.DataFrame(columns=["n_groups", "n_completions", "reward_mean", "reward_var",
-                                     "informative_fraction", "informative", "pass_rate"])
+        return pd.DataFrame(columns=list(TASK_COLUMNS))
     g = groups.copy()
     g["reward_sum"] = g["rewards"].map(lambda rs: sum(r for r in rs if r is not None))
     g["n_scored"] = g["rewards"].map(lambda rs: sum(r is not None for r in rs))
-    t = g.groupby("task_id").agg(n_groups=("step", "size"), n_completions=("n_total", "sum"),
-                                 reward_sum=("reward_sum", "sum"), n_scored=("n_scored", "sum"),
-                                 reward_var=("reward_var", "mean"), informative_fraction=("informative", "mean"),
-                                 n_correct=("n_correct", "sum"))
+    t = g.groupby("task_id").agg(
+        n_groups=("step", "size"),
+        n_completions=("n_total", "sum"),
+        reward_sum=("reward_sum", "sum"),
+        n_scored=("n_scored", "sum"),
+        reward_var=("reward_var", "mean"),
+        informative_fraction=("informative", "mean"),
+        n_correct=("n_correct", "sum"),
+    )
     t["reward_mean"] = t["reward_sum"] / t["n_scored"].where(t["n_scored"] > 0)
     t["informative"] = t["informative_fraction"] > 0
     t["pass_rate"] = t["n_correct"] / t["n_completions"]
-    cols = ["n_groups", "n_completions", "reward_mean", "reward_var", "informative_fraction", "informative",
-            "pass_rate"]
-    return t[cols].sort_values(["reward_var", "reward_mean"], ascending=[False, False])
+    return t[list(TASK_COLUMNS)].sort_values(["reward_var", "reward_mean"], ascending=[False, False])
 
 
-def status_table(groups: pd.DataFrame) -> pd.DataFrame:
+def status_table(groups: pandas.DataFrame) -> pandas.DataFrame:
     """Completions per task and status (columns in :data:`STATUSES`), tasks sorted by pass count."""
     if groups.empty:
         return pd.DataFrame(columns=list(STATUSES))
@@ -177,7 +214,7 @@ def status_table(groups: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["pass", "fail"], ascending=False)
 
 
-def informativeness_extremes(tasks: pd.DataFrame, n: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+def informativeness_extremes(tasks: pandas.DataFrame, n: int = 5) -> tuple[pandas.DataFrame, pandas.DataFrame]:
     """``(least, most)`` informative tasks: by informative fraction, then within-group reward variance."""
     keys = ["informative_fraction", "reward_var"]
     least = tasks.sort_values(keys, ascending=True).head(n)
@@ -185,19 +222,19 @@ def informativeness_extremes(tasks: pd.DataFrame, n: int = 5) -> tuple[pd.DataFr
     return least, most
 
 
-def reward_values(groups: pd.DataFrame) -> pd.Series:
+def reward_values(groups: pandas.DataFrame) -> pandas.Series:
     """Every scored reward of the run (all steps), for the distribution plot."""
     vals = [r for rs in groups.get("rewards", []) for r in rs if r is not None]
     return pd.Series(vals, dtype=float, name="reward")
 
 
-def advantage_values(groups: pd.DataFrame) -> pd.Series:
+def advantage_values(groups: pandas.DataFrame) -> pandas.Series:
     """Every advantage of the run (all steps)."""
     vals = [a for adv in groups.get("advantages", []) for a in adv]
     return pd.Series(vals, dtype=float, name="advantage")
 
 
-def _mean(df: pd.DataFrame, col: str) -> float | None:
+def _mean(df: pandas.DataFrame, col: str) -> float | None:
     if col not in df or df[col].dropna().empty:
         return None
     return float(df[col].dropna().mean())
@@ -206,11 +243,16 @@ def _mean(df: pd.DataFrame, col: str) -> float | None:
 def headline(run: Run) -> dict[str, Any]:
     """The numbers a batch index shows for a run (means over steps)."""
     s = run.steps
-    return {"informative_fraction": _mean(s, "informative_fraction"),
-            "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
-            "pass_rate": _mean(s, "pass_rate"), "parse_failure_rate": _mean(s, "parse_failure_rate"),
-            "steps": int(len(s)), "group_size": run.config.get("group_size"),
-            "stopped_early": bool(run.summary.get("stopped_early", False)), "source": source(run)}
+    return {
+        "informative_fraction": _mean(s, "informative_fraction"),
+        "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
+        "pass_rate": _mean(s, "pass_rate"),
+        "parse_failure_rate": _mean(s, "parse_failure_rate"),
+        "steps": int(len(s)),
+        "group_size": run.config.get("group_size"),
+        "stopped_early": bool(run.summary.get("stopped_early", False)),
+        "source": source(run),
+    }
 
 
 def source(run: Run) -> str:
@@ -237,29 +279,38 @@ def _labels(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:
     return out
 
 
-def compare_table(runs: Sequence[Run], labels: Sequence[str] | None = None) -> pd.DataFrame:
+def compare_table(runs: Sequence[Run], labels: Sequence[str] | None = None) -> pandas.DataFrame:
     """One row per run: setting that differ most often (G, tasks) and the means over steps."""
     rows = []
     for lab, r in zip(_labels(runs, labels), runs):
         s = r.steps
-        rows.append({"run": lab, "tasks": Path(str(r.config.get("tasks", ""))).name,
-                     "group_size": r.config.get("group_size"), "steps": len(s),
-                     "informative_fraction": _mean(s, "informative_fraction"),
-                     "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
-                     "pass_rate": _mean(s, "pass_rate"), "parse_failure_rate": _mean(s, "parse_failure_rate"),
-                     "timeout_rate": _mean(s, "timeout_rate"),
-                     "stopped_early": bool(r.summary.get("stopped_early", False)), "source": source(r)})
+        rows.append(
+            {
+                "run": lab,
+                "tasks": Path(str(r.config.get("tasks", ""))).name,
+                "group_size": r.config.get("group_size"),
+                "steps": len(s),
+                "informative_fraction": _mean(s, "informative_fraction"),
+                "reward_variance_fraction": _mean(s, "reward_variance_fraction"),
+                "pass_rate": _mean(s, "pass_rate"),
+                "parse_failure_rate": _mean(s, "parse_failure_rate"),
+                "timeout_rate": _mean(s, "timeout_rate"),
+                "stopped_early": bool(r.summary.get("stopped_early", False)),
+                "source": source(r),
+            }
+        )
     return pd.DataFrame(rows).set_index("run")
 
 
-def steps_long(runs: Sequence[Run], labels: Sequence[str] | None = None) -> pd.DataFrame:
+def steps_long(runs: Sequence[Run], labels: Sequence[str] | None = None) -> pandas.DataFrame:
     """All runs' step metrics stacked, with a ``run`` column (for per-step comparison plots)."""
     frames = [r.steps.assign(run=lab) for lab, r in zip(_labels(runs, labels), runs)]
     return pd.concat(frames, ignore_index=True)
 
 
-def task_shifts(runs: Sequence[Run], labels: Sequence[str] | None = None,
-                metric: str = "reward_mean") -> pd.DataFrame:
+def task_shifts(
+    runs: Sequence[Run], labels: Sequence[str] | None = None, metric: str = "reward_mean"
+) -> pandas.DataFrame:
     """Per-task ``metric`` for each run (columns), plus ``shift`` = last run minus first, sorted by |shift|.
 
     Only tasks every run saw are compared; ``metric`` is a :func:`task_table` column.
@@ -273,10 +324,15 @@ def task_shifts(runs: Sequence[Run], labels: Sequence[str] | None = None,
     return t.reindex(t["shift"].abs().sort_values(ascending=False).index)
 
 
-def compare_headline(table: pd.DataFrame) -> dict[str, Any]:
+def compare_headline(table: pandas.DataFrame) -> dict[str, Any]:
     """Headline of a comparison: the run with the highest informative fraction, and how many runs."""
     best = table["informative_fraction"].astype(float).idxmax()
     row = table.loc[best]
-    return {"informative_fraction": float(row["informative_fraction"]), "pass_rate": float(row["pass_rate"]),
-            "best_run": str(best), "group_size": row["group_size"], "n_runs": int(len(table)),
-            "source": "; ".join(dict.fromkeys(str(x) for x in table["source"])) if "source" in table else None}
+    return {
+        "informative_fraction": float(row["informative_fraction"]),
+        "pass_rate": float(row["pass_rate"]),
+        "best_run": str(best),
+        "group_size": row["group_size"],
+        "n_runs": int(len(table)),
+        "source": "; ".join(dict.fromkeys(str(x) for x in table["source"])) if "source" in table else None,
+    }

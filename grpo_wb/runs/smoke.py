@@ -12,6 +12,7 @@ its ``checkpoint_manifest.json`` says ``trained_weights: false``, what this run 
 batch schedule and the mock backend are functions of (seed, step), the result
 equals an uninterrupted run with the same seed (timing fields aside).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,9 +23,10 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from tqdm.std import tqdm
 
@@ -35,13 +37,7 @@ from grpo_wb.rollouts.factory import BackendConfig, make_backend
 from grpo_wb.rollouts.stream import request_concurrency, stream_calls
 from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest, describe_source
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
-from grpo_wb.scoring.executors import (
-    ExecutorConfig,
-    JudgeConfig,
-    SandboxConfig,
-    describe_executor,
-    open_scorer,
-)
+from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, describe_executor, scorer_for
 from grpo_wb.scoring.rewards import RewardKind
 from grpo_wb.scoring.sandbox import describe_isolation
 from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
@@ -96,8 +92,9 @@ class SmokeConfig(BackendConfig, SandboxConfig, ExecutorConfig, JudgeConfig):
 
     def advantage_config(self) -> AdvantageConfig:
         scale = self.scale_rewards or ("group" if self.advantage == "grpo" else "none")
-        return AdvantageConfig(mode=self.advantage, scale_rewards=scale, epsilon=self.epsilon,
-                               variance_tol=self.variance_tol)
+        return AdvantageConfig(
+            mode=self.advantage, scale_rewards=scale, epsilon=self.epsilon, variance_tol=self.variance_tol
+        )
 
     # fields that may change between a run and its resumption (they change where and how fast, not what)
     RESUMABLE_CHANGES = ("steps", "workers", "out", "executor", "ray_address", "isolation", "overlap")
@@ -114,11 +111,17 @@ def schedule(n_tasks: int, batch_size: int, seed: int, step: int) -> list[int]:
     epoch, slot = divmod(step, per_epoch)
     perm = list(range(n_tasks))
     random.Random(f"{seed}|epoch|{epoch}").shuffle(perm)
-    return perm[slot * batch_size:(slot + 1) * batch_size]
+    return perm[slot * batch_size : (slot + 1) * batch_size]
 
 
-def checks_of_the_run(history: Sequence[dict[str, Any]], backend: dict[str, Any], isolation: dict[str, Any],
-                      n_tasks: int, group_size: int, min_informative_fraction: float) -> tuple[list[str], list[str]]:
+def checks_of_the_run(
+    history: Sequence[dict[str, Any]],
+    backend: dict[str, Any],
+    isolation: dict[str, Any],
+    n_tasks: int,
+    group_size: int,
+    min_informative_fraction: float,
+) -> tuple[list[str], list[str]]:
     """The manifest's ``validated`` and ``remaining_before_real_training``, from what this run did and saw."""
     n = sum(m["n_completions"] for m in history)
 
@@ -136,33 +139,51 @@ def checks_of_the_run(history: Sequence[dict[str, Any]], backend: dict[str, Any]
             f"verdict cache); isolation: {describe_isolation(isolation) if isolation else 'not measured'}",
             f"code extracted from every completion: {parse} of {n} had none (parse failures)",
             "rewards, group-relative advantages (TRL GRPO conventions) and informative-prompt fractions computed",
-            "per-step metrics and the last step's rollouts written crash-safely"]
+            "per-step metrics and the last step's rollouts written crash-safely",
+        ]
     remaining = ["no model weights were updated: this is a smoke run, not training"]
     if backend.get("backend") in ("mock", "replay"):
-        remaining.append(f"the completions came from {source}: sample them from the policy you will train "
-                         "(--backend openai or transformers)")
+        remaining.append(
+            f"the completions came from {source}: sample them from the policy you will train "
+            "(--backend openai or transformers)"
+        )
     if n and parse / n > 0.05:
-        remaining.append(f"{parse / n:.0%} of completions had no usable code: check the prompt format, the chat "
-                         "template and the extraction before training on this reward")
+        remaining.append(
+            f"{parse / n:.0%} of completions had no usable code: check the prompt format, the chat "
+            "template and the extraction before training on this reward"
+        )
     if n and cut:
-        remaining.append(f"{cut} of {n} completions were cut at max_tokens: raise the completion budget or check "
-                         "the stop strings")
+        remaining.append(
+            f"{cut} of {n} completions were cut at max_tokens: raise the completion budget or check the stop strings"
+        )
     if mean_inf is not None and mean_inf < max(min_informative_fraction, 0.1):
-        remaining.append(f"mean informative-prompt fraction {mean_inf:.2f}: filter the task set to its frontier "
-                         "(grpo-wb headroom --export-frontier) or change G")
+        remaining.append(
+            f"mean informative-prompt fraction {mean_inf:.2f}: filter the task set to its frontier "
+            "(grpo-wb headroom --export-frontier) or change G"
+        )
     if isolation and isolation.get("missing"):
-        remaining.append("the sandbox did not prove " + "; ".join(isolation["missing"]) + ": score the real run where "
-                         "--isolation strict holds")
-    remaining.append("train with a real GRPO trainer (e.g. TRL GRPOTrainer, grpo-wb train) using the same reward "
-                     "function")
+        remaining.append(
+            "the sandbox did not prove " + "; ".join(isolation["missing"]) + ": score the real run where "
+            "--isolation strict holds"
+        )
+    remaining.append(
+        "train with a real GRPO trainer (e.g. TRL GRPOTrainer, grpo-wb train) using the same reward function"
+    )
     return validated, remaining
 
 
 class SmokeRun:
     """A smoke run bound to its directory; ``run()`` executes (or resumes) it."""
 
-    def __init__(self, cfg: SmokeConfig, *, resume: bool = False, overwrite: bool = False,
-                 progress: bool = True, log: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        cfg: SmokeConfig,
+        *,
+        resume: bool = False,
+        overwrite: bool = False,
+        progress: bool = True,
+        log: Callable[[str], None] | None = None,
+    ):
         self.cfg = cfg
         self.out = Path(cfg.out)
         self.resume = resume
@@ -177,8 +198,10 @@ class SmokeRun:
         """Check (and with ``overwrite`` clean) the run directory; True when there is a run to resume."""
         existing = [a for a in ARTIFACTS if (self.out / a).exists()]
         if existing and not self.resume and not self.overwrite:
-            raise UserError(f"{self.out} already holds a run ({existing[0]}); use --resume to continue it "
-                            "or --overwrite to replace it")
+            raise UserError(
+                f"{self.out} already holds a run ({existing[0]}); use --resume to continue it "
+                "or --overwrite to replace it"
+            )
         if self.overwrite and not self.resume:
             for a in ARTIFACTS:
                 (self.out / a).unlink(missing_ok=True)
@@ -194,13 +217,17 @@ class SmokeRun:
         except (json.JSONDecodeError, KeyError) as e:
             raise UserError(f"{manifest_path}: unreadable manifest ({e})") from None
         old_cfg = from_dict(SmokeConfig, old, source=str(manifest_path))
-        diffs = [f.name for f in dataclasses.fields(SmokeConfig)
-                 if f.name not in SmokeConfig.RESUMABLE_CHANGES
-                 and getattr(old_cfg, f.name) != getattr(self.cfg, f.name)]
+        diffs = [
+            f.name
+            for f in dataclasses.fields(SmokeConfig)
+            if f.name not in SmokeConfig.RESUMABLE_CHANGES and getattr(old_cfg, f.name) != getattr(self.cfg, f.name)
+        ]
         if diffs:
             k = diffs[0]
-            raise UserError(f"cannot resume {self.out}: {k} was {getattr(old_cfg, k)!r}, now "
-                            f"{getattr(self.cfg, k)!r} (a resumed run must use the same settings)")
+            raise UserError(
+                f"cannot resume {self.out}: {k} was {getattr(old_cfg, k)!r}, now "
+                f"{getattr(self.cfg, k)!r} (a resumed run must use the same settings)"
+            )
         if manifest.get("tasks_sha256") != self.tasks_sha256:
             raise UserError(f"cannot resume {self.out}: the task file {self.cfg.tasks} changed since the run started")
         return True
@@ -223,7 +250,9 @@ class SmokeRun:
                 self.log(f"resuming {self.out} at step {start}")
             prev_summary = self._read_json("summary.json")
             if start and prev_summary and prev_summary.get("stopped_early"):
-                self.log(f"{self.out}: the run already stopped early ({prev_summary.get('stop_reason')}); nothing to do")
+                self.log(
+                    f"{self.out}: the run already stopped early ({prev_summary.get('stop_reason')}); nothing to do"
+                )
                 return prev_summary
             return self._steps(writer, tasks, backend, start)
 
@@ -232,35 +261,48 @@ class SmokeRun:
         stop_reason = None
         adv_cfg = cfg.advantage_config()
         t_run = time.monotonic()
-        with open_scorer(cfg.limits(), cfg.reward_config(cfg.reward), workers=cfg.workers, executor=cfg.executor,
-                         ray_address=cfg.ray_address) as scorer:
+        with scorer_for(cfg, cfg.reward) as scorer:
             self.executor = scorer.executor_info()
             self.isolation = self.executor["per_node"][0]["isolation"]
             for line in describe_executor(self.executor):
                 self.log(line)
             self._write_manifest(writer, backend, start, len(tasks))
-            bar = tqdm(total=cfg.steps, initial=min(start, cfg.steps), desc="smoke", unit="step",
-                       disable=not self.progress, file=sys.stderr)
+            bar = tqdm(
+                total=cfg.steps,
+                initial=min(start, cfg.steps),
+                desc="smoke",
+                unit="step",
+                disable=not self.progress,
+                file=sys.stderr,
+            )
             make = _OverlappedSteps if cfg.overlap else _SequentialSteps
             steps = make(cfg, tasks, backend, scorer, start, self._occurrences(tasks, start))
             scored_steps = iter(steps)
             try:
                 for done in scored_steps:
-                    metrics = writer.write_step(done.step, done.by_group, [[s.reward for s in g] for g in done.by_group],
-                                                adv_cfg, score_seconds=done.score_seconds,
-                                                cache_hits=sum(s.cached for g in done.by_group for s in g),
-                                                finish_reasons=done.finish_reasons)
+                    metrics = writer.write_step(
+                        done.step,
+                        done.by_group,
+                        [[s.reward for s in g] for g in done.by_group],
+                        adv_cfg,
+                        score_seconds=done.score_seconds,
+                        cache_hits=sum(s.cached for g in done.by_group for s in g),
+                        finish_reasons=done.finish_reasons,
+                    )
                     below = self._below_streak(writer.history)
                     if below >= cfg.patience:
-                        stop_reason = (f"informative-prompt fraction below {cfg.min_informative_fraction:g} for "
-                                       f"{below} consecutive steps (last {metrics.informative_fraction:.3f}): "
-                                       "too few prompts give GRPO a learning signal")
+                        stop_reason = (
+                            f"informative-prompt fraction below {cfg.min_informative_fraction:g} for "
+                            f"{below} consecutive steps (last {metrics.informative_fraction:.3f}): "
+                            "too few prompts give GRPO a learning signal"
+                        )
                         steps.close()  # before the summary: it counts the look-ahead generation thrown away
                     self._write_summary(writer, stop_reason, time.monotonic() - t_run, steps.discarded)
                     self._write_manifest(writer, backend, done.step + 1, len(tasks))
                     bar.update(1)
-                    bar.set_postfix(informative=f"{metrics.informative_fraction:.2f}",
-                                    reward=f"{metrics.mean_reward or 0:.2f}")
+                    bar.set_postfix(
+                        informative=f"{metrics.informative_fraction:.2f}", reward=f"{metrics.mean_reward or 0:.2f}"
+                    )
                     if stop_reason:
                         break
             finally:
@@ -270,9 +312,14 @@ class SmokeRun:
         summary = self._write_summary(writer, stop_reason, time.monotonic() - t_run, steps.discarded)
         self._write_manifest(writer, backend, len(writer.history), len(tasks))
         if stop_reason:
-            self.log(f"stopped early after step {len(writer.history) - 1}: {stop_reason}"
-                     + (f" ({steps.discarded} completions generated one step ahead were discarded)"
-                        if steps.discarded else ""))
+            self.log(
+                f"stopped early after step {len(writer.history) - 1}: {stop_reason}"
+                + (
+                    f" ({steps.discarded} completions generated one step ahead were discarded)"
+                    if steps.discarded
+                    else ""
+                )
+            )
         return summary
 
     # ------------------------------------------------------------------ helpers
@@ -303,11 +350,17 @@ class SmokeRun:
                 occ[tasks[i].task_id] = occ.get(tasks[i].task_id, 0) + 1
         return occ
 
-    def _write_summary(self, writer: RunWriter, stop_reason: str | None, seconds: float,
-                       discarded: int) -> dict[str, Any]:
-        return writer.write_summary(steps_requested=self.cfg.steps, stopped_early=stop_reason is not None,
-                                    stop_reason=stop_reason, seconds_this_session=round(seconds, 3),
-                                    lookahead_discarded_completions=discarded, trained_weights=False)
+    def _write_summary(
+        self, writer: RunWriter, stop_reason: str | None, seconds: float, discarded: int
+    ) -> dict[str, Any]:
+        return writer.write_summary(
+            steps_requested=self.cfg.steps,
+            stopped_early=stop_reason is not None,
+            stop_reason=stop_reason,
+            seconds_this_session=round(seconds, 3),
+            lookahead_discarded_completions=discarded,
+            trained_weights=False,
+        )
 
     @functools.cached_property
     def tasks_sha256(self) -> str:
@@ -316,24 +369,30 @@ class SmokeRun:
 
     def _write_manifest(self, writer: RunWriter, backend: Backend, steps_completed: int, n_tasks: int) -> None:
         described = backend.describe()
-        validated, remaining = checks_of_the_run(writer.history, described, self.isolation, n_tasks,
-                                                 self.cfg.group_size, self.cfg.min_informative_fraction)
-        writer.write_manifest({
-            "kind": "grpo_wb smoke run",
-            "trained_weights": False,
-            "note": "This checkpoint holds NO trained weights: the smoke trainer runs the GRPO data path "
-                    "(rollouts, sandboxed scoring, rewards, advantages) without any optimiser step.",
-            "steps_completed": steps_completed,
-            "validated": validated,
-            "remaining_before_real_training": remaining,
-            "config": self.cfg.to_json(),
-            "advantage": asdict(self.cfg.advantage_config()),
-            "backend": described,
-            "sandbox": {"limits": asdict(self.cfg.limits()), "isolation": self.isolation,
-                        "executor": self.executor},
-            "tasks_file": str(self.cfg.tasks),
-            "tasks_sha256": self.tasks_sha256,
-        })
+        validated, remaining = checks_of_the_run(
+            writer.history, described, self.isolation, n_tasks, self.cfg.group_size, self.cfg.min_informative_fraction
+        )
+        writer.write_manifest(
+            {
+                "kind": "grpo_wb smoke run",
+                "trained_weights": False,
+                "note": "This checkpoint holds NO trained weights: the smoke trainer runs the GRPO data path "
+                "(rollouts, sandboxed scoring, rewards, advantages) without any optimiser step.",
+                "steps_completed": steps_completed,
+                "validated": validated,
+                "remaining_before_real_training": remaining,
+                "config": self.cfg.to_json(),
+                "advantage": asdict(self.cfg.advantage_config()),
+                "backend": described,
+                "sandbox": {
+                    "limits": asdict(self.cfg.limits()),
+                    "isolation": self.isolation,
+                    "executor": self.executor,
+                },
+                "tasks_file": str(self.cfg.tasks),
+                "tasks_sha256": self.tasks_sha256,
+            }
+        )
 
 
 @dataclass
@@ -349,8 +408,15 @@ class _StepDone:
 class _Steps:
     """The steps of a run from ``start``, each yielded once it is scored; ``close()`` stops what runs ahead."""
 
-    def __init__(self, cfg: SmokeConfig, tasks: Sequence[Task], backend: Backend, scorer: Any, start: int,
-                 occurrences: dict[str, int]):
+    def __init__(
+        self,
+        cfg: SmokeConfig,
+        tasks: Sequence[Task],
+        backend: Backend,
+        scorer: Any,
+        start: int,
+        occurrences: dict[str, int],
+    ):
         self.cfg, self.tasks, self.backend, self.scorer, self.start = cfg, tasks, backend, scorer, start
         self.occurrences = occurrences
         self.discarded = 0
@@ -367,11 +433,18 @@ class _Steps:
 
     @staticmethod
     def score_requests(req: RolloutRequest, group: Sequence[Completion]) -> list[ScoreRequest]:
-        return [ScoreRequest(task=req.task, completion=c.text, sample_index=c.sample_index,
-                             completion_id=f"{req.task.task_id}#s{req.step}#{c.sample_index}", meta=c.meta())
-                for c in group]
+        return [
+            ScoreRequest(
+                task=req.task,
+                completion=c.text,
+                sample_index=c.sample_index,
+                completion_id=f"{req.task.task_id}#s{req.step}#{c.sample_index}",
+                meta=c.meta(),
+            )
+            for c in group
+        ]
 
-    def __iter__(self) -> Iterator[_StepDone]:
+    def __iter__(self) -> Generator[_StepDone, None, None]:
         raise NotImplementedError
         yield  # a generator, like the subclasses' (close() drops what it holds)
 
@@ -382,7 +455,7 @@ class _Steps:
 class _SequentialSteps(_Steps):
     """Generate a whole step, then score it: nothing overlaps (``--no-overlap``)."""
 
-    def __iter__(self) -> Iterator[_StepDone]:
+    def __iter__(self) -> Generator[_StepDone, None, None]:
         for step in range(self.start, self.cfg.steps):
             requests = self.requests(step)
             groups = self.backend.generate(requests)
@@ -391,8 +464,12 @@ class _SequentialSteps(_Steps):
             scored = list(self.scorer.score(flat))
             secs = time.monotonic() - t0
             g = self.cfg.group_size
-            yield _StepDone(step, [scored[i * g:(i + 1) * g] for i in range(len(requests))],
-                            [c.finish_reason for group in groups for c in group], secs)
+            yield _StepDone(
+                step,
+                [scored[i * g : (i + 1) * g] for i in range(len(requests))],
+                [c.finish_reason for group in groups for c in group],
+                secs,
+            )
 
 
 _END = object()
@@ -402,7 +479,8 @@ class _OverlappedSteps(_Steps):
     """Each request's completions go to the scorer the moment they return, and the next step is generated while
     this one is scored: a thread sends step k's requests as slots free up, once step k - 2 is written and judged
     (one step ahead, so memory stays flat and early stop wastes one step's generation at most; within that bound
-    a model server is never left idle at a step boundary). The scorer sees one stream across steps; a step is yielded, in request order, when its last
+    a model server is never left idle at a step boundary). The scorer sees one stream across steps; a step is
+    yielded, in request order, when its last
     completion is scored, so what is written equals the sequential run's. ``close()`` (early stop) lets the
     requests in flight finish, starts none, and counts what was generated for unwritten steps."""
 
@@ -435,8 +513,9 @@ class _OverlappedSteps(_Steps):
 
         try:
             # one stream over all steps: step k + 1's requests start as step k's free their slots
-            for _, (step, i, group) in stream_calls(generate, items(), request_concurrency(self.cfg),
-                                                     self._stop.is_set, ready):
+            for _, (step, i, group) in stream_calls(
+                generate, items(), request_concurrency(self.cfg), self._stop.is_set, ready
+            ):
                 with self._cond:
                     requests, groups, t0 = self._steps[step]
                     groups[i] = group
@@ -461,7 +540,7 @@ class _OverlappedSteps(_Steps):
             self._where[req.id] = (step, i)
             yield req
 
-    def __iter__(self) -> Iterator[_StepDone]:
+    def __iter__(self) -> Generator[_StepDone, None, None]:
         g = self.cfg.group_size
         self._where: dict[str, tuple[int, int]] = {}
         results: dict[int, dict[str, ScoredCompletion]] = {}
@@ -474,13 +553,19 @@ class _OverlappedSteps(_Steps):
                 with self._cond:
                     requests, groups, t0 = self._steps.pop(nxt)
                 scored = results.pop(nxt)
-                by_group = [[scored[r.id] for r in self.score_requests(req, group or [])]
-                            for req, group in zip(requests, groups)]
+                by_group = [
+                    [scored[r.id] for r in self.score_requests(req, group or [])]
+                    for req, group in zip(requests, groups)
+                ]
                 with self._cond:
                     self._yielded = nxt
                     self._generated.pop(nxt, None)
-                yield _StepDone(nxt, by_group, [c.finish_reason for group in groups for c in group or []],
-                                time.monotonic() - (t0 or time.monotonic()))
+                yield _StepDone(
+                    nxt,
+                    by_group,
+                    [c.finish_reason for group in groups for c in group or []],
+                    time.monotonic() - (t0 or time.monotonic()),
+                )
                 with self._cond:  # written and judged (early stop): step nxt + 2 may be generated now
                     self._written = nxt
                     self._cond.notify_all()

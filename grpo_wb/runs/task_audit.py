@@ -31,6 +31,7 @@ chunk of tasks is decided: a rerun with the same settings resumes), ``overlap.js
 A task that cannot be audited in part (no reference, an unparsable one) says so in one line of its record's
 ``notes`` and the audit goes on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,10 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, cast
 
 from tqdm.std import tqdm
 
@@ -51,13 +53,13 @@ from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json, iter_jsonl, read_json, repair_jsonl_tail, sha256_file
 from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
 from grpo_wb.scoring.extraction import as_reply, extract_answer
-from grpo_wb.scoring.scorer import ScoreRequest, ScoredCompletion
+from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
 from grpo_wb.signal.headroom import dataframe
 from grpo_wb.signal.testflags import FLAGS
 from grpo_wb.tasks.mutants import mutants as make_mutants
 from grpo_wb.tasks.overlap import EVAL_SETS, contamination, load_eval_set, near_duplicates
-from grpo_wb.tasks.records import Task, TestCase, load_tasks
 from grpo_wb.tasks.probes import input_variants, suite_stats, trivial_programs
+from grpo_wb.tasks.records import Task, TestCase, load_tasks
 from grpo_wb.version import __version__
 
 TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = "tasks.jsonl", "overlap.json", "summary.json", "settings.json"
@@ -113,8 +115,20 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
 
     def settings(self, tasks_sha: str) -> dict[str, Any]:
         """What must match for an audit folder to be resumed."""
-        keep = ("mutants", "repeat", "against", "weak_below", "min_tests", "time_factor", "seed", "timeout",
-                "memory_mb", "site_packages", "judge", "wrong")
+        keep = (
+            "mutants",
+            "repeat",
+            "against",
+            "weak_below",
+            "min_tests",
+            "time_factor",
+            "seed",
+            "timeout",
+            "memory_mb",
+            "site_packages",
+            "judge",
+            "wrong",
+        )
         return {"tasks_sha256": tasks_sha, **{k: getattr(self, k) for k in keep}}
 
 
@@ -146,8 +160,11 @@ def load_wrong(path: str, tasks: Mapping[str, Task], notes: list[str]) -> dict[s
     n = 0
     for lineno, obj in iter_jsonl(path):
         n += 1
-        if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(
-                obj.get("completion"), str):
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("task_id"), str)
+            or not isinstance(obj.get("completion"), str)
+        ):
             notes.append(f"{path}:{lineno}: expected an object with string task_id and completion; line skipped")
         elif obj["task_id"] not in tasks:
             notes.append(f"{path}:{lineno}: task_id {obj['task_id']!r} is not in the task file; line skipped")
@@ -163,8 +180,9 @@ def _cause(res: ScoredCompletion, site_packages: bool) -> str:
         return "unparsable reference: " + res.error
     m = _IMPORT.search(res.error) or _IMPORT.search(res.stderr_tail)
     if m:
-        return (f"environment: module {m.group(1)!r} is not importable in the sandbox"
-                + ("" if site_packages else " (try --site-packages)"))
+        return f"environment: module {m.group(1)!r} is not importable in the sandbox" + (
+            "" if site_packages else " (try --site-packages)"
+        )
     if res.status == "timeout":
         return "time limit"
     if res.status == "fail":
@@ -239,8 +257,13 @@ def agreement_program(task: Task, reference: str, mutant: str, inputs: list[tupl
 
 
 def _agree_task(task: Task, timeout: float) -> Task:
-    return Task(task_id=task.task_id, prompt="", entry_point="",
-                tests=(TestCase(name="agree", type="stdio", input="", output="same\n"),), timeout=timeout)
+    return Task(
+        task_id=task.task_id,
+        prompt="",
+        entry_point="",
+        tests=(TestCase(name="agree", type="stdio", input="", output="same\n"),),
+        timeout=timeout,
+    )
 
 
 class _Run:
@@ -253,9 +276,16 @@ class _Run:
         self.scorers = []
         try:
             for k in range(cfg.repeat):
-                self.scorers.append(open_scorer(dataclasses.replace(limits, hash_seed=k), reward,
-                                                workers=cfg.workers, cache=k == 0, executor=cfg.executor,
-                                                ray_address=cfg.ray_address))
+                self.scorers.append(
+                    open_scorer(
+                        dataclasses.replace(limits, hash_seed=k),
+                        reward,
+                        workers=cfg.workers,
+                        cache=k == 0,
+                        executor=cfg.executor,
+                        ray_address=cfg.ray_address,
+                    )
+                )
         except BaseException:
             self.close()
             raise
@@ -270,8 +300,13 @@ class _Run:
 
 
 def _req(task: Task, program: str, probe: str, i: int) -> ScoreRequest:
-    return ScoreRequest(task=task, completion=as_reply(program, task.language), sample_index=i,
-                        completion_id=f"{task.task_id}#{probe}{i}", meta={"probe": probe, "i": i})
+    return ScoreRequest(
+        task=task,
+        completion=as_reply(program, task.language),
+        sample_index=i,
+        completion_id=f"{task.task_id}#{probe}{i}",
+        meta={"probe": probe, "i": i},
+    )
 
 
 def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -296,8 +331,16 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
         trivial[t.task_id] = trivial_programs(t)
         first += [_req(t, p, "trivial", i) for i, (_, p) in enumerate(trivial[t.task_id])]
         labelled = list(t.wrong_solutions) + list(wrong.get(t.task_id, ()))
-        first += [ScoreRequest(task=t, completion=w, sample_index=i, completion_id=f"{t.task_id}#wrong{i}",
-                               meta={"probe": "wrong", "i": i}) for i, w in enumerate(labelled)]
+        first += [
+            ScoreRequest(
+                task=t,
+                completion=w,
+                sample_index=i,
+                completion_id=f"{t.task_id}#wrong{i}",
+                meta={"probe": "wrong", "i": i},
+            )
+            for i, w in enumerate(labelled)
+        ]
     by_task: dict[str, dict[str, dict[int, ScoredCompletion]]] = defaultdict(lambda: defaultdict(dict))
     for res in run.score(0, first):
         by_task[res.task_id][res.meta["probe"]][res.meta["i"]] = res
@@ -318,12 +361,14 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
                 again[0].append(_req(slow, p, "slow", i))
         passing = [i for i, r in sorted(got["ref"].items()) if r.status == "pass"]
         if passing and cfg.mutants and t.language != "python":
-            recs[t.task_id]["notes"].append(f"a {t.language} task: mutants are made of Python references only "
-                                            "(mutation score not measured)")
+            recs[t.task_id]["notes"].append(
+                f"a {t.language} task: mutants are made of Python references only (mutation score not measured)"
+            )
         elif passing and cfg.mutants:
             i = passing[0]
+            ref_src = cast(str, progs[t.task_id][i])  # only programs were scored, so a passing one is no None
             try:
-                ms = make_mutants(progs[t.task_id][i], cfg.mutants, seed=cfg.seed)
+                ms = make_mutants(ref_src, cfg.mutants, seed=cfg.seed)
             except ValueError as e:
                 recs[t.task_id]["notes"].append(f"reference {i} cannot be mutated: {e}")
                 ms = []
@@ -339,14 +384,20 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
     # third pass: each surviving mutant against the reference on the tests' inputs and variants of them
     third: list[ScoreRequest] = []
     for t in tasks:
-        ms = mutant_src.get(t.task_id)
-        inputs = input_variants(t, seed=cfg.seed) if ms and not t.is_script else []
+        task_mutants = mutant_src.get(t.task_id)
+        if not task_mutants:
+            continue
+        inputs = input_variants(t, seed=cfg.seed) if not t.is_script else []
         if not inputs:
             continue
-        ref = progs[t.task_id][min(i for i, r in by_task[t.task_id]["ref"].items() if r.status == "pass")]
+        # only programs were scored, so a passing reference is no None
+        ref = cast(str, progs[t.task_id][min(i for i, r in by_task[t.task_id]["ref"].items() if r.status == "pass")])
         at = _agree_task(t, t.timeout or run.limit)
-        third += [_req(at, agreement_program(t, ref, ms[j].source, inputs), "agree", j)
-                  for j, r in sorted(by_task[t.task_id]["mutant"].items()) if r.passed]
+        third += [
+            _req(at, agreement_program(t, ref, task_mutants[j].source, inputs), "agree", j)
+            for j, r in sorted(by_task[t.task_id]["mutant"].items())
+            if r.passed
+        ]
     for res in run.score(0, third):
         by_task[res.task_id]["agree"][res.meta["i"]] = res
 
@@ -355,8 +406,14 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
     return [recs[t.task_id] for t in tasks]
 
 
-def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, ScoredCompletion]],
-            trivial: list[tuple[str, str]], mutants: list[Any] | None, cfg: TaskAuditConfig) -> None:
+def _decide(
+    task: Task,
+    rec: dict[str, Any],
+    got: Mapping[str, Mapping[int, ScoredCompletion]],
+    trivial: list[tuple[str, str]],
+    mutants: list[Any] | None,
+    cfg: TaskAuditConfig,
+) -> None:
     flags: list[str] = rec["flags"]
     refs = got.get("ref", {})
     n_refs = len(references(task))
@@ -371,8 +428,11 @@ def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, Scor
             cause = _cause(r, cfg.site_packages)
             slow = got.get("slow", {}).get(i)
             if slow is not None:
-                cause = (f"time limit: passes with {cfg.time_factor:g}x the limit" if slow.status == "pass"
-                         else f"times out even with {cfg.time_factor:g}x the limit")
+                cause = (
+                    f"time limit: passes with {cfg.time_factor:g}x the limit"
+                    if slow.status == "pass"
+                    else f"times out even with {cfg.time_factor:g}x the limit"
+                )
             row.update(cause=cause, error=r.error, failure=r.failure)
         ref_rows.append(row)
     passed = [r for r in ref_rows if r["status"] == "pass"]
@@ -388,8 +448,13 @@ def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, Scor
         runs = [r] + [got[f"ref@{k}"][i] for k in range(1, cfg.repeat) if i in got.get(f"ref@{k}", {})]
         seen = {(x.status, x.failure.get("test"), x.failure.get("actual")) for x in runs}
         if len(seen) > 1:
-            changed.append({"reference": i, "statuses": [x.status for x in runs],
-                            "tests": sorted({x.failure["test"] for x in runs if x.failure.get("test")})})
+            changed.append(
+                {
+                    "reference": i,
+                    "statuses": [x.status for x in runs],
+                    "tests": sorted({x.failure["test"] for x in runs if x.failure.get("test")}),
+                }
+            )
     rec["flaky"] = changed
     if changed:
         flags.append("flaky")
@@ -403,8 +468,12 @@ def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, Scor
     wr = got.get("wrong", {})
     if wr:
         n_pass = sum(r.passed for r in wr.values())
-        rec["wrong"] = {"n": len(wr), "passed": n_pass, "false_positive_rate": round(n_pass / len(wr), 4),
-                        "passing": [i for i, r in sorted(wr.items()) if r.passed]}
+        rec["wrong"] = {
+            "n": len(wr),
+            "passed": n_pass,
+            "false_positive_rate": round(n_pass / len(wr), 4),
+            "passing": [i for i, r in sorted(wr.items()) if r.passed],
+        }
         if n_pass:
             flags.append("false_positive")
     # mutation testing
@@ -425,11 +494,19 @@ def _decide(task: Task, rec: dict[str, Any], got: Mapping[str, Mapping[int, Scor
             if a is not None and not a.passed:
                 d["witness"] = (a.failure.get("actual") or a.error).strip()
             return d
-        rec["mutation"] = {"generated": len(mutants), "run": run_n, "killed": len(killed), "survived": len(survived),
-                           "likely_equivalent": len(equivalent), "score": score, "score_without_equivalent": adjusted,
-                           "killed_by": dict(Counter(mres[j].status for j in killed)),
-                           "survivors": [survivor(j) for j in survived if j not in equivalent],
-                           "equivalent": [survivor(j) for j in equivalent]}
+
+        rec["mutation"] = {
+            "generated": len(mutants),
+            "run": run_n,
+            "killed": len(killed),
+            "survived": len(survived),
+            "likely_equivalent": len(equivalent),
+            "score": score,
+            "score_without_equivalent": adjusted,
+            "killed_by": dict(Counter(mres[j].status for j in killed)),
+            "survivors": [survivor(j) for j in survived if j not in equivalent],
+            "equivalent": [survivor(j) for j in equivalent],
+        }
         if adjusted is not None and adjusted < cfg.weak_below:
             flags.append("weak")
         if not mutants:
@@ -447,9 +524,13 @@ def find_overlap(tasks: list[Task], against: Iterable[str], threshold: float = 0
     pairs = near_duplicates(texts, threshold=threshold)
     sets = {name: load_eval_set(name) for name in against}
     matches = contamination(texts, sets) if sets else []
-    return {"method": "MinHash LSH over lower-cased word 5-grams (datasketch); pairs confirmed by exact Jaccard",
-            "duplicate_threshold": threshold, "against": list(against),
-            "duplicates": [p.to_json() for p in pairs], "contamination": [m.to_json() for m in matches]}
+    return {
+        "method": "MinHash LSH over lower-cased word 5-grams (datasketch); pairs confirmed by exact Jaccard",
+        "duplicate_threshold": threshold,
+        "against": list(against),
+        "duplicates": [p.to_json() for p in pairs],
+        "contamination": [m.to_json() for m in matches],
+    }
 
 
 def _overlap_by_task(overlap: Mapping[str, Any]) -> tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]]]:
@@ -467,8 +548,11 @@ def _sample_groups(path: str) -> dict[str, Counter]:
     """Status counts per task of a scored results file."""
     out: dict[str, Counter] = defaultdict(Counter)
     for lineno, obj in iter_jsonl(path):
-        if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(
-                obj.get("status"), str):
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("task_id"), str)
+            or not isinstance(obj.get("status"), str)
+        ):
             raise UserError("expected a scored result (task_id, status)", path=path, line=lineno)
         out[obj["task_id"]][obj["status"]] += 1
     if not out:
@@ -487,39 +571,61 @@ def _spread(scores: list[float]) -> dict[str, Any]:
         return {"mean": None, "quantiles": {}, "histogram": {}}
     srt = sorted(scores)
     bins = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    return {"mean": round(sum(srt) / len(srt), 4),
-            "quantiles": {str(q): srt[min(len(srt) - 1, int(q * len(srt)))] for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
-            "histogram": {f"{lo:.1f}-{hi:.1f}": sum(lo <= x < hi or (hi == 1.0 and x == 1.0) for x in srt)
-                          for lo, hi in zip(bins, bins[1:])}}
+    return {
+        "mean": round(sum(srt) / len(srt), 4),
+        "quantiles": {str(q): srt[min(len(srt) - 1, int(q * len(srt)))] for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
+        "histogram": {
+            f"{lo:.1f}-{hi:.1f}": sum(lo <= x < hi or (hi == 1.0 and x == 1.0) for x in srt)
+            for lo, hi in zip(bins, bins[1:])
+        },
+    }
 
 
-def summarize(records: list[dict[str, Any]], overlap: Mapping[str, Any], notes: list[str], *,
-              samples: str | None, seconds: float, settings: Mapping[str, Any]) -> dict[str, Any]:
+def summarize(
+    records: list[dict[str, Any]],
+    overlap: Mapping[str, Any],
+    notes: list[str],
+    *,
+    samples: str | None,
+    seconds: float,
+    settings: Mapping[str, Any],
+) -> dict[str, Any]:
     """The whole set: flag counts, the mutation scores' spread, causes, and statuses by flag."""
     n = len(records)
     flag_counts = {f: sum(f in r["flags"] for r in records) for f in FLAGS}
     muts = [r["mutation"] for r in records if r.get("mutation") and r["mutation"]["score"] is not None]
     causes = Counter(r["broken"].split(":")[0] for r in records if "broken" in r)
     out: dict[str, Any] = {
-        "tasks": n, "clean": sum(not r["flags"] for r in records), "flags": flag_counts,
+        "tasks": n,
+        "clean": sum(not r["flags"] for r in records),
+        "flags": flag_counts,
         "broken_causes": dict(causes),
-        "mutation": {"tasks": len(muts), "score": _spread([m["score"] for m in muts]),
-                     "score_without_equivalent": _spread([m["score_without_equivalent"] for m in muts
-                                                          if m["score_without_equivalent"] is not None]),
-                     "mutants_run": sum(m["run"] for m in muts), "survived": sum(m["survived"] for m in muts),
-                     "likely_equivalent": sum(m["likely_equivalent"] for m in muts),
-                     "with_witness": sum("witness" in x for m in muts for x in m["survivors"])},
-        "duplicate_pairs": len(overlap["duplicates"]), "contamination_matches": len(overlap["contamination"]),
-        "seconds": round(seconds, 1), "seconds_per_task": round(seconds / n, 3) if n else None,
+        "mutation": {
+            "tasks": len(muts),
+            "score": _spread([m["score"] for m in muts]),
+            "score_without_equivalent": _spread(
+                [m["score_without_equivalent"] for m in muts if m["score_without_equivalent"] is not None]
+            ),
+            "mutants_run": sum(m["run"] for m in muts),
+            "survived": sum(m["survived"] for m in muts),
+            "likely_equivalent": sum(m["likely_equivalent"] for m in muts),
+            "with_witness": sum("witness" in x for m in muts for x in m["survivors"]),
+        },
+        "duplicate_pairs": len(overlap["duplicates"]),
+        "contamination_matches": len(overlap["contamination"]),
+        "seconds": round(seconds, 1),
+        "seconds_per_task": round(seconds / n, 3) if n else None,
         "notes": notes + [f"{r['task_id']}: {x}" for r in records for x in r["notes"]],
-        "settings": dict(settings), "version": __version__,
+        "settings": dict(settings),
+        "version": __version__,
     }
     if samples:
         groups = _sample_groups(samples)
         table: dict[str, dict[str, Any]] = {}
         for f in ("clean",) + FLAGS:
-            rows = [r for r in records if (f in r["flags"] if f != "clean" else not r["flags"])
-                    and r["task_id"] in groups]
+            rows = [
+                r for r in records if (f in r["flags"] if f != "clean" else not r["flags"]) and r["task_id"] in groups
+            ]
             st: Counter = Counter()
             kinds: Counter = Counter()
             for r in rows:
@@ -535,7 +641,7 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
     """Audit every task of ``cfg.tasks`` into ``cfg.out`` (resuming what is there); return the summary."""
     tasks = load_tasks(cfg.tasks)
     if cfg.limit:
-        tasks = tasks[:cfg.limit]
+        tasks = tasks[: cfg.limit]
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise UserError("exists and is not a folder", path=str(out))
@@ -546,8 +652,10 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
         old = read_json(sp)
         if old != json.loads(json.dumps(settings)):
             diff = sorted(k for k in settings if old.get(k) != json.loads(json.dumps(settings[k])))
-            raise UserError(f"holds an audit with other settings ({', '.join(diff)}): give another --out or remove it",
-                            path=str(out))
+            raise UserError(
+                f"holds an audit with other settings ({', '.join(diff)}): give another --out or remove it",
+                path=str(out),
+            )
     else:
         atomic_write_json(sp, settings)
     if cfg.samples:
@@ -566,10 +674,19 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
     if todo:
         run = _Run(cfg)
         try:
-            with JsonlAppender(tp) as w, tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
-                                              disable=not progress, file=sys.stderr, desc="audit") as bar:
+            with (
+                JsonlAppender(tp) as w,
+                tqdm(
+                    total=len(tasks),
+                    initial=len(tasks) - len(todo),
+                    unit="task",
+                    disable=not progress,
+                    file=sys.stderr,
+                    desc="audit",
+                ) as bar,
+            ):
                 for lo in range(0, len(todo), _CHUNK):
-                    chunk = todo[lo:lo + _CHUNK]
+                    chunk = todo[lo : lo + _CHUNK]
                     recs = audit_chunk(run, chunk, wrong)
                     for r in recs:
                         _add_overlap(r, dups, cont)
@@ -580,8 +697,7 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
         finally:
             run.close()
     records = [done[t.task_id] for t in tasks]
-    summary = summarize(records, overlap, notes, samples=cfg.samples, seconds=time.monotonic() - t0,
-                        settings=settings)
+    summary = summarize(records, overlap, notes, samples=cfg.samples, seconds=time.monotonic() - t0, settings=settings)
     atomic_write_json(out / SUMMARY_FILE, summary)
     return summary
 
@@ -603,26 +719,32 @@ def read_audit(folder: str | Path) -> dict[str, dict[str, Any]]:
         raise UserError(f"no {TASKS_FILE}: not a grpo-wb tasks audit folder", path=str(folder))
     out = {}
     for lineno, obj in iter_jsonl(p):
-        if not (isinstance(obj, dict) and isinstance(obj.get("task_id"), str) and isinstance(obj.get("flags"), list)
-                and isinstance(obj.get("tests"), dict)):
+        if not (
+            isinstance(obj, dict)
+            and isinstance(obj.get("task_id"), str)
+            and isinstance(obj.get("flags"), list)
+            and isinstance(obj.get("tests"), dict)
+        ):
             raise UserError("not a task audit record (task_id, flags, tests)", path=str(p), line=lineno)
         out[obj["task_id"]] = obj
     return out
 
 
-
-def audit_tasks(tasks_file: str, out_dir: str | Path, **settings: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def audit_tasks(
+    tasks_file: str, out_dir: str | Path, **settings: Any
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """What the task_audit notebook runs: the audit of ``tasks_file`` into ``out_dir/audit`` (resumed when there),
     its settings checked as ``grpo-wb tasks audit``'s flags are; returns the summary and the per-task records."""
     folder = Path(out_dir) / "audit"
-    cfg = from_dict(TaskAuditConfig, {"tasks": str(tasks_file), "out": str(folder), **settings},
-                    source="task_audit parameters")
+    cfg = from_dict(
+        TaskAuditConfig, {"tasks": str(tasks_file), "out": str(folder), **settings}, source="task_audit parameters"
+    )
     return run_task_audit(cfg), read_audit(folder)
 
 
 def _short(text: Any, n: int = 80) -> str:
     text = "" if text is None else str(text)
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def tasks_frame(records: Mapping[str, Mapping[str, Any]]):
@@ -630,13 +752,21 @@ def tasks_frame(records: Mapping[str, Mapping[str, Any]]):
     rows = []
     for tid, r in records.items():
         m, refs = r.get("mutation") or {}, r.get("references") or {}
-        rows.append({"task": tid, "flags": ", ".join(r["flags"]) or "clean", "tests": r["tests"]["tests"],
-                     "distinct inputs": r["tests"]["distinct_inputs"],
-                     "references passing": f"{refs.get('passed', 0)} of {refs.get('n', 0)}",
-                     "mutation score": m.get("score"), "without equivalent": m.get("score_without_equivalent"),
-                     "mutants run": m.get("run"), "survivors": len(m.get("survivors", ())),
-                     "likely equivalent": m.get("likely_equivalent"),
-                     "false positives": (r.get("wrong") or {}).get("false_positive_rate")})
+        rows.append(
+            {
+                "task": tid,
+                "flags": ", ".join(r["flags"]) or "clean",
+                "tests": r["tests"]["tests"],
+                "distinct inputs": r["tests"]["distinct_inputs"],
+                "references passing": f"{refs.get('passed', 0)} of {refs.get('n', 0)}",
+                "mutation score": m.get("score"),
+                "without equivalent": m.get("score_without_equivalent"),
+                "mutants run": m.get("run"),
+                "survivors": len(m.get("survivors", ())),
+                "likely equivalent": m.get("likely_equivalent"),
+                "false positives": (r.get("wrong") or {}).get("false_positive_rate"),
+            }
+        )
     return dataframe(rows).set_index("task") if rows else dataframe(rows)
 
 
@@ -644,8 +774,9 @@ def flags_frame(summary: Mapping[str, Any]):
     """How many tasks carry each flag."""
     n = summary["tasks"]
     rows = [{"flag": f, "tasks": c, "share": round(c / n, 3) if n else None} for f, c in summary["flags"].items()]
-    return dataframe([{"flag": "clean", "tasks": summary["clean"], "share": round(summary["clean"] / n, 3) if n else None},
-                      *rows]).set_index("flag")
+    return dataframe(
+        [{"flag": "clean", "tasks": summary["clean"], "share": round(summary["clean"] / n, 3) if n else None}, *rows]
+    ).set_index("flag")
 
 
 def broken_frame(records: Mapping[str, Mapping[str, Any]]):
@@ -655,16 +786,25 @@ def broken_frame(records: Mapping[str, Mapping[str, Any]]):
         for x in (r.get("references") or {}).get("results", ()):
             if x["status"] != "pass":
                 f = x.get("failure") or {}
-                rows.append({"task": tid, "reference": x["i"], "status": x["status"], "cause": x.get("cause", ""),
-                             "test": f.get("test", ""), "input or call": _short(f.get("input", f.get("code", ""))),
-                             "expected": _short(f.get("expected", "")), "reference's output": _short(f.get("actual", "")),
-                             "error": _short(x.get("error", ""))})
+                rows.append(
+                    {
+                        "task": tid,
+                        "reference": x["i"],
+                        "status": x["status"],
+                        "cause": x.get("cause", ""),
+                        "test": f.get("test", ""),
+                        "input or call": _short(f.get("input", f.get("code", ""))),
+                        "expected": _short(f.get("expected", "")),
+                        "reference's output": _short(f.get("actual", "")),
+                        "error": _short(x.get("error", "")),
+                    }
+                )
     return dataframe(rows)
 
 
 def survivors(records: Mapping[str, Mapping[str, Any]], n: int = 8) -> str:
     """The first ``n`` surviving mutants that answer an input the tests lack differently, as diffs with it."""
-    out = []
+    out: list[str] = []
     for tid, r in records.items():
         for s in (r.get("mutation") or {}).get("survivors", ()):
             if "witness" in s and len(out) < n:
@@ -674,31 +814,63 @@ def survivors(records: Mapping[str, Mapping[str, Any]], n: int = 8) -> str:
 
 def hackable_frame(records: Mapping[str, Mapping[str, Any]]):
     """Each program that knows nothing and passes a task's tests."""
-    return dataframe([{"task": tid, "program": h["program"], "code": _short(h["code"].strip(), 120),
-                       "tests": r["tests"]["tests"], "only the prompt's examples": r["tests"]["only_prompt_examples"]}
-                      for tid, r in records.items() for h in r.get("hackable", ())])
+    return dataframe(
+        [
+            {
+                "task": tid,
+                "program": h["program"],
+                "code": _short(h["code"].strip(), 120),
+                "tests": r["tests"]["tests"],
+                "only the prompt's examples": r["tests"]["only_prompt_examples"],
+            }
+            for tid, r in records.items()
+            for h in r.get("hackable", ())
+        ]
+    )
 
 
 def overlap_frame(folder: str | Path):
     """Near-duplicate pairs and evaluation-set matches, one row each."""
     ov = read_json(Path(folder) / OVERLAP_FILE)
     rows = [{"kind": "duplicate", "task": p["a"], "other": p["b"], "jaccard": p["jaccard"]} for p in ov["duplicates"]]
-    rows += [{"kind": f"in {m['eval_set']}", "task": m["task_id"], "other": m["eval_id"], "jaccard": m["jaccard"],
-              "containment": m["containment"]} for m in ov["contamination"]]
+    rows += [
+        {
+            "kind": f"in {m['eval_set']}",
+            "task": m["task_id"],
+            "other": m["eval_id"],
+            "jaccard": m["jaccard"],
+            "containment": m["containment"],
+        }
+        for m in ov["contamination"]
+    ]
     return dataframe(rows)
 
 
 def audit_headline(summary: Mapping[str, Any], tasks_file: str) -> dict[str, Any]:
     """What the batch index shows of an audit."""
     f, m = summary["flags"], summary["mutation"]
-    return {"tasks": summary["tasks"], "clean": summary["clean"], "broken": f["broken"], "flaky": f["flaky"],
-            "hackable": f["hackable"], "weak": f["weak"],
-            "mutation score (mean, without equivalent)": m["score_without_equivalent"]["mean"],
-            "seconds per task": summary["seconds_per_task"], "source": f"tests of {Path(tasks_file).name}"}
+    return {
+        "tasks": summary["tasks"],
+        "clean": summary["clean"],
+        "broken": f["broken"],
+        "flaky": f["flaky"],
+        "hackable": f["hackable"],
+        "weak": f["weak"],
+        "mutation score (mean, without equivalent)": m["score_without_equivalent"]["mean"],
+        "seconds per task": summary["seconds_per_task"],
+        "source": f"tests of {Path(tasks_file).name}",
+    }
 
 
 def by_flag_frame(summary: Mapping[str, Any]):
     """With samples: per flag, its tasks' groups (all pass / mixed / none pass) and their samples' statuses."""
-    rows = [{"flag": f, "tasks": x["tasks"], **{f"groups {k}": v for k, v in x["groups"].items()},
-             **{f"samples {k}": v for k, v in x["statuses"].items()}} for f, x in summary.get("by_flag", {}).items()]
+    rows = [
+        {
+            "flag": f,
+            "tasks": x["tasks"],
+            **{f"groups {k}": v for k, v in x["groups"].items()},
+            **{f"samples {k}": v for k, v in x["statuses"].items()},
+        }
+        for f, x in summary.get("by_flag", {}).items()
+    ]
     return dataframe(rows).fillna(0).set_index("flag") if rows else dataframe(rows)

@@ -5,13 +5,23 @@ threads turn source into AST objects (or AST objects into code) at once (CPython
 threads extract code and plan tests concurrently, so every such call in the scoring process goes through here.
 The GIL already runs these calls one at a time; the lock only keeps one from being interleaved with another.
 """
+
 from __future__ import annotations
 
 import ast
 import threading
-from typing import Any
+import types
+from typing import Literal, overload
 
 _LOCK = threading.Lock()
+
+
+@overload
+def parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+@overload
+def parse(source: str, mode: str) -> ast.AST: ...
 
 
 def parse(source: str, mode: str = "exec") -> ast.AST:
@@ -20,7 +30,7 @@ def parse(source: str, mode: str = "exec") -> ast.AST:
         return ast.parse(source, mode=mode)
 
 
-def compile_ast(tree: ast.AST, filename: str, mode: str) -> Any:
+def compile_ast(tree: ast.Module | ast.Expression | ast.Interactive, filename: str, mode: str) -> types.CodeType:
     """``compile(tree, filename, mode)`` of an AST object, one thread at a time."""
     with _LOCK:
         return compile(tree, filename, mode)

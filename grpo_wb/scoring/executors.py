@@ -1,22 +1,18 @@
 """Where completions are scored, and with what: the sandbox settings every scoring command takes
 (:class:`SandboxConfig`), the executor (:class:`ExecutorConfig`: this machine's pool or a Ray cluster),
 and :func:`open_scorer`, which gives either behind one interface."""
+
 from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from grpo_wb.config import cli, positive_float, positive_int, post_init_next
 from grpo_wb.errors import UserError
 from grpo_wb.scoring.ray_executor import RayScorer
 from grpo_wb.scoring.rewards import JUDGES, Judge, RewardConfig, RewardKind
-from grpo_wb.scoring.sandbox import (
-    Isolation,
-    SandboxLimits,
-    default_isolation,
-    describe_isolation,
-)
+from grpo_wb.scoring.sandbox import Isolation, SandboxLimits, default_isolation, describe_isolation
 from grpo_wb.scoring.scorer import Scorer
 
 Executor = Literal["local", "ray"]
@@ -51,9 +47,13 @@ class SandboxConfig:
 
     def limits(self) -> SandboxLimits:
         """The per-completion limits these settings give."""
-        return SandboxLimits(timeout=self.timeout, memory_bytes=self.memory_mb << 20,
-                             compile_timeout=self.compile_timeout, site_packages=self.site_packages,
-                             isolation=self.isolation)
+        return SandboxLimits(
+            timeout=self.timeout,
+            memory_bytes=self.memory_mb << 20,
+            compile_timeout=self.compile_timeout,
+            site_packages=self.site_packages,
+            isolation=self.isolation,
+        )
 
 
 @dataclass(kw_only=True)
@@ -94,7 +94,9 @@ def describe_executor(info: dict[str, Any]) -> list[str]:
         return ["isolation: " + describe_isolation(info["per_node"][0]["isolation"])]
     return [f"executor: ray at {info['ray_address']}, {info['nodes']} nodes, {info['workers']} workers"] + [
         f"isolation on {n['hostname']} (node {n['node_id'][:8]}, {n['workers']} workers): "
-        + describe_isolation(n["isolation"]) for n in info["per_node"]]
+        + describe_isolation(n["isolation"])
+        for n in info["per_node"]
+    ]
 
 
 def check_executor(executor: str, ray_address: str | None) -> None:
@@ -105,9 +107,16 @@ def check_executor(executor: str, ray_address: str | None) -> None:
         raise UserError("--ray-address needs --executor ray")
 
 
-def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
-                workers: int | None = None, cache: bool = True, executor: str = "local",
-                ray_address: str | None = None, early_stop: bool | None = None) -> Scorer | RayScorer:
+def open_scorer(
+    limits: SandboxLimits = SandboxLimits(),
+    reward: RewardConfig = RewardConfig(),
+    *,
+    workers: int | None = None,
+    cache: bool = True,
+    executor: str = "local",
+    ray_address: str | None = None,
+    early_stop: bool | None = None,
+) -> Scorer | RayScorer:
     """A scorer for ``executor``: the local pool, or :class:`~grpo_wb.scoring.ray_executor.RayScorer` (same
     interface). On Ray, ``workers`` is per node (default: each node's CPUs); ``ray_address`` None starts a
     local Ray instance."""
@@ -115,3 +124,28 @@ def open_scorer(limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = 
     if executor == "ray":
         return RayScorer(limits, reward, address=ray_address, workers=workers, cache=cache, early_stop=early_stop)
     return Scorer(limits, reward, workers=workers, cache=cache, early_stop=early_stop)
+
+
+class ScoringSettings(Protocol):
+    """A command's settings that say how to score: a :class:`SandboxConfig`, :class:`JudgeConfig` and
+    :class:`ExecutorConfig` in one."""
+
+    workers: int | None
+    executor: Executor
+    ray_address: str | None
+
+    def limits(self) -> SandboxLimits: ...
+
+    def reward_config(self, kind: RewardKind) -> RewardConfig: ...
+
+
+def scorer_for(cfg: ScoringSettings, reward: RewardKind, *, early_stop: bool | None = None) -> Scorer | RayScorer:
+    """:func:`open_scorer` with a command's sandbox, judge and executor settings, for the reward ``reward``."""
+    return open_scorer(
+        cfg.limits(),
+        cfg.reward_config(reward),
+        workers=cfg.workers,
+        executor=cfg.executor,
+        ray_address=cfg.ray_address,
+        early_stop=early_stop,
+    )

@@ -28,6 +28,7 @@ Covers the shapes completions come in:
 Nothing here runs code; a syntax error in extracted code is left for the sandbox
 to report as ``error``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,9 +42,11 @@ from dataclasses import dataclass
 
 from grpo_wb.scoring import astlock
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)"
-                    r"(?:^[ \t]*(```)[ \t]*$|(?=^[ \t]*```[ \t]*[A-Za-z0-9_+.-]+[ \t]*$)|\Z)",
-                    re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)"
+    r"(?:^[ \t]*(```)[ \t]*$|(?=^[ \t]*```[ \t]*[A-Za-z0-9_+.-]+[ \t]*$)|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 """A fenced block: its tag, its body, and its closing fence when it has one. A block is unclosed when
 the text ends first, or when a tagged opening fence (```python) starts before a closing one."""
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
@@ -98,8 +101,10 @@ def _defines(code: str, name: str) -> bool:
         return True
     if re.search(rf"^(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE):
         return True
-    return (re.search(r"^class\s+\w+", code, re.MULTILINE) is not None
-            and re.search(rf"^\s+(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None)
+    return (
+        re.search(r"^class\s+\w+", code, re.MULTILINE) is not None
+        and re.search(rf"^\s+(async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
+    )
 
 
 def _cut_entry_point(code: str, name: str) -> str | None:
@@ -169,8 +174,14 @@ def _reads_as_sentence(toks: list[tokenize.TokenInfo]) -> bool:
     if any(t.type == tokenize.ERRORTOKEN and not t.string.isspace() and t.string not in "'\"" for t in toks):
         return True  # (a lone quote is a string cut off, not prose)
     words = [(i, t.string) for i, t in enumerate(toks) if t.type == tokenize.NAME]
-    pairs = sum(j == i + 1 and not keyword.iskeyword(a) and not keyword.iskeyword(b) and not keyword.issoftkeyword(a)
-                and not (i == 0 and a in ("print", "exec")) for (i, a), (j, b) in zip(words, words[1:]))
+    pairs = sum(
+        j == i + 1
+        and not keyword.iskeyword(a)
+        and not keyword.iskeyword(b)
+        and not keyword.issoftkeyword(a)
+        and not (i == 0 and a in ("print", "exec"))
+        for (i, a), (j, b) in zip(words, words[1:])
+    )
     ops = any(t.type == tokenize.OP and t.string not in _NOT_CODE_OPS for t in toks)
     return pairs >= 2 or (pairs == 1 and not ops)
 
@@ -181,8 +192,12 @@ def _reads_as_code(line: str, toks: list[tokenize.TokenInfo], whole: bool) -> bo
         return False
     if not whole and not toks:
         return True  # opens a string or a bracket the next lines close
-    return any((t.type == tokenize.OP and t.string not in ".,") or t.type == tokenize.STRING
-               or (t.type == tokenize.NAME and keyword.iskeyword(t.string)) for t in toks)
+    return any(
+        (t.type == tokenize.OP and t.string not in ".,")
+        or t.type == tokenize.STRING
+        or (t.type == tokenize.NAME and keyword.iskeyword(t.string))
+        for t in toks
+    )
 
 
 def is_prose(text: str) -> bool:
@@ -207,7 +222,7 @@ def clean_reply(completion: str) -> str:
         completion = completion.split("</think>")[-1]
     m = _END_OF_TURN.search(completion)
     if m:
-        completion = completion[:m.start()]
+        completion = completion[: m.start()]
     return _SPECIAL.sub("", completion)
 
 
@@ -215,7 +230,7 @@ def _is_py_tag(tag: str) -> bool:
     if tag in _PY_TAGS:
         return True
     head = re.match(r"python3?|py3?", tag)
-    return head is not None and _PY_TAG_SUFFIX.fullmatch(tag[head.end():]) is not None
+    return head is not None and _PY_TAG_SUFFIX.fullmatch(tag[head.end() :]) is not None
 
 
 def _fence_block(tag: str, body: str) -> tuple[str, str]:
@@ -250,8 +265,12 @@ def _drop_leading_space(prompt: str, completion: str) -> str:
     lead = completion.lstrip("\n")
     first = lead.lstrip(" \t")
     indent = len(lead) - len(first)
-    if (not indent or not _TOP_LEVEL_START.match(first) or indent >= _body_indent(prompt)
-            or _compiles(prompt + completion)):
+    if (
+        not indent
+        or not _TOP_LEVEL_START.match(first)
+        or indent >= _body_indent(prompt)
+        or _compiles(prompt + completion)
+    ):
         return completion
     dedented = textwrap.dedent(lead)
     return dedented if _TOP_LEVEL_START.match(dedented) else first
@@ -311,15 +330,26 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
             complete = [i for i in defining if py[i][2] and _compiles(py[i][0])]
             if complete:
                 i = complete[-1]
-                return Extraction(_full_program(prompt, py[i][0]), "full_function",
-                                  rule="last complete defining block", block=i, n_blocks=n)
+                return Extraction(
+                    _full_program(prompt, py[i][0]),
+                    "full_function",
+                    rule="last complete defining block",
+                    block=i,
+                    n_blocks=n,
+                )
             i = defining[-1]
             cut = None if _compiles(py[i][0]) else _cut_entry_point(py[i][0], entry_point)
             if cut is not None:
-                return Extraction(_full_program(prompt, cut), "full_function",
-                                  rule="entry point cut from an incomplete block", block=i, n_blocks=n)
-            return Extraction(_full_program(prompt, py[i][0]), "full_function", rule="last defining block",
-                              block=i, n_blocks=n)
+                return Extraction(
+                    _full_program(prompt, cut),
+                    "full_function",
+                    rule="entry point cut from an incomplete block",
+                    block=i,
+                    n_blocks=n,
+                )
+            return Extraction(
+                _full_program(prompt, py[i][0]), "full_function", rule="last defining block", block=i, n_blocks=n
+            )
         if not _prompt_is_code(prompt) and not _compiles(prompt + py[0][1]) and _compiles(py[-1][0]):
             # a script or a prose-prompted answer
             return Extraction(py[-1][0], "full_function", rule="last block", block=n - 1, n_blocks=n)
@@ -334,8 +364,11 @@ def _extract(prompt: str, entry_point: str, completion: str) -> Extraction:
         code = textwrap.dedent(completion)
         lines = code.splitlines(keepends=True)
         # drop a line of prose before the code ("Sure! Here is the function:"), keep code-like lines
-        start = 0 if _compiles(code) else next(
-            (i for i, l in enumerate(lines) if l.strip() and (l[:1] in " \t" or _CODE_START.match(l))), 0)
+        start = (
+            0
+            if _compiles(code)
+            else next((i for i, l in enumerate(lines) if l.strip() and (l[:1] in " \t" or _CODE_START.match(l))), 0)
+        )
         return Extraction(_full_program(prompt, "".join(lines[start:])), "full_function")
     return Extraction(_continue(prompt, completion), "continuation")
 
@@ -379,20 +412,29 @@ def extract_cpp(completion: str) -> Extraction:
     if completion is None or not completion.strip():
         return Extraction(None, "none", "empty completion")
     completion = completion.replace("\r\n", "\n")
-    if "<" in completion and ("<think>" in completion or "</think>" in completion or "<|" in completion
-                              or "</s>" in completion):
+    if "<" in completion and (
+        "<think>" in completion or "</think>" in completion or "<|" in completion or "</s>" in completion
+    ):
         completion = clean_reply(completion)  # not for every '<': #include <bits/stdc++.h> is C++
     if "```" in completion:
         completion = _MID_LINE_FENCE.sub(r"\1\n\2", completion)
         blocks = [(tag.lower(), body, bool(closed)) for tag, body, closed in _FENCE.findall(completion)]
-        cpp = [(body, closed) for tag, body, closed in blocks
-               if body.strip() and (_CPP_TAG.fullmatch(tag) or (not tag and _CPP_MAIN.search(body)))]
+        cpp = [
+            (body, closed)
+            for tag, body, closed in blocks
+            if body.strip() and (_CPP_TAG.fullmatch(tag) or (not tag and _CPP_MAIN.search(body)))
+        ]
         if not cpp:
             return Extraction(None, "none", "no C++ code block in the reply")
         complete = [i for i, (_, closed) in enumerate(cpp) if closed]
         i = complete[-1] if complete else len(cpp) - 1
-        return Extraction(cpp[i][0], "full_function", rule="last complete C++ block" if complete else
-                          "last C++ block (unclosed)", block=i, n_blocks=len(cpp))
+        return Extraction(
+            cpp[i][0],
+            "full_function",
+            rule="last complete C++ block" if complete else "last C++ block (unclosed)",
+            block=i,
+            n_blocks=len(cpp),
+        )
     if not _CPP_MAIN.search(completion):
         return Extraction(None, "none", "no C++ program in the reply (no main)")
     return Extraction(completion, "full_function")

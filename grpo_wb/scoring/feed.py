@@ -6,11 +6,13 @@ consumer's thread would hold back results that are already decided until more in
 reads the input into a bounded buffer on its own thread; the executor takes what has arrived, and waits for
 "a result is ready or more input came" in one place (:meth:`Feed.wait`).
 """
+
 from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 

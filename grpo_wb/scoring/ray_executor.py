@@ -23,6 +23,7 @@ ship code to the nodes.
 Ray's own traffic: usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``),
 the dashboard is off unless asked for, and a local instance binds 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,9 +32,10 @@ import os
 import socket
 import sys
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from grpo_wb.errors import UserError, exception_line, require
 from grpo_wb.scoring.feed import Feed
@@ -54,8 +56,7 @@ class IncompleteScoring(UserError):
     def __init__(self, missing: list[str], reason: str):
         self.missing = list(missing)
         shown = ", ".join(self.missing[:10]) + (" ..." if len(self.missing) > 10 else "")
-        super().__init__(f"Ray executor: {len(self.missing)} completions were not scored ({reason}); "
-                         f"missing: {shown}")
+        super().__init__(f"Ray executor: {len(self.missing)} completions were not scored ({reason}); missing: {shown}")
 
 
 def _import_ray():
@@ -72,8 +73,9 @@ def _check_reachable(address: str) -> None:
         return
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"--ray-address {address!r}: expected HOST:PORT of the cluster's head (GCS), "
-                        "e.g. 127.0.0.1:6379, or 'auto'")
+        raise UserError(
+            f"--ray-address {address!r}: expected HOST:PORT of the cluster's head (GCS), e.g. 127.0.0.1:6379, or 'auto'"
+        )
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=5.0):
             pass
@@ -90,8 +92,10 @@ def _token_source() -> str:
     return str(Path.home() / ".ray" / "auth_token")
 
 
-_SET_TOKEN = ("copy the head's token (`ray get-auth-token` on the head prints it) into ~/.ray/auth_token, "
-              "or set RAY_AUTH_TOKEN (the token) or RAY_AUTH_TOKEN_PATH (a file holding it)")
+_SET_TOKEN = (
+    "copy the head's token (`ray get-auth-token` on the head prints it) into ~/.ray/auth_token, "
+    "or set RAY_AUTH_TOKEN (the token) or RAY_AUTH_TOKEN_PATH (a file holding it)"
+)
 
 
 @contextlib.contextmanager
@@ -123,7 +127,7 @@ def _check_auth(address: str) -> None:
     if address == "auto" or address.startswith("ray://"):
         return  # Ray's own rule applies ("auto"), or the client protocol carries its own
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config, InnerGcsClient
+        from ray._raylet import AuthenticationTokenLoader, Config, InnerGcsClient  # type: ignore[attr-defined]  # private classes Ray's _raylet.pyi leaves out
         from ray.exceptions import AuthenticationError, RpcError
     except ImportError:
         return
@@ -135,8 +139,10 @@ def _check_auth(address: str) -> None:
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
     if token_mode and not AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
         # (connecting now would abort the process inside Ray's C++ token loader)
-        raise UserError(f"--ray-address {address}: RAY_AUTH_MODE=token but no Ray auth token was found "
-                        f"({_token_source()}); {_SET_TOKEN}")
+        raise UserError(
+            f"--ray-address {address}: RAY_AUTH_MODE=token but no Ray auth token was found "
+            f"({_token_source()}); {_SET_TOKEN}"
+        )
     try:
         try:
             probe()
@@ -144,8 +150,10 @@ def _check_auth(address: str) -> None:
             if token_mode or os.environ.get("RAY_AUTH_MODE") is not None:
                 raise
             if not AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
-                raise UserError(f"--ray-address {address}: the Ray cluster requires token authentication and no "
-                                f"token was found here; {_SET_TOKEN}") from None
+                raise UserError(
+                    f"--ray-address {address}: the Ray cluster requires token authentication and no "
+                    f"token was found here; {_SET_TOKEN}"
+                ) from None
             # The cluster wants a token and one is here: token mode, as ray.init(address="auto") would set it
             # (only now: a token-mode driver cannot create actors on a cluster without auth).
             os.environ["RAY_AUTH_MODE"] = "token"
@@ -154,10 +162,13 @@ def _check_auth(address: str) -> None:
             probe()
     except AuthenticationError:
         if token_mode:
-            raise UserError(f"--ray-address {address}: the Ray cluster rejected the auth token from "
-                            f"{_token_source()}; {_SET_TOKEN}") from None
-        raise UserError(f"--ray-address {address}: the Ray cluster requires token authentication, which "
-                        f"RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')} turns off here; unset it") from None
+            raise UserError(
+                f"--ray-address {address}: the Ray cluster rejected the auth token from {_token_source()}; {_SET_TOKEN}"
+            ) from None
+        raise UserError(
+            f"--ray-address {address}: the Ray cluster requires token authentication, which "
+            f"RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')} turns off here; unset it"
+        ) from None
     except RpcError as e:
         raise UserError(f"--ray-address {address}: no Ray head answers there ({exception_line(e)})") from None
 
@@ -172,16 +183,17 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, dashboar
     ray = _import_ray()
     if ray.is_initialized():
         return ray
-    local = address in (None, "", "local")
-    if local or _is_loopback(address.rpartition(":")[0].strip("[]")):
+    remote = None if address in (None, "", "local") else address  # a cluster's address; None: a local instance
+    local = remote is None
+    if remote is None or _is_loopback(remote.rpartition(":")[0].strip("[]")):
         # Ray's "cluster mode" resolves a loopback bootstrap address to the host's outward IP;
         # with it off (as Ray does on macOS/Windows) the driver keeps 127.0.0.1. Nodes are unaffected.
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False
-    if not local:
-        _check_reachable(address)
-        _check_auth(address)
+    if remote is not None:
+        _check_reachable(remote)
+        _check_auth(remote)
     kwargs: dict[str, Any] = dict(logging_level=logging.WARNING, log_to_driver=False, configure_logging=True)
     if local:
         # "local": always a new instance, never a cluster that `ray start` left running here. Ray gives its raylet
@@ -193,9 +205,11 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, dashboar
             except Exception as e:  # noqa: BLE001 - Ray's startup timeout is a plain Exception
                 ray.shutdown()
                 if attempt == 2:
-                    raise UserError(f"could not start a local Ray instance ({exception_line(e)}); is the machine "
-                                    "overloaded? retry, or start one with `ray start --head` and pass "
-                                    "--ray-address") from None
+                    raise UserError(
+                        f"could not start a local Ray instance ({exception_line(e)}); is the machine "
+                        "overloaded? retry, or start one with `ray start --head` and pass "
+                        "--ray-address"
+                    ) from None
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
@@ -209,16 +223,29 @@ def _node_scorer_class(ray):
     class NodeScorer:
         """One node's warm sandbox pool; scores chunks, several at once."""
 
-        def __init__(self, limits: dict[str, Any], reward: dict[str, Any], workers: int, cache: bool,
-                     early_stop: bool | None, driver_version: str):
+        def __init__(
+            self,
+            limits: dict[str, Any],
+            reward: dict[str, Any],
+            workers: int,
+            cache: bool,
+            early_stop: bool | None,
+            driver_version: str,
+        ):
             if driver_version != __version__:
                 raise RuntimeError(f"grpo_wb {__version__} on this node, {driver_version} on the driver")
-            self.scorer = Scorer(SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache,
-                                 early_stop=early_stop)
+            self.scorer = Scorer(
+                SandboxLimits(**limits), RewardConfig(**reward), workers=workers, cache=cache, early_stop=early_stop
+            )
 
         def info(self) -> dict[str, Any]:
-            return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
-                    "pid": os.getpid(), "workers": self.scorer.workers, "isolation": self.scorer.isolation()}
+            return {
+                "node_id": ray.get_runtime_context().get_node_id(),
+                "hostname": socket.gethostname(),
+                "pid": os.getpid(),
+                "workers": self.scorer.workers,
+                "isolation": self.scorer.isolation(),
+            }
 
         def score_chunk(self, requests: list[ScoreRequest]) -> list[ScoredCompletion]:
             # each chunk arrives with fresh Task objects: the scorer's plan cache is keyed by content
@@ -250,11 +277,22 @@ class _Actor:
 class RayScorer:
     """Scores on a Ray cluster: one actor per node, chunked, bounded, ordered, retried."""
 
-    def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(), *,
-                 address: str | None = None, workers: int | None = None, cache: bool = True,
-                 chunk_size: int = CHUNK_SIZE, inflight_per_actor: int = INFLIGHT_PER_ACTOR,
-                 max_replacements: int | None = None, max_attempts: int = 3, dashboard: bool = False,
-                 start_timeout: float = 180.0, early_stop: bool | None = None):
+    def __init__(
+        self,
+        limits: SandboxLimits = SandboxLimits(),
+        reward: RewardConfig = RewardConfig(),
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        cache: bool = True,
+        chunk_size: int = CHUNK_SIZE,
+        inflight_per_actor: int = INFLIGHT_PER_ACTOR,
+        max_replacements: int | None = None,
+        max_attempts: int = 3,
+        dashboard: bool = False,
+        start_timeout: float = 180.0,
+        early_stop: bool | None = None,
+    ):
         self.limits = limits
         self.reward = reward
         self.address = address
@@ -293,7 +331,9 @@ class RayScorer:
         for n in nodes:
             w = self.workers_per_node or max(1, int(n["Resources"]["CPU"]))
             h = self._cls.options(
-                num_cpus=0, max_restarts=0, max_concurrency=self.inflight_per_actor + 1,
+                num_cpus=0,
+                max_restarts=0,
+                max_concurrency=self.inflight_per_actor + 1,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
             ).remote(asdict(self.limits), asdict(self.reward), w, self.cache_enabled, self.early_stop, __version__)
             pending.append((n, h, h.info.remote()))
@@ -348,11 +388,23 @@ class RayScorer:
 
     def executor_info(self) -> dict[str, Any]:
         live = self._live()
-        return {"executor": "ray", "ray_address": self.address or "local", "nodes": len(live),
-                "workers": sum(a.workers for a in live), "actor_replacements": self.replacements,
-                "retried_chunks": self.retried_chunks,
-                "per_node": [{"node_id": a.node_id, "hostname": a.info["hostname"], "workers": a.workers,
-                              "isolation": a.info["isolation"]} for a in live]}
+        return {
+            "executor": "ray",
+            "ray_address": self.address or "local",
+            "nodes": len(live),
+            "workers": sum(a.workers for a in live),
+            "actor_replacements": self.replacements,
+            "retried_chunks": self.retried_chunks,
+            "per_node": [
+                {
+                    "node_id": a.node_id,
+                    "hostname": a.info["hostname"],
+                    "workers": a.workers,
+                    "isolation": a.info["isolation"],
+                }
+                for a in live
+            ],
+        }
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score on the cluster; yield in input order; retry chunks of dead actors elsewhere."""
@@ -435,8 +487,15 @@ class RayScorer:
                     raise RuntimeError("the actor returned results for other completions")
             except Exception as e:
                 fault = exception_line(e)
-                if isinstance(e, (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError,
-                                  ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError)):
+                if isinstance(
+                    e,
+                    (
+                        ray.exceptions.RayActorError,
+                        ray.exceptions.NodeDiedError,
+                        ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.ObjectLostError,
+                    ),
+                ):
                     self._retire(actor)
                     self._replace()  # on the same node when only the actor died
                 if attempts[idx] >= self.max_attempts:
@@ -455,7 +514,7 @@ class RayScorer:
                 pass
             self._retire(a)
 
-    def __enter__(self) -> "RayScorer":
+    def __enter__(self) -> RayScorer:
         return self
 
     def __exit__(self, *exc: Any) -> None:

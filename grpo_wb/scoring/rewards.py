@@ -8,6 +8,7 @@ A parse failure gets ``parse_failure_reward`` (0.0 by default); setting it to
 ``None`` leaves the completion unscored, which the advantage code then treats
 as TRL treats a ``None`` reward: excluded from the group statistics.
 """
+
 from __future__ import annotations
 
 import typing
@@ -38,8 +39,9 @@ class RewardConfig:
             raise ValueError(f"unknown judge {self.judge!r} (choose from {', '.join(JUDGES)})")
 
 
-def compute_reward(cfg: RewardConfig, *, status: str, passed: bool, tests_passed: int,
-                   tests_total: int) -> float | None:
+def compute_reward(
+    cfg: RewardConfig, *, status: str, passed: bool, tests_passed: int, tests_total: int
+) -> float | None:
     """The reward for one completion under ``cfg``."""
     if status == "parse_failure":
         return cfg.parse_failure_reward

@@ -68,12 +68,13 @@ against the bundled module or a transcription of it in ``tests/test_trainer_rule
   says yes, and -- its prelude's ``from operator import *`` binding ``add`` -- a reply without code for a task
   whose function is ``add``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from grpo_wb.scoring.extraction import Extraction, extract_answer
 from grpo_wb.scoring.rewards import Judge
@@ -86,7 +87,8 @@ PRIME_CODE_PRELUDE = (
     "from json import *\nfrom builtins import *\nfrom typing import *\nimport string\nimport re\nimport datetime\n"
     "import collections\nimport heapq\nimport bisect\nimport copy\nimport math\nimport random\nimport statistics\n"
     "import itertools\nimport functools\nimport operator\nimport io\nimport sys\nimport json\n"
-    "sys.setrecursionlimit(6*10**5)\n")
+    "sys.setrecursionlimit(6*10**5)\n"
+)
 """What prime_code's ``run_test`` puts before every program (``sol``), verbatim."""
 
 TACO_PRELUDE = (
@@ -96,7 +98,8 @@ TACO_PRELUDE = (
     "log, log2\nimport fractions\nfrom typing import List, Tuple\n"
     "try:\n    import numpy as np\nexcept ImportError:\n    pass\n"
     "import random\nimport heapq\nfrom heapq import *\n"
-    "\nstdin = sys.stdin\nstdout = sys.stdout\n")
+    "\nstdin = sys.stdin\nstdout = sys.stdout\n"
+)
 """What TACO's ``synthesize_std_code`` puts before a stdin program (its ``normal_import_lines``, then ``stdin`` and
 ``stdout``), verbatim but for ``import numpy as np``, which runs only where numpy is importable (grpo_wb's
 sandbox starts Python without site-packages). Its call-based header is the same without the last two names."""
@@ -108,7 +111,8 @@ LIVECODEBENCH_PRELUDE = (
     "from json import *\nfrom builtins import *\nfrom typing import *\nimport string\nimport re\nimport datetime\n"
     "import collections\nimport heapq\nimport bisect\nimport copy\nimport math\nimport random\nimport statistics\n"
     "import itertools\nimport functools\nimport operator\nimport io\nimport sys\nimport json\n"
-    "sys.setrecursionlimit(50000)\n")
+    "sys.setrecursionlimit(50000)\n"
+)
 """LiveCodeBench's ``import_string`` (``lcb_runner/evaluation/testing_util.py``), verbatim: put before every
 program, stdin and call-based alike."""
 
@@ -122,7 +126,7 @@ def _livecodebench(completion: str) -> str:
     fences = [i for i, line in enumerate(lines) if "```" in line]
     if len(fences) < 2:
         return ""
-    return "\n".join(lines[fences[-2] + 1:fences[-1]])
+    return "\n".join(lines[fences[-2] + 1 : fences[-1]])
 
 
 def _prime_code(completion: str) -> str:
@@ -182,21 +186,55 @@ class TrainerRule:
         return Extraction(code, "full_function", rule=rule, n_blocks=text.count(fence))
 
 
-RULES: dict[str, TrainerRule] = {r.name: r for r in (
-    TrainerRule("prime_code", "verl (default_compute_score: codecontests, apps, codeforces, taco)",
-                "the text after the last ```python, the whole reply without one", _prime_code,
-                PRIME_CODE_PRELUDE, "prime_code"),
-    TrainerRule("open-r1", "TRL with open-r1's code_reward", "the last ```python block, nothing without one",
-                _open_r1, None, "open-r1", cpp_code=_open_r1_cpp),
-    TrainerRule("open-r1-codeforces", "TRL with open-r1's cf_code_reward (Piston's codeforces package)",
-                "the last ```python block, nothing without one", _open_r1, "", "codeforces", cpp_code=_open_r1_cpp),
-    TrainerRule("taco", "FlagOpen/TACO metrics/testing_util.py (2ba6235)",
-                "TACO's harness takes code, not replies: grpo_wb's extraction", None, TACO_PRELUDE, "taco",
-                "taco_equal"),
-    TrainerRule("livecodebench", "LiveCodeBench lcb_runner (testing_util.py, extract_code)",
-                "the lines between the last two lines holding ```, nothing with fewer than two", _livecodebench,
-                LIVECODEBENCH_PRELUDE, "numeric-lines", "lcb_equal"),
-)}
+RULES: dict[str, TrainerRule] = {
+    r.name: r
+    for r in (
+        TrainerRule(
+            "prime_code",
+            "verl (default_compute_score: codecontests, apps, codeforces, taco)",
+            "the text after the last ```python, the whole reply without one",
+            _prime_code,
+            PRIME_CODE_PRELUDE,
+            "prime_code",
+        ),
+        TrainerRule(
+            "open-r1",
+            "TRL with open-r1's code_reward",
+            "the last ```python block, nothing without one",
+            _open_r1,
+            None,
+            "open-r1",
+            cpp_code=_open_r1_cpp,
+        ),
+        TrainerRule(
+            "open-r1-codeforces",
+            "TRL with open-r1's cf_code_reward (Piston's codeforces package)",
+            "the last ```python block, nothing without one",
+            _open_r1,
+            "",
+            "codeforces",
+            cpp_code=_open_r1_cpp,
+        ),
+        TrainerRule(
+            "taco",
+            "FlagOpen/TACO metrics/testing_util.py (2ba6235)",
+            "TACO's harness takes code, not replies: grpo_wb's extraction",
+            None,
+            TACO_PRELUDE,
+            "taco",
+            "taco_equal",
+        ),
+        TrainerRule(
+            "livecodebench",
+            "LiveCodeBench lcb_runner (testing_util.py, extract_code)",
+            "the lines between the last two lines holding ```, nothing with fewer than two",
+            _livecodebench,
+            LIVECODEBENCH_PRELUDE,
+            "numeric-lines",
+            "lcb_equal",
+        ),
+    )
+}
 
 _CALL_COMPARES = ("apps_equal", "values_equal")
 
@@ -218,8 +256,12 @@ def judged_task(task: Task, rule: TrainerRule | None) -> Task:
     tests = task.tests
     if rule.call_compare:
         tests = tuple(_compared_by(t, rule.call_compare) for t in tests)
-    return dataclasses.replace(task, prelude=task.prelude if rule.prelude is None else rule.prelude,
-                               output_match=rule.output_match, tests=tests)
+    return dataclasses.replace(
+        task,
+        prelude=task.prelude if rule.prelude is None else rule.prelude,
+        output_match=rule.output_match,
+        tests=tests,
+    )
 
 
 def _compared_by(test: TestCase, compare: str) -> TestCase:
@@ -228,7 +270,7 @@ def _compared_by(test: TestCase, compare: str) -> TestCase:
     for name in _CALL_COMPARES:
         head = f"assert {name}(candidate("
         if test.code.startswith(head):
-            return dataclasses.replace(test, code=f"assert {compare}(candidate(" + test.code[len(head):])
+            return dataclasses.replace(test, code=f"assert {compare}(candidate(" + test.code[len(head) :])
     return test
 
 

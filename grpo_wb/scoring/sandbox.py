@@ -39,6 +39,7 @@ recorded: :func:`isolation_report`, ``grpo-wb doctor``):
 What it does NOT cover: kernel exploits (no VM), CPU time of grandchildren in the accounting, and forgery of
 ``exec`` tests, which run inside the child (see :mod:`grpo_wb.scoring.verdicts`; ``docs/threat-model.md``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -61,10 +62,11 @@ import tempfile
 import threading
 import time
 import typing
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import IO, Any, Literal, cast
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable
@@ -75,9 +77,11 @@ Isolation = Literal["best", "strict", "none"]
 ISOLATION_MODES = typing.get_args(Isolation)
 
 
-def default_isolation() -> str:
+def default_isolation() -> Isolation:
     """``$GRPO_WB_ISOLATION`` (how ``grpo-wb batch --isolation`` reaches its notebooks), else ``best``."""
-    return os.environ.get("GRPO_WB_ISOLATION", "best")
+    # not checked here: the configs it is the default of refuse a value that is not an Isolation
+    return cast(Isolation, os.environ.get("GRPO_WB_ISOLATION", "best"))
+
 
 _UID_BASE = 61000
 _UID_LOCKS = Path(tempfile.gettempdir()) / "grpo_wb_uids"
@@ -135,16 +139,20 @@ class SandboxLimits:
         if self.isolation not in ISOLATION_MODES:
             raise ValueError(f"unknown isolation {self.isolation!r} (choose {', '.join(ISOLATION_MODES)})")
 
-    def with_timeout(self, timeout: float | None) -> "SandboxLimits":
+    def with_timeout(self, timeout: float | None) -> SandboxLimits:
         if timeout is None or timeout == self.timeout:
             return self
         return SandboxLimits(**{**asdict(self), "timeout": float(timeout)})
 
     def for_child(self) -> dict[str, Any]:
-        return {"timeout": self.timeout, "memory_bytes": self.memory_bytes,
-                "cpu_seconds": max(1, math.ceil(self.timeout)) + 1,
-                "max_file_bytes": self.max_file_bytes, "max_open_files": self.max_open_files,
-                "max_processes": self.max_processes}
+        return {
+            "timeout": self.timeout,
+            "memory_bytes": self.memory_bytes,
+            "cpu_seconds": max(1, math.ceil(self.timeout)) + 1,
+            "max_file_bytes": self.max_file_bytes,
+            "max_open_files": self.max_open_files,
+            "max_processes": self.max_processes,
+        }
 
 
 @dataclass
@@ -203,8 +211,13 @@ def _ancestors(path: str) -> list[str]:
 def _visible(limits: SandboxLimits) -> list[str]:
     """What a child must be able to read: the interpreter, the standard library, the worker's modules (and
     the site-packages dirs with ``site_packages``, the audit's ``ro_binds``)."""
-    return [sys.base_prefix, os.path.dirname(_interpreter()), os.path.dirname(WORKER),
-            *(_site_dirs() if limits.site_packages else []), *limits.ro_binds]
+    return [
+        sys.base_prefix,
+        os.path.dirname(_interpreter()),
+        os.path.dirname(WORKER),
+        *(_site_dirs() if limits.site_packages else []),
+        *limits.ro_binds,
+    ]
 
 
 def bwrap_command(limits: SandboxLimits) -> list[str] | None:
@@ -212,13 +225,37 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
-    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-           "--die-with-parent", "--new-session", "--clearenv",
-           "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp",
-           "--setenv", "PYTHONHASHSEED", str(limits.hash_seed),
-           # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
-           "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-           "--ro-bind", "/usr", "/usr"]
+    cmd = [
+        bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "PYTHONHASHSEED",
+        str(limits.hash_seed),
+        # the private tmpfs first: binds below it (code checked out under /tmp) stay visible
+        "--size",
+        str(limits.tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for top in ("/bin", "/lib", "/lib64", "/lib32", "/sbin"):
         if os.path.islink(top):
             cmd += ["--symlink", os.readlink(top), top]
@@ -238,9 +275,11 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
     if limits.shm_bytes:
         cmd += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     if os.getuid() == 0:
-        cmd += ["--cap-drop", "ALL"] + [x for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN",
-                                                    "CAP_FOWNER", "CAP_DAC_OVERRIDE")
-                                         for x in ("--cap-add", c)]
+        cmd += ["--cap-drop", "ALL"] + [
+            x
+            for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
+            for x in ("--cap-add", c)
+        ]
     return cmd
 
 
@@ -252,6 +291,7 @@ def _bpf(rules: Callable[[Any], Any]) -> bytes | str:
     a str says why it cannot be had."""
     try:
         import pyseccomp as sc  # 5 ms; only where a worker starts
+
         f = sc.SyscallFilter(sc.ALLOW)
         rules(f)
         fd = os.memfd_create("grpo_wb_seccomp")
@@ -291,6 +331,7 @@ def userns_filter() -> bytes | str:
         f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
         for call in SYSV_AND_KEYRING_CALLS:
             f.add_rule(sc.ERRNO(errno.EPERM), call)
+
     return _bpf(rules)
 
 
@@ -331,11 +372,23 @@ class IsolationLost(SandboxUnavailable):
 MODES = ("bwrap", "unshare", "fork")
 """How a worker is started, strongest first: inside bubblewrap; inside util-linux's ``unshare`` (namespaces and
 private tmpfs mounts, the host's other files visible); or a plain fork (no namespaces: ``--isolation none`` only)."""
-UNSHARE = ["--pid", "--fork", "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--mount",
-           "--propagation", "private"]
-NO_ISOLATION = ("with --isolation none (GRPO_WB_ISOLATION=none) model code runs in your own namespaces, as your uid "
-                "where no other can be had: it can read and write what that uid can, reach the network, and signal "
-                "your processes")
+UNSHARE = [
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
+    "--net",
+    "--ipc",
+    "--uts",
+    "--mount",
+    "--propagation",
+    "private",
+]
+NO_ISOLATION = (
+    "with --isolation none (GRPO_WB_ISOLATION=none) model code runs in your own namespaces, as your uid "
+    "where no other can be had: it can read and write what that uid can, reach the network, and signal "
+    "your processes"
+)
 
 
 def _forced_mode() -> str | None:
@@ -344,8 +397,10 @@ def _forced_mode() -> str | None:
     if forced not in (None, *MODES):
         raise SandboxUnavailable(f"GRPO_WB_SANDBOX={forced!r}: expected one of {', '.join(MODES)}")
     if forced == "bwrap" and shutil.which("bwrap") is None:
-        raise SandboxUnavailable("GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on PATH; install it "
-                                 "(Debian/Ubuntu: apt-get install bubblewrap) or unset GRPO_WB_SANDBOX")
+        raise SandboxUnavailable(
+            "GRPO_WB_SANDBOX=bwrap but bubblewrap (bwrap) is not on PATH; install it "
+            "(Debian/Ubuntu: apt-get install bubblewrap) or unset GRPO_WB_SANDBOX"
+        )
     if forced == "unshare" and shutil.which("unshare") is None:
         raise SandboxUnavailable("GRPO_WB_SANDBOX=unshare but util-linux's unshare is not on PATH")
     return forced
@@ -413,6 +468,8 @@ class _UidLease:
     exclusive lock in ``/tmp/grpo_wb_uids`` (held while the worker lives) keeps every other worker on the
     machine, in this process or another, off it -- the uid is what a worker without a PID namespace kills by."""
 
+    _fd: int | None
+
     def __init__(self, first: int):
         _UID_LOCKS.mkdir(mode=0o755, exist_ok=True)
         for uid in range(first, first + 4096):
@@ -463,9 +520,7 @@ def remove_tree(path: str) -> bool:
     except FileNotFoundError:
         pass
     except (OSError, RecursionError):
-        for argv in (["chmod", "-R", "u+rwx", "--", path], ["rm", "-rf", "--one-file-system", "--", path]):
-            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=300, check=False)
+        protocol.remove_by_coreutils([path], 300)
     return not os.path.lexists(path)
 
 
@@ -492,13 +547,13 @@ class Worker:
         self.limits = limits
         self.hello: dict[str, Any] = {}
         root = os.getuid() == 0
-        self._lease = None
+        self._lease: _UidLease | None = None
         if root and not (mode == "fork" and not _readable_by_others(_interpreter())):
             # (fork mode with the interpreter under a 0700 dir: dropping the uid would break imports; the other
             # modes make it reachable in their own mount namespace)
             self._lease = _UidLease(_UID_BASE + index)
         child_uid = self._lease.uid if self._lease else None
-        self._tmp = None
+        self._tmp: str | None = None
         job_root = "/tmp/grpo_wb_jobs"
         if mode == "fork":
             self._tmp = tempfile.mkdtemp(prefix="grpo_wb_worker_")
@@ -508,14 +563,23 @@ class Worker:
         # What the worker measures itself against: it decides about its PID namespace from what it
         # observes, never from a flag of ours, and its probe child reports the limits in force.
         tmp = os.stat(tempfile.gettempdir())
-        cfg = {"child_uid": child_uid, "extra_sys_path": _site_dirs() if limits.site_packages else [],
-               "job_root": job_root, "probe_port": listener.port, "probe_limits": limits.for_child(),
-               "caller_pid_ns": os.readlink("/proc/self/ns/pid"), "caller_tmp": [tmp.st_dev, tmp.st_ino],
-               "caller_uid": os.getuid(), "private_tmp": mode != "fork",
-               "wipe_after_job": ["/dev/shm"] if mode != "fork" and limits.shm_bytes else [],
-               "mounts": {"visible": _visible(limits), "tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes}
-               if mode == "unshare" else None,
-               "child_filter": _hex(child_filter()), "worker_filter": None if mode == "bwrap" else _hex(userns_filter())}
+        cfg = {
+            "child_uid": child_uid,
+            "extra_sys_path": _site_dirs() if limits.site_packages else [],
+            "job_root": job_root,
+            "probe_port": listener.port,
+            "probe_limits": limits.for_child(),
+            "caller_pid_ns": os.readlink("/proc/self/ns/pid"),
+            "caller_tmp": [tmp.st_dev, tmp.st_ino],
+            "caller_uid": os.getuid(),
+            "private_tmp": mode != "fork",
+            "wipe_after_job": ["/dev/shm"] if mode != "fork" and limits.shm_bytes else [],
+            "mounts": {"visible": _visible(limits), "tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes}
+            if mode == "unshare"
+            else None,
+            "child_filter": _hex(child_filter()),
+            "worker_filter": None if mode == "bwrap" else _hex(userns_filter()),
+        }
         # -I without -E: the environment is ours, and a fixed hash seed makes set/dict-of-str order, and so
         # every verdict, the same in every worker, run and node (-s -P: no user site, no script dir on sys.path)
         argv = [_interpreter(), "-s", "-P", "-S", "-B", WORKER, json.dumps(cfg)]
@@ -532,14 +596,24 @@ class Worker:
                 prefix += ["--seccomp", str(seccomp_fd)]
             argv = prefix + argv
         elif mode == "unshare":  # as root: namespaces of the host's user; else a user namespace of one's own
-            argv = [shutil.which("unshare") or "unshare", *(() if root else ("--user", "--map-root-user")),
-                    *UNSHARE, *argv]
+            argv = [
+                shutil.which("unshare") or "unshare",
+                *(() if root else ("--user", "--map-root-user")),
+                *UNSHARE,
+                *argv,
+            ]
         errlog = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=errlog, start_new_session=True, bufsize=0,
-                                         pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-                                         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": str(limits.hash_seed)})
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errlog,
+                start_new_session=True,
+                bufsize=0,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": str(limits.hash_seed)},
+            )
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
                 seccomp_fd = None
@@ -554,7 +628,7 @@ class Worker:
             listener.close()
             if seccomp_fd is not None:  # Popen failed before it could be closed
                 os.close(seccomp_fd)
-        self._errlog = errlog  # read back when the worker dies: its last words say why
+        self._errlog: IO[bytes] | None = errlog  # read back when the worker dies: its last words say why
         self.hello = msg.get("hello", {})
         self.cfg = cfg
 
@@ -564,28 +638,35 @@ class Worker:
         c = self.hello.get("child") or {}
         limits = c.get("limits") or {}
         uid = c.get("uid")
-        rep = {"mode": self.mode, "isolation": self.limits.isolation,
-               "pid_namespace": bool(self.hello.get("pid_namespace")),
-               "child_uid": uid, "caller_uid": self.cfg["caller_uid"],
-               "unprivileged_uid": uid is not None and uid != 0,
-               "nproc_limit_enforced": uid not in (None, 0) and (limits.get("RLIMIT_NPROC") or {}).get("in_force") is not None,
-               "network": c.get("network", "unknown"),
-               "network_isolated": str(c.get("network", "")).startswith("blocked"),
-               "private_tmp": bool(c.get("tmp_private")),
-               "userns": c.get("userns", "unknown"),
-               "userns_closed": str(c.get("userns", "")).startswith("closed"),
-               "sysv_ipc": c.get("sysv_ipc", "unknown"),
-               "ipc_closed": str(c.get("sysv_ipc", "")).startswith("closed"),
-               "new_session": c.get("new_session", "unknown"),
-               "one_session": str(c.get("new_session", "")).startswith("closed"),
-               "root_entries": c.get("root_entries", []), "environment": c.get("environment", []),
-               "limits": limits,
-               "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
-               "probe_error": c.get("error")}
+        rep = {
+            "mode": self.mode,
+            "isolation": self.limits.isolation,
+            "pid_namespace": bool(self.hello.get("pid_namespace")),
+            "child_uid": uid,
+            "caller_uid": self.cfg["caller_uid"],
+            "unprivileged_uid": uid is not None and uid != 0,
+            "nproc_limit_enforced": uid not in (None, 0)
+            and (limits.get("RLIMIT_NPROC") or {}).get("in_force") is not None,
+            "network": c.get("network", "unknown"),
+            "network_isolated": str(c.get("network", "")).startswith("blocked"),
+            "private_tmp": bool(c.get("tmp_private")),
+            "userns": c.get("userns", "unknown"),
+            "userns_closed": str(c.get("userns", "")).startswith("closed"),
+            "sysv_ipc": c.get("sysv_ipc", "unknown"),
+            "ipc_closed": str(c.get("sysv_ipc", "")).startswith("closed"),
+            "new_session": c.get("new_session", "unknown"),
+            "one_session": str(c.get("new_session", "")).startswith("closed"),
+            "root_entries": c.get("root_entries", []),
+            "environment": c.get("environment", []),
+            "limits": limits,
+            "limits_set": bool(limits) and all(v["in_force"] == v["requested"] for v in limits.values()),
+            "probe_error": c.get("error"),
+        }
         rep["missing"] = unproved(rep)
         return rep
 
     def _recv(self, timeout: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None  # stdout=PIPE
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
 
@@ -609,7 +690,7 @@ class Worker:
         return json.loads(read(n))
 
     def _how_it_died(self) -> str:
-        """"worker exited", with its exit status or signal and the end of its stderr when it left any."""
+        """ "worker exited", with its exit status or signal and the end of its stderr when it left any."""
         try:
             code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -640,10 +721,12 @@ class Worker:
                     t = {**t, "input": None}
                 sent.append(t)
             obj = {**obj, "tests": sent, "blobs": [len(b) for b in blobs]}
+        stdin = self.proc.stdin
+        assert stdin is not None  # stdin=PIPE
         for part in (protocol.frame(obj), *blobs, tests_frame):
             view = memoryview(part)
             while view:  # an unbuffered pipe may take part of a write (a signal mid-write)
-                view = view[self.proc.stdin.write(view):]
+                view = view[stdin.write(view) :]
 
     def run(self, job: dict[str, Any], timeout: float, watch: Watch | None = None) -> tuple[dict[str, Any], list]:
         """The worker's final result and the events it streamed before it; ``watch`` sees each batch
@@ -690,8 +773,9 @@ class Worker:
         if self._tmp:
             remove_tree(self._tmp)
             self._tmp = None
-        if getattr(self, "_lease", None) is not None:
-            self._lease.release()
+        lease = getattr(self, "_lease", None)
+        if lease is not None:
+            lease.release()
             self._lease = None
 
 
@@ -742,12 +826,15 @@ class WorkerPool:
             except WorkerDied as e:
                 failed.append(f"{mode}: {e}")
                 if self.forced:
-                    raise SandboxUnavailable(f"{e} (isolation {self.limits.isolation}, "
-                                             f"GRPO_WB_SANDBOX={self.forced})") from None
+                    raise SandboxUnavailable(
+                        f"{e} (isolation {self.limits.isolation}, GRPO_WB_SANDBOX={self.forced})"
+                    ) from None
         else:
             why = "; ".join(failed) or "neither bubblewrap (bwrap) nor util-linux's unshare is on PATH"
-            raise SandboxUnavailable(f"no isolation could be had here ({why}); install bubblewrap (Debian/Ubuntu: "
-                                     f"apt-get install bubblewrap), or know what you allow: {NO_ISOLATION}")
+            raise SandboxUnavailable(
+                f"no isolation could be had here ({why}); install bubblewrap (Debian/Ubuntu: "
+                f"apt-get install bubblewrap), or know what you allow: {NO_ISOLATION}"
+            )
         if failed:  # a weaker mode than the best, said out loud: in isolation_report() and every run's manifest
             self.fallback_reason = "; ".join(failed)
         self.mode = w.mode
@@ -774,8 +861,10 @@ class WorkerPool:
                 return w
             w.kill()
             why = "it could not prove " + "; ".join(missing)
-        raise IsolationLost(f"a sandbox worker could not be restarted with the run's {self.started_mode} isolation "
-                            f"({why}); the run stops rather than score in a weaker sandbox (results so far kept)")
+        raise IsolationLost(
+            f"a sandbox worker could not be restarted with the run's {self.started_mode} isolation "
+            f"({why}); the run stops rather than score in a weaker sandbox (results so far kept)"
+        )
 
     def worker_hello(self) -> dict[str, Any]:
         i = self._idle.get()
@@ -826,6 +915,7 @@ class WorkerPool:
     def close(self) -> None:
         for i, w in enumerate(self._workers):
             if w is not None:
+                assert w.proc.stdin is not None  # stdin=PIPE
                 try:
                     w.proc.stdin.close()
                 except OSError:
@@ -852,26 +942,46 @@ def _parse_events(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _outcome(res: dict[str, Any], streamed: list[dict[str, Any]] = ()) -> RawOutcome:
+def _outcome(res: dict[str, Any], streamed: Sequence[dict[str, Any]] = ()) -> RawOutcome:
     if res.get("sandbox_error"):
         return RawOutcome(sandbox_error=encodable(str(res["sandbox_error"])))
-    return RawOutcome(events=[*streamed, *_parse_events(res.get("events_raw", ""))],
-                      timed_out=bool(res.get("timed_out")), returncode=res.get("returncode"),
-                      duration=float(res.get("duration") or 0.0),
-                      stderr_tail=encodable(str(res.get("stderr_tail", ""))),
-                      overflow=bool(res.get("overflow")), stopped=bool(res.get("stopped")),
-                      cpu_s=res.get("cpu_s"), max_rss_mb=res.get("max_rss_mb"))
+    return RawOutcome(
+        events=[*streamed, *_parse_events(res.get("events_raw", ""))],
+        timed_out=bool(res.get("timed_out")),
+        returncode=res.get("returncode"),
+        duration=float(res.get("duration") or 0.0),
+        stderr_tail=encodable(str(res.get("stderr_tail", ""))),
+        overflow=bool(res.get("overflow")),
+        stopped=bool(res.get("stopped")),
+        cpu_s=res.get("cpu_s"),
+        max_rss_mb=res.get("max_rss_mb"),
+    )
 
 
-def build_job(program: str, entry_point: str, tests: list[dict[str, Any]], *, test_setup: str = "",
-              check: str | None = None, limits: SandboxLimits = SandboxLimits(),
-              script: bool = False, stream: bool = False) -> dict[str, Any]:
+def build_job(
+    program: str,
+    entry_point: str,
+    tests: list[dict[str, Any]],
+    *,
+    test_setup: str = "",
+    check: str | None = None,
+    limits: SandboxLimits = SandboxLimits(),
+    script: bool = False,
+    stream: bool = False,
+) -> dict[str, Any]:
     """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``).
 
     ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``)."""
-    return {"program": program, "entry_point": entry_point, "tests": tests, "test_setup": test_setup,
-            "check": check, "limits": limits.for_child(),
-            "script": script, "stream_after": STREAM_AFTER if stream else None}
+    return {
+        "program": program,
+        "entry_point": entry_point,
+        "tests": tests,
+        "test_setup": test_setup,
+        "check": check,
+        "limits": limits.for_child(),
+        "script": script,
+        "stream_after": STREAM_AFTER if stream else None,
+    }
 
 
 CXX_ENV = "GRPO_WB_CXX"
@@ -883,35 +993,67 @@ def cxx_compiler() -> str | None:
     return shutil.which(os.environ.get(CXX_ENV) or "g++")
 
 
-def compile_job(source: str, limits: SandboxLimits, compiler: str, *, headers: dict[str, str] | None = None,
-                timeout: float | None = None) -> dict[str, Any]:
+def compile_job(
+    source: str,
+    limits: SandboxLimits,
+    compiler: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
     """A job that compiles one C++ source in the sandbox (``worker/wb_native.py``), bounded as a test is but by
     ``timeout`` (default ``limits.compile_timeout``); ``headers`` (name: text) are written next to the source (a
     checker's ``testlib.h``). Its ``compiled`` event carries the program or the compiler's message."""
-    return {"program": source, "language": "cpp", "compile": True, "cxx": compiler, "tests": [],
-            "headers": headers or {},
-            "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout or limits.compile_timeout}).for_child()}
+    return {
+        "program": source,
+        "language": "cpp",
+        "compile": True,
+        "cxx": compiler,
+        "tests": [],
+        "headers": headers or {},
+        "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout or limits.compile_timeout}).for_child(),
+    }
 
 
-def checker_job(source: str, style: str, cases: list[dict[str, Any]], limits: SandboxLimits,
-                binary: bytes | None = None) -> dict[str, Any]:
+def checker_job(
+    source: str, style: str, cases: list[dict[str, Any]], limits: SandboxLimits, binary: bytes | None = None
+) -> dict[str, Any]:
     """A job that runs a task's checker on each case's input, expected and actual output
     (``worker/wb_native.run_checker``): Python source, or a compiled testlib checker (``binary``); its deadline is
     ``limits.check_timeout`` a case, and a little more."""
     timeout = limits.check_timeout * len(cases) + 5.0
-    return {"language": "checker", "checker": source, "style": style, "tests": cases,
-            "binary": None if binary is None else base64.b64encode(binary).decode("ascii"),
-            "check_timeout": limits.check_timeout,
-            "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout}).for_child()}
+    return {
+        "language": "checker",
+        "checker": source,
+        "style": style,
+        "tests": cases,
+        "binary": None if binary is None else base64.b64encode(binary).decode("ascii"),
+        "check_timeout": limits.check_timeout,
+        "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout}).for_child(),
+    }
 
 
-def native_job(binary: bytes, tests: list[dict[str, Any]], *, limits: SandboxLimits, stream: bool = False,
-               time_limit: float | None = None, memory_limit_mb: int | None = None) -> dict[str, Any]:
+def native_job(
+    binary: bytes,
+    tests: list[dict[str, Any]],
+    *,
+    limits: SandboxLimits,
+    stream: bool = False,
+    time_limit: float | None = None,
+    memory_limit_mb: int | None = None,
+) -> dict[str, Any]:
     """A job that runs a compiled program (``binary``, from :func:`compile_job`) once per stdio test, each run
     within ``time_limit`` seconds and ``memory_limit_mb`` of address space when given (a judge's limits per test)."""
-    return {"language": "cpp", "binary": base64.b64encode(binary).decode("ascii"), "tests": tests,
-            "script": True, "limits": limits.for_child(), "stream_after": STREAM_AFTER if stream else None,
-            "time_limit": time_limit, "memory_bytes": None if memory_limit_mb is None else memory_limit_mb << 20}
+    return {
+        "language": "cpp",
+        "binary": base64.b64encode(binary).decode("ascii"),
+        "tests": tests,
+        "script": True,
+        "limits": limits.for_child(),
+        "stream_after": STREAM_AFTER if stream else None,
+        "time_limit": time_limit,
+        "memory_bytes": None if memory_limit_mb is None else memory_limit_mb << 20,
+    }
 
 
 _DEFAULT_POOL: WorkerPool | None = None
@@ -927,17 +1069,33 @@ def _default_pool() -> WorkerPool:
         return _DEFAULT_POOL
 
 
-def run_program(program: str, entry_point: str, tests: list[dict[str, str]], *, test_setup: str = "",
-                check: str | None = None, limits: SandboxLimits = SandboxLimits()) -> RawOutcome:
+def run_program(
+    program: str,
+    entry_point: str,
+    tests: list[dict[str, str]],
+    *,
+    test_setup: str = "",
+    check: str | None = None,
+    limits: SandboxLimits = SandboxLimits(),
+) -> RawOutcome:
     """Execute ``program`` with ``exec`` tests (``{"name", "code"}``) once; for ad-hoc use and tests."""
     planned = [{"kind": "exec", "code": t["code"]} for t in tests]
-    return _default_pool().run(build_job(program, entry_point, planned, test_setup=test_setup, check=check,
-                                         limits=limits))
+    return _default_pool().run(
+        build_job(program, entry_point, planned, test_setup=test_setup, check=check, limits=limits)
+    )
 
 
-STRICT_PROOFS = ("its own PID namespace", "no network", "a uid other than the caller's", "a private /tmp",
-                 "the limits in force", "user namespaces closed", "IPC objects and keys closed",
-                 "one session per job", "the caller's files hidden")
+STRICT_PROOFS = (
+    "its own PID namespace",
+    "no network",
+    "a uid other than the caller's",
+    "a private /tmp",
+    "the limits in force",
+    "user namespaces closed",
+    "IPC objects and keys closed",
+    "one session per job",
+    "the caller's files hidden",
+)
 """What ``--isolation strict`` demands of every worker, each measured (:meth:`Worker.report`)."""
 
 
@@ -954,16 +1112,24 @@ def unproved(rep: dict[str, Any]) -> list[str]:
         missing.append("a private /tmp (children see the caller's)")
     if not rep.get("userns_closed"):
         why = userns_filter() if rep.get("mode") == "bwrap" else b""  # a str says why there is no filter
-        missing.append(f"user namespaces closed (a child's unshare of one: {rep.get('userns')}"
-                       + (f"; {why}" if isinstance(why, str) else "") + ")")
+        missing.append(
+            f"user namespaces closed (a child's unshare of one: {rep.get('userns')}"
+            + (f"; {why}" if isinstance(why, str) else "")
+            + ")"
+        )
     if not rep.get("ipc_closed"):
         missing.append(f"IPC objects and keys closed (a child's shmget: {rep.get('sysv_ipc')})")
     if not rep.get("one_session"):
         missing.append(f"one session per job (a child's setsid: {rep.get('new_session')})")
     if rep.get("mode") != "bwrap":
-        missing.append(f"the caller's files hidden (bubblewrap's minimal root; in {rep.get('mode')} mode a child "
-                       + ("reads what any user of this machine may)" if rep.get("mode") == "unshare"
-                          else "reads what its uid may)"))
+        missing.append(
+            f"the caller's files hidden (bubblewrap's minimal root; in {rep.get('mode')} mode a child "
+            + (
+                "reads what any user of this machine may)"
+                if rep.get("mode") == "unshare"
+                else "reads what its uid may)"
+            )
+        )
     unset = [k for k, v in (rep.get("limits") or {}).items() if v["in_force"] != v["requested"]]
     if unset or not rep.get("limits"):
         missing.append("the limits in force (not set: " + (", ".join(unset) or "no report") + ")")
@@ -977,8 +1143,12 @@ def isolation_report(pool: WorkerPool | None = None) -> dict[str, Any]:
     try:
         rep = pool.worker_hello()
     except (WorkerDied, SandboxUnavailable) as e:
-        return {"mode": "unavailable", "error": str(e), "isolation": pool.limits.isolation,
-                "missing": list(STRICT_PROOFS)}
+        return {
+            "mode": "unavailable",
+            "error": str(e),
+            "isolation": pool.limits.isolation,
+            "missing": list(STRICT_PROOFS),
+        }
     finally:
         if own:
             pool.close()
@@ -989,9 +1159,13 @@ def describe_isolation(rep: dict[str, Any]) -> str:
     """One line for terminals, from the measured report: mode, uid, network, filesystem, namespace."""
     if rep.get("mode") == "unavailable":
         return f"UNAVAILABLE ({rep.get('error')})"
-    fs = ("minimal read-only fs: " + " ".join(rep.get("root_entries", []))) if rep["mode"] == "bwrap" \
-        else "the host's files readable where any user may read" if rep["mode"] == "unshare" \
+    fs = (
+        ("minimal read-only fs: " + " ".join(rep.get("root_entries", [])))
+        if rep["mode"] == "bwrap"
+        else "the host's files readable where any user may read"
+        if rep["mode"] == "unshare"
         else "caller's files readable"
+    )
     net = "network blocked" if rep.get("network_isolated") else "network NOT isolated"
     uid = f"uid {rep['child_uid']}" + ("" if rep.get("unprivileged_uid") else " (root: RLIMIT_NPROC not enforced)")
     pidns = "PID namespace" if rep.get("pid_namespace") else "no PID namespace"

@@ -21,8 +21,12 @@ first failing assert: the scorer decides each streamed test as it arrives and ha
 the worker kill the child once one failed, so a wrong completion that then hangs is
 a ``fail`` in milliseconds rather than a ``timeout`` after the whole deadline.
 """
+
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import hashlib
 import itertools
 import json
@@ -31,27 +35,25 @@ import reprlib
 import socket
 import subprocess
 import threading
-import base64
-import functools
-import gzip
 from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from grpo_wb.bundled import TESTLIB, bundled
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
 from grpo_wb.scoring.extraction import Extraction, extract_answer
-from grpo_wb.scoring.rules import TrainerRule, judged_task, trainer_rule, unrewardable
 from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
+from grpo_wb.scoring.rules import TrainerRule, judged_task, trainer_rule, unrewardable
 from grpo_wb.scoring.sandbox import (
     CXX_ENV,
     RawOutcome,
-    SandboxUnavailable,
     SandboxLimits,
+    SandboxUnavailable,
     Watch,
     WorkerPool,
     build_job,
@@ -61,14 +63,8 @@ from grpo_wb.scoring.sandbox import (
     isolation_report,
     native_job,
 )
+from grpo_wb.scoring.verdicts import PlannedTest, decode_value, evaluate_rest, plan_test, stdio_matches
 from grpo_wb.scoring.worker import wb_protocol as protocol
-from grpo_wb.scoring.verdicts import (
-    PlannedTest,
-    decode_value,
-    evaluate_rest,
-    plan_test,
-    stdio_matches,
-)
 from grpo_wb.tasks.records import Task, TestCase
 
 STATUSES = ("pass", "fail", "error", "timeout", "parse_failure", "sandbox_error")
@@ -88,13 +84,16 @@ def _killed(outcome: RawOutcome, limits: SandboxLimits) -> tuple[str, str] | Non
     if sig == "SIGKILL" and outcome.cpu_s is None and outcome.duration >= 0.5:
         return "timeout", "killed by SIGKILL (CPU limit)"  # not reaped by the worker: nothing says otherwise
     memory = f"address-space limit {limits.memory_bytes >> 20} MiB" + (
-        f", peak RSS {outcome.max_rss_mb:.0f} MiB" if outcome.max_rss_mb is not None else "")
+        f", peak RSS {outcome.max_rss_mb:.0f} MiB" if outcome.max_rss_mb is not None else ""
+    )
     if any(m in outcome.stderr_tail for m in _MEMORY_SIGNS):
         return "error", f"ran out of memory ({memory}; {sig})"
     if sig == "SIGKILL":
         used = f" after {outcome.cpu_s:.2f} s of CPU" if outcome.cpu_s is not None else ""
-        return "error", (f"killed by SIGKILL{used}, below the CPU limit: out of memory (the kernel's OOM killer; "
-                         f"{memory}) or killed from outside")
+        return "error", (
+            f"killed by SIGKILL{used}, below the CPU limit: out of memory (the kernel's OOM killer; "
+            f"{memory}) or killed from outside"
+        )
     return None
 
 
@@ -126,6 +125,17 @@ class Verdict:
     """CPU seconds the child used (None when unknown): a timeout with less than the deadline is not cached."""
     failure: dict[str, str] = field(default_factory=dict)
     """The first failing test as a person debugs it (:func:`failure_detail`): empty when none failed."""
+
+
+def _none_passed(
+    status: str, task: Task, duration_s: float, mode: str, error: str, *, ran: bool = True, stderr_tail: str = ""
+) -> Verdict:
+    """A verdict in which no test passed: each test of ``task`` failed, or, with ``ran`` False (a
+    ``sandbox_error``: the completion did not get to run), none is named failed."""
+    failed = tuple(t.name for t in task.tests) if ran else ()
+    return Verdict(
+        status, False, 0, len(task.tests), duration_s, mode, error=error, failed_tests=failed, stderr_tail=stderr_tail
+    )
 
 
 @dataclass(frozen=True)
@@ -168,7 +178,8 @@ class ScoredCompletion:
     """Killed once a test had failed (early stop); the tests after it count as failed."""
     extraction: dict[str, Any] = field(default_factory=dict)
     """How the program came out of the completion: ``mode``, the ``rule`` that chose the code, the chosen
-    fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see :class:`~grpo_wb.scoring.extraction.Extraction`)."""
+    fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see
+    :class:`~grpo_wb.scoring.extraction.Extraction`)."""
     judge: str = "grpo_wb"
     """Whose rule judged it: a trainer's (:data:`grpo_wb.scoring.rules.RULES`) or ``grpo_wb``'s strict one."""
     unrewardable: str = ""
@@ -188,9 +199,17 @@ def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
     ``check`` holds the expected values of every assert it contains, so it is sent
     only when some test could not be made a value test (or the task was not split).
     """
-    plans = [PlannedTest(kind="stdio", input=t.input, expected_output=t.output,
-                         output_match=CHECKER if task.checker is not None else task.output_match) if t.type == "stdio"
-             else plan_test(t.code, task.entry_point) for t in task.tests]
+    plans = [
+        PlannedTest(
+            kind="stdio",
+            input=t.input,
+            expected_output=t.output,
+            output_match=CHECKER if task.checker is not None else task.output_match,
+        )
+        if t.type == "stdio"
+        else plan_test(t.code, task.entry_point)
+        for t in task.tests
+    ]
     send_check = bool(task.check) and any(p.kind == "exec" for p in plans)
     return plans, send_check
 
@@ -253,8 +272,9 @@ class _Tally:
                 self.check_error = str(ev.get("error", ""))
         elif kind == protocol.TAMPER:
             what = ev.get("what")
-            self.tamper.append(f"{ev.get('where', '?')}: "
-                               f"{', '.join(map(str, what)) if isinstance(what, list) else what}")
+            self.tamper.append(
+                f"{ev.get('where', '?')}: {', '.join(map(str, what)) if isinstance(what, list) else what}"
+            )
         elif kind == protocol.DONE:
             self.finished = True
 
@@ -326,6 +346,10 @@ class _Repr(reprlib.Repr):
     """reprlib, except that sets and dicts are shown in their own order: reprlib sorts them whole first, which a
     completion's set of a million items would make the scoring process pay for."""
 
+    if TYPE_CHECKING:  # reprlib's own (private) helper, which typeshed leaves out
+
+        def _repr_iterable(self, x: Any, level: int, left: str, right: str, maxiter: int, trail: str = "") -> str: ...
+
     def repr_set(self, x: Any, level: int) -> str:
         return self._repr_iterable(x, level, "{", "}", self.maxset) if x else "set()"
 
@@ -337,8 +361,9 @@ class _Repr(reprlib.Repr):
             return "{}"
         if level <= 0:
             return "{...}"
-        items = [f"{self.repr1(k, level - 1)}: {self.repr1(x[k], level - 1)}"
-                 for k in itertools.islice(x, self.maxdict)]
+        items = [
+            f"{self.repr1(k, level - 1)}: {self.repr1(x[k], level - 1)}" for k in itertools.islice(x, self.maxdict)
+        ]
         return "{" + ", ".join(items) + (", ..." if len(x) > self.maxdict else "") + "}"
 
 
@@ -373,9 +398,16 @@ Checker = Callable[[dict[int, str]], dict[int, tuple[bool, str]]]
 """Decides outputs by test index: ``(accepted, the checker's message)`` each."""
 
 
-def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list[PlannedTest], check_sent: bool,
-                         early_stop: bool = False, limits: SandboxLimits = SandboxLimits(),
-                         checker: Checker | None = None) -> Verdict:
+def verdict_from_outcome(
+    task: Task,
+    outcome: RawOutcome,
+    mode: str,
+    plans: list[PlannedTest],
+    check_sent: bool,
+    early_stop: bool = False,
+    limits: SandboxLimits = SandboxLimits(),
+    checker: Checker | None = None,
+) -> Verdict:
     """Decide the status from the events the child reported (never from its exit code).
 
     Value tests are decided here, from the returned values; an event for a test
@@ -386,11 +418,17 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     """
     total = len(task.tests)
     if outcome.sandbox_error:
-        return Verdict("sandbox_error", False, 0, total, outcome.duration, mode,
-                       error=outcome.sandbox_error, stderr_tail=outcome.stderr_tail)
+        return _none_passed(
+            "sandbox_error",
+            task,
+            outcome.duration,
+            mode,
+            outcome.sandbox_error,
+            ran=False,
+            stderr_tail=outcome.stderr_tail,
+        )
     if outcome.worker_died:  # it recurred in a fresh worker: not provably the sandbox's, so the completion's
-        return Verdict("error", False, 0, total, outcome.duration, mode, error=outcome.worker_died + ", twice",
-                       failed_tests=tuple(x.name for x in task.tests))
+        return _none_passed("error", task, outcome.duration, mode, outcome.worker_died + ", twice")
     t = _Tally(plans, check_sent)
     for ev in outcome.events:
         t.feed(ev)
@@ -404,9 +442,20 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     def v(status: str, error: str, n: int = n_ok, failed_tests: tuple[str, ...] | None = None) -> Verdict:
         if failed_tests is None:
             failed_tests = failed if n == n_ok else tuple(x.name for x in task.tests)
-        return Verdict(status, status == "pass", n, total, outcome.duration, mode, error=error,
-                       failed_tests=failed_tests, stderr_tail=outcome.stderr_tail, stopped_early=outcome.stopped,
-                       cpu_s=outcome.cpu_s, failure=t.first_failure(task) if status != "pass" else {})
+        return Verdict(
+            status,
+            status == "pass",
+            n,
+            total,
+            outcome.duration,
+            mode,
+            error=error,
+            failed_tests=failed_tests,
+            stderr_tail=outcome.stderr_tail,
+            stopped_early=outcome.stopped,
+            cpu_s=outcome.cpu_s,
+            failure=t.first_failure(task) if status != "pass" else {},
+        )
 
     if t.tamper:
         return v("fail", "tampering detected: " + "; ".join(t.tamper[:5]), 0)
@@ -417,15 +466,16 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
         # depends on when the stop landed. Counting only the former keeps the verdict free of timing.
         first = min(t.errors) if t.errors else total
         before = {i for i in t.ok_idx if i < first}
-        return v("fail", t.fail_reason(), len(before),
-                 tuple(x.name for i, x in enumerate(task.tests) if i not in before))
+        return v(
+            "fail", t.fail_reason(), len(before), tuple(x.name for i, x in enumerate(task.tests) if i not in before)
+        )
     if outcome.timed_out:
         return v("timeout", "timed out")
     killed = None if t.finished else _killed(outcome, limits)
     if killed is not None:
         return v(*killed)
     if t.load_error is not None:
-        memory = " (address-space limit %d MiB)" % (limits.memory_bytes >> 20) if "MemoryError" in t.load_error else ""
+        memory = f" (address-space limit {limits.memory_bytes >> 20} MiB)" if "MemoryError" in t.load_error else ""
         return v("error", t.load_error + memory)
     if not t.finished:
         how = outcome.signal_name or f"exit code {outcome.returncode}"
@@ -434,8 +484,12 @@ def verdict_from_outcome(task: Task, outcome: RawOutcome, mode: str, plans: list
     if n_ok == total and (t.check_ok is True if check_sent else True):
         return v("pass", "")
     missing = [task.tests[i].name for i in range(total) if i not in t.seen and plans[i].kind != "exec"]
-    reason = t.fail_reason() or (f"test {missing[0]} reported no result" + (
-        f" ({len(missing) - 1} more without one)" if len(missing) > 1 else "") if missing else "")
+    reason = t.fail_reason() or (
+        f"test {missing[0]} reported no result"
+        + (f" ({len(missing) - 1} more without one)" if len(missing) > 1 else "")
+        if missing
+        else ""
+    )
     return v("fail", reason)
 
 
@@ -480,8 +534,15 @@ class Compiled:
     """The compile job's stderr (the compiler writes its messages elsewhere: :attr:`error`)."""
 
 
-def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: str, *,
-                headers: dict[str, str] | None = None, timeout: float | None = None) -> Compiled:
+def compile_cpp(
+    pool: WorkerPool,
+    source: str,
+    limits: SandboxLimits,
+    compiler: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> Compiled:
     """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`; ``headers`` and
     ``timeout``: :func:`~grpo_wb.scoring.sandbox.compile_job`), judged here from its ``compiled`` event, as a run is
     from its events. A compiler that cannot start in the sandbox is :class:`ToolchainMissing`."""
@@ -502,14 +563,16 @@ def compile_cpp(pool: WorkerPool, source: str, limits: SandboxLimits, compiler: 
         if out.timed_out:
             return Compiled(None, "timeout", f"compilation ran past {timeout:g} s", out.duration)
         how = out.signal_name or f"exit code {out.returncode}"
-        return Compiled(None, "error", f"compile error: the compiler ended without a result ({how})", out.duration,
-                        out.stderr_tail)
+        return Compiled(
+            None, "error", f"compile error: the compiler ended without a result ({how})", out.duration, out.stderr_tail
+        )
     seconds = float(ev.get("seconds") or out.duration)
     if ev.get("missing"):
         raise ToolchainMissing(f"the C++ compiler {compiler} cannot be started in the sandbox: {ev.get('error')}")
     if ev.get("ok") is not True or not isinstance(ev.get("binary"), str):
-        return Compiled(None, "error", "compile error: " + str(ev.get("error") or "the compiler failed"), seconds,
-                        out.stderr_tail)
+        return Compiled(
+            None, "error", "compile error: " + str(ev.get("error") or "the compiler failed"), seconds, out.stderr_tail
+        )
     return Compiled(base64.b64decode(ev["binary"]), seconds=seconds)
 
 
@@ -521,8 +584,10 @@ def cpp_toolchain(limits: SandboxLimits = SandboxLimits()) -> tuple[bool, str]:
     (``grpo-wb doctor``); with the line that says so."""
     compiler = cxx_compiler()
     if compiler is None:
-        return False, (f"NOT FOUND (no g++, nor ${CXX_ENV}: C++ tasks are refused; install g++, as `make sandbox` "
-                       "does as root on Debian/Ubuntu)")
+        return False, (
+            f"NOT FOUND (no g++, nor ${CXX_ENV}: C++ tasks are refused; install g++, as `make sandbox` "
+            "does as root on Debian/Ubuntu)"
+        )
     try:
         line = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
         name = f"{compiler} ({line.splitlines()[0] if line else 'version unknown'})"
@@ -554,6 +619,7 @@ def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
         for ev in events:
             tally.feed(ev)
         return tally.failed
+
     return watch
 
 
@@ -567,9 +633,24 @@ def _task_fingerprint(task: Task) -> str:
         h.update(len(b).to_bytes(8, "big"))
         h.update(b)
 
-    text(json.dumps([task.task_id, task.entry_point, task.test_setup, task.check, task.prelude, task.output_match,
-                     len(task.tests), task.language, task.checker, task.checker_style, task.time_limit,
-                     task.memory_limit_mb]))
+    text(
+        json.dumps(
+            [
+                task.task_id,
+                task.entry_point,
+                task.test_setup,
+                task.check,
+                task.prelude,
+                task.output_match,
+                len(task.tests),
+                task.language,
+                task.checker,
+                task.checker_style,
+                task.time_limit,
+                task.memory_limit_mb,
+            ]
+        )
+    )
     for t in task.tests:
         text(json.dumps([t.name, t.type, t.code]))
         text(t.input)
@@ -653,9 +734,15 @@ class Scorer:
     milliseconds instead of the whole deadline. Partial reward needs every test, so it refuses it.
     """
 
-    def __init__(self, limits: SandboxLimits = SandboxLimits(), reward: RewardConfig = RewardConfig(),
-                 workers: int | None = None, cache: bool = True, window: int | None = None,
-                 early_stop: bool | None = None):
+    def __init__(
+        self,
+        limits: SandboxLimits = SandboxLimits(),
+        reward: RewardConfig = RewardConfig(),
+        workers: int | None = None,
+        cache: bool = True,
+        window: int | None = None,
+        early_stop: bool | None = None,
+    ):
         if early_stop is None:
             early_stop = reward.kind == "binary"
         elif early_stop and reward.kind != "binary":
@@ -698,9 +785,12 @@ class Scorer:
 
     def executor_info(self) -> dict[str, Any]:
         """Where scoring runs (recorded in run manifests; the Ray executor reports every node)."""
-        return {"executor": "local", "nodes": 1, "workers": self.workers,
-                "per_node": [{"hostname": socket.gethostname(), "workers": self.workers,
-                              "isolation": self.isolation()}]}
+        return {
+            "executor": "local",
+            "nodes": 1,
+            "workers": self.workers,
+            "per_node": [{"hostname": socket.gethostname(), "workers": self.workers, "isolation": self.isolation()}],
+        }
 
     def _plan(self, task: Task) -> _TaskPlan:
         """The task's plan, computed once per task content."""
@@ -722,7 +812,7 @@ class Scorer:
             self._by_id[id(task)] = (task, plan)  # the task is kept alive, so its id is not reused
         return plan
 
-    def __enter__(self) -> "Scorer":
+    def __enter__(self) -> Scorer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -736,8 +826,11 @@ class Scorer:
         program came out of this completion is its own."""
         rule = trainer_rule(task, self.reward.judge)
         try:
-            ext = (rule.extract(completion, task) if rule
-                   else extract_answer(task.prompt, task.entry_point, completion, task.language))
+            ext = (
+                rule.extract(completion, task)
+                if rule
+                else extract_answer(task.prompt, task.entry_point, completion, task.language)
+            )
         except (RecursionError, MemoryError, ValueError, SystemError) as e:
             ext = Extraction(None, "none", f"unparseable: {type(e).__name__}")
         return (*self._verdict(self._judged(task, rule), ext), ext)
@@ -758,10 +851,8 @@ class Scorer:
         return judged
 
     def _verdict(self, task: Task, ext: Extraction) -> tuple[Verdict, bool]:
-        total = len(task.tests)
-        if not ext.ok:
-            return Verdict("parse_failure", False, 0, total, 0.0, ext.mode, error=ext.reason,
-                           failed_tests=tuple(t.name for t in task.tests)), False
+        if ext.program is None:  # not ext.ok
+            return _none_passed("parse_failure", task, 0.0, ext.mode, ext.reason), False
         limits = self.limits.with_timeout(task_deadline(task))
         fingerprint, plans, send_check, child_tests = self._plan(task)
         key = _cache_key(fingerprint, ext.program, limits)
@@ -796,19 +887,38 @@ class Scorer:
                 self._inflight.pop(key).set_result(v)
         return v, False
 
-    def _compiled(self, task: Task, source: str, limits: SandboxLimits, *, headers: dict[str, str] | None = None,
-                  timeout: float | None = None, what: str = "is C++") -> Compiled:
+    def _compiled(
+        self,
+        task: Task,
+        source: str,
+        limits: SandboxLimits,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+        what: str = "is C++",
+    ) -> Compiled:
         """A C++ source compiled in the sandbox, once per source while the cache keeps it (sources hashed with the
         compiler and its flags; a second thread asking for a source being compiled waits for that compile; a compile
         that ran out of time is not kept: the neighbours' load may have caused it). The first compile of a scorer is
         a known-good program's: a compiler that cannot compile it is refused, not blamed on every completion."""
         compiler = cxx_compiler()
         if compiler is None:
-            raise ToolchainMissing(f"task {task.task_id!r} {what} and no C++ compiler is installed "
-                                   f"(g++, or ${CXX_ENV}): install g++ (`make sandbox` does, as root on Debian/Ubuntu)")
+            raise ToolchainMissing(
+                f"task {task.task_id!r} {what} and no C++ compiler is installed "
+                f"(g++, or ${CXX_ENV}): install g++ (`make sandbox` does, as root on Debian/Ubuntu)"
+            )
         self._check_toolchain(compiler, limits)
-        h = hashlib.sha256(json.dumps([compiler, protocol.CXX_FLAGS, timeout or limits.compile_timeout,
-                                       limits.memory_bytes, sorted(headers or {})]).encode())
+        h = hashlib.sha256(
+            json.dumps(
+                [
+                    compiler,
+                    protocol.CXX_FLAGS,
+                    timeout or limits.compile_timeout,
+                    limits.memory_bytes,
+                    sorted(headers or {}),
+                ]
+            ).encode()
+        )
         for text in (headers or {}).values():
             h.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
         h.update(source.encode("utf-8", "surrogatepass"))
@@ -821,7 +931,7 @@ class Scorer:
                 return hit
             fut = self._compiling.get(key)
             owner = fut is None
-            if owner:
+            if fut is None:  # (owner)
                 fut = self._compiling[key] = Future()
         if not owner:
             got = fut.result()
@@ -852,22 +962,32 @@ class Scorer:
                 return
             got = compile_cpp(self.sandbox, _HELLO, limits, compiler)
             if got.binary is None and got.status != "timeout":
-                raise ToolchainMissing(f"the C++ compiler {compiler} does not compile a hello-world program in the "
-                                       f"sandbox ({got.status}: {got.error[:300]})")
+                raise ToolchainMissing(
+                    f"the C++ compiler {compiler} does not compile a hello-world program in the "
+                    f"sandbox ({got.status}: {got.error[:300]})"
+                )
             self._toolchain_ok = compiler
 
     def _checked(self, task: Task, outputs: dict[int, str], limits: SandboxLimits) -> dict[int, tuple[bool, str]]:
         """The task's checker on each output, in a job of its own (the expected outputs reach only that job)."""
-        cases = [{"index": i, "input": task.tests[i].input, "expected": task.tests[i].output, "actual": out}
-                 for i, out in sorted(outputs.items())]
+        cases = [
+            {"index": i, "input": task.tests[i].input, "expected": task.tests[i].output, "actual": out}
+            for i, out in sorted(outputs.items())
+        ]
         binary = None
         if task.checker_style == "testlib":  # C++: compiled once per checker, testlib.h beside it
-            built = self._compiled(task, task.checker or "", limits, headers={"testlib.h": testlib_header()},
-                                   timeout=CHECKER_COMPILE_FACTOR * limits.compile_timeout,
-                                   what="has a testlib checker (C++)")
+            built = self._compiled(
+                task,
+                task.checker or "",
+                limits,
+                headers={"testlib.h": testlib_header()},
+                timeout=CHECKER_COMPILE_FACTOR * limits.compile_timeout,
+                what="has a testlib checker (C++)",
+            )
             if built.binary is None:
-                raise CheckerUnavailable(f"the task's testlib checker does not compile ({built.status}): "
-                                         f"{built.error[:300]}")
+                raise CheckerUnavailable(
+                    f"the task's testlib checker does not compile ({built.status}): {built.error[:300]}"
+                )
             binary = built.binary
         job = checker_job(task.checker or "", task.checker_style, cases, limits, binary=binary)
         try:
@@ -885,30 +1005,53 @@ class Scorer:
         for ev in out.events:
             if ev.get("event") == protocol.CHECKED and type(ev.get("index")) is int:
                 if ev.get("broken"):  # testlib's FAIL, or a checker that crashed: the task's judge is at fault
-                    raise CheckerUnavailable(f"the checker failed on test {task.tests[ev['index']].name}: "
-                                             f"{str(ev.get('message') or '')[:300]}")
+                    raise CheckerUnavailable(
+                        f"the checker failed on test {task.tests[ev['index']].name}: "
+                        f"{str(ev.get('message') or '')[:300]}"
+                    )
                 results[ev["index"]] = (ev.get("ok") is True, str(ev.get("message") or ""))
         if out.timed_out:
             for i in outputs:
                 results.setdefault(i, (False, "the checker ran out of time"))
         return results
 
-    def _execute(self, task: Task, ext: Extraction, limits: SandboxLimits, plans: list[PlannedTest],
-                 send_check: bool, child_tests: list[dict[str, Any]]) -> Verdict:
-        total = len(task.tests)
+    def _execute(
+        self,
+        task: Task,
+        ext: Extraction,
+        limits: SandboxLimits,
+        plans: list[PlannedTest],
+        send_check: bool,
+        child_tests: list[dict[str, Any]],
+    ) -> Verdict:
+        source = cast(str, ext.program)  # _verdict executes only an extraction that has its program (ext.ok)
         stream = self.early_stop and task.checker is None  # a checker decides after the run: no failure to stop on
         if task.language == "cpp":
-            built = self._compiled(task, ext.program, limits)
+            built = self._compiled(task, source, limits)
             if built.binary is None:
-                return Verdict(built.status, False, 0, total, built.seconds, ext.mode, error=built.error,
-                               failed_tests=tuple(t.name for t in task.tests), stderr_tail=built.stderr_tail)
-            job = native_job(built.binary, child_tests, limits=limits, stream=stream, time_limit=task.time_limit,
-                             memory_limit_mb=task.memory_limit_mb)
+                return _none_passed(
+                    built.status, task, built.seconds, ext.mode, built.error, stderr_tail=built.stderr_tail
+                )
+            job = native_job(
+                built.binary,
+                child_tests,
+                limits=limits,
+                stream=stream,
+                time_limit=task.time_limit,
+                memory_limit_mb=task.memory_limit_mb,
+            )
         else:
-            program = (task.prelude.rstrip("\n") + "\n" + ext.program) if task.prelude else ext.program
-            job = build_job(program, task.entry_point, child_tests, script=task.is_script,
-                            test_setup=task.test_setup, check=task.check if send_check else None, limits=limits,
-                            stream=stream)
+            program = (task.prelude.rstrip("\n") + "\n" + source) if task.prelude else source
+            job = build_job(
+                program,
+                task.entry_point,
+                child_tests,
+                script=task.is_script,
+                test_setup=task.test_setup,
+                check=task.check if send_check else None,
+                limits=limits,
+                stream=stream,
+            )
         try:
             for _ in range(2):  # a worker that died is retried once, in a fresh one
                 outcome = self.sandbox.run(job, _stop_on_failure(plans, send_check) if stream else None)
@@ -917,37 +1060,57 @@ class Scorer:
         except SandboxUnavailable:  # the isolation asked for cannot be had (or kept): the run stops, in one line
             raise
         except Exception as e:  # the scorer survives; the completion did not get to run
-            return Verdict("sandbox_error", False, 0, total, 0.0, ext.mode, error=f"{type(e).__name__}: {e}")
+            return _none_passed("sandbox_error", task, 0.0, ext.mode, f"{type(e).__name__}: {e}", ran=False)
         try:
-            return verdict_from_outcome(task, outcome, ext.mode, plans, send_check, stream, limits,
-                                        checker=lambda outputs: self._checked(task, outputs, limits))
+            return verdict_from_outcome(
+                task,
+                outcome,
+                ext.mode,
+                plans,
+                send_check,
+                stream,
+                limits,
+                checker=lambda outputs: self._checked(task, outputs, limits),
+            )
         except CheckerUnavailable as e:  # the task's judge could not run: not the completion's doing
-            return Verdict("sandbox_error", False, 0, total, outcome.duration, ext.mode, error=str(e))
+            return _none_passed("sandbox_error", task, outcome.duration, ext.mode, str(e), ran=False)
         except UserError:  # the run cannot go on (no compiler for the checker, isolation lost): stop it, in one line
             raise
         except Exception as e:  # what the job reported could not be judged: its own doing, never a sandbox_error
-            return Verdict("error", False, 0, total, outcome.duration, ext.mode,
-                           error=f"its events could not be judged ({type(e).__name__}: {str(e)[:200]})",
-                           failed_tests=tuple(x.name for x in task.tests))
-
+            error = f"its events could not be judged ({type(e).__name__}: {str(e)[:200]})"
+            return _none_passed("error", task, outcome.duration, ext.mode, error)
 
     def _score_one(self, req: ScoreRequest) -> ScoredCompletion:
         # the model's text and what its program raised reach writers, reports and notebooks: encodable there;
         # the text scored is the text recorded (as a backend's Completion already is)
         completion = encodable(req.completion)
         v, cached, ext = self.verdict(req.task, completion)
-        reward = compute_reward(self.reward, status=v.status, passed=v.passed,
-                                tests_passed=v.tests_passed, tests_total=v.tests_total)
+        reward = compute_reward(
+            self.reward, status=v.status, passed=v.passed, tests_passed=v.tests_passed, tests_total=v.tests_total
+        )
         return ScoredCompletion(
             task_id=req.task.task_id,
             completion_id=req.id,
-            sample_index=req.sample_index, completion=completion, status=v.status,
-            passed=v.passed, reward=reward, tests_passed=v.tests_passed, tests_total=v.tests_total,
-            duration_s=round(v.duration_s, 6), extraction_mode=v.extraction_mode, error=encodable(v.error),
-            failed_tests=list(v.failed_tests), stderr_tail=v.stderr_tail, cached=cached,
-            meta=encodable(dict(req.meta)), stopped_early=v.stopped_early, extraction=ext.to_json(),
+            sample_index=req.sample_index,
+            completion=completion,
+            status=v.status,
+            passed=v.passed,
+            reward=reward,
+            tests_passed=v.tests_passed,
+            tests_total=v.tests_total,
+            duration_s=round(v.duration_s, 6),
+            extraction_mode=v.extraction_mode,
+            error=encodable(v.error),
+            failed_tests=list(v.failed_tests),
+            stderr_tail=v.stderr_tail,
+            cached=cached,
+            meta=encodable(dict(req.meta)),
+            stopped_early=v.stopped_early,
+            extraction=ext.to_json(),
             judge=getattr(trainer_rule(req.task, self.reward.judge), "name", "grpo_wb"),
-            unrewardable=unrewardable(req.task, self.reward.judge), failure=encodable(v.failure))
+            unrewardable=unrewardable(req.task, self.reward.judge),
+            failure=encodable(v.failure),
+        )
 
     def score(self, requests: Iterable[ScoreRequest]) -> Iterator[ScoredCompletion]:
         """Score in parallel; yield results in input order, each as soon as it and those before it are decided.
@@ -1003,9 +1166,12 @@ def sample_requests(path: str | Path, tasks: Mapping[str, Task]) -> Iterator[Sco
         i = index[tid] = index.get(tid, -1) + 1
         meta = {k: v for k, v in obj.items() if k not in ("task_id", "completion", "completion_id")}
         meta["source_line"] = lineno
-        yield ScoreRequest(task=tasks[tid], completion=obj["completion"], sample_index=i,
-                           completion_id=str(obj.get("completion_id", f"{tid}#{i}")), meta=meta)
+        yield ScoreRequest(
+            task=tasks[tid],
+            completion=obj["completion"],
+            sample_index=i,
+            completion_id=str(obj.get("completion_id", f"{tid}#{i}")),
+            meta=meta,
+        )
     if not index:
         raise UserError("no completions in file", path=path)
-
-

@@ -32,6 +32,7 @@ the program in a process of its own that answers their calls by value and
 never holds them (``worker/wb_remote.py``). A task whose tests are all value
 tests never sends its ``check`` source to the sandbox either.
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,28 +42,96 @@ import math
 import operator
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from grpo_wb.scoring import astlock
-from grpo_wb.scoring.worker.wb_values import (MAX_INT_BITS, MAX_SAME_HASH, DecodeError, check_hashes,  # noqa: F401
-                                              decode_value)
+from grpo_wb.scoring.worker.wb_values import (
+    MAX_INT_BITS,
+    MAX_SAME_HASH,  # noqa: F401 - re-exported
+    DecodeError,
+    check_hashes,  # noqa: F401 - re-exported
+    decode_value,  # noqa: F401 - re-exported (the scorer and tests import it from here)
+)
 
 _SAFE_FUNCS: dict[str, Any] = {
-    "abs": abs, "len": len, "sorted": sorted, "round": round, "min": min, "max": max, "sum": sum,
-    "all": all, "any": any, "set": set, "frozenset": frozenset, "list": list, "tuple": tuple, "dict": dict,
-    "int": int, "float": float, "str": str, "bool": bool, "reversed": reversed, "type": type,
-    "isinstance": isinstance, "range": range,
+    "abs": abs,
+    "len": len,
+    "sorted": sorted,
+    "round": round,
+    "min": min,
+    "max": max,
+    "sum": sum,
+    "all": all,
+    "any": any,
+    "set": set,
+    "frozenset": frozenset,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "reversed": reversed,
+    "type": type,
+    "isinstance": isinstance,
+    "range": range,
 }
-_SAFE_MATH = {"isclose": math.isclose, "fabs": math.fabs, "floor": math.floor, "ceil": math.ceil,
-              "sqrt": math.sqrt, "isnan": math.isnan, "isinf": math.isinf, "pi": math.pi, "e": math.e,
-              "inf": math.inf}
+_SAFE_MATH = {
+    "isclose": math.isclose,
+    "fabs": math.fabs,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "sqrt": math.sqrt,
+    "isnan": math.isnan,
+    "isinf": math.isinf,
+    "pi": math.pi,
+    "e": math.e,
+    "inf": math.inf,
+}
 _ALLOWED_NODES = (
-    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Tuple, ast.List, ast.Set, ast.Dict,
-    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.Attribute, ast.Subscript, ast.Slice,
-    ast.keyword, ast.IfExp,
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd, ast.Not,
-    ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
+    ast.Expression,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.Call,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.keyword,
+    ast.IfExp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.USub,
+    ast.UAdd,
+    ast.Not,
+    ast.And,
+    ast.Or,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.Is,
+    ast.IsNot,
+    ast.In,
+    ast.NotIn,
 )
 _PLACEHOLDER = "__grpo_wb_value_{}"
 
@@ -77,12 +146,14 @@ class _MathNS:
 
 def apps_equal(output: Any, expected: Any) -> bool:
     """APPS's call-based rule: tuples compare as lists, and ``[x]`` also accepts ``x``."""
+
     def norm(v: Any) -> Any:
         if isinstance(v, tuple):
             return [norm(x) for x in v]
         if isinstance(v, list):
             return [norm(x) for x in v]
         return v
+
     out = norm(output)
     if out == norm(expected):
         return True
@@ -91,8 +162,10 @@ def apps_equal(output: Any, expected: Any) -> bool:
 
 def values_equal(output: Any, expected: Any) -> bool:
     """LiveCodeBench's functional rule: exact equality, tuples compared as lists."""
+
     def norm(v: Any) -> Any:
         return [norm(x) for x in v] if isinstance(v, (tuple, list)) else v
+
     return norm(output) == norm(expected)
 
 
@@ -142,6 +215,7 @@ over a long run of digits that fails to match at its end (16,000 digits: 14 s)."
 def _tokens_match(output: str, expected: str) -> bool:
     """CodeContests' ``OutputsMatch``: tokens split on ASCII whitespace, ASCII lower-cased; two tokens that
     both read as decimal numbers match within 1e-5, others exactly."""
+
     def tokens(text: str) -> list[str]:
         return [t.translate(_ASCII_LOWER) for t in _CC_SPACE.split(text) if t]
 
@@ -243,8 +317,9 @@ def taco_output_matches(output: str, expected: str) -> bool:
     if {frozenset(t) for t in tokens} == {frozenset(s) for s in want_sets}:
         return True
     try:
-        return ({frozenset(round(float(c), 3) for c in t) for t in tokens}
-                == {frozenset(round(float(t), 3) for t in s) for s in want_sets})
+        return {frozenset(round(float(c), 3) for c in t) for t in tokens} == {
+            frozenset(round(float(t), 3) for t in s) for s in want_sets
+        }
     except (ValueError, OverflowError):
         return False
 
@@ -332,8 +407,9 @@ class PlannedTest:
 
 
 def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
-    allowed_names = set(_SAFE_FUNCS) | {"math", "True", "False", "None"} | {
-        _PLACEHOLDER.format(i) for i in range(n_values)}
+    allowed_names = (
+        set(_SAFE_FUNCS) | {"math", "True", "False", "None"} | {_PLACEHOLDER.format(i) for i in range(n_values)}
+    )
     maths = attributes = 0
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
@@ -353,7 +429,7 @@ def _rest_is_safe(tree: ast.Expression, n_values: int) -> bool:
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _conditional_parts(node: ast.AST) -> list[ast.AST]:
+def _conditional_parts(node: ast.AST) -> list[ast.expr]:
     """The children of ``node`` that Python evaluates only depending on what it evaluated before."""
     if isinstance(node, ast.BoolOp):
         return node.values[1:]
@@ -368,7 +444,8 @@ def _candidate_calls(test: ast.expr, callees: set[str]) -> list[ast.Call] | None
     """The outermost calls of the candidate in ``test``, in source order; None when they cannot be cut
     out: the rest holds an f-string (positions inside one cannot be trusted), or a call Python might
     not make (under and/or, a conditional branch, a chained comparison, a comprehension or a lambda)."""
-    calls, stack = [], [(test, False)]
+    calls: list[ast.Call] = []
+    stack: list[tuple[ast.AST, bool]] = [(test, False)]
     while stack:
         node, conditional = stack.pop()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
@@ -409,7 +486,9 @@ def plan_test(code: str, entry_point: str) -> PlannedTest:
         starts.append(starts[-1] + len(line) + 1)
 
     def span(node: ast.expr) -> tuple[int, int]:
-        return starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset
+        # the parser sets the end position of every node it makes (only hand-built nodes lack one)
+        end_lineno, end_col_offset = cast(int, node.end_lineno), cast(int, node.end_col_offset)
+        return starts[node.lineno - 1] + node.col_offset, starts[end_lineno - 1] + end_col_offset
 
     exprs, pieces = [], []
     at, end = span(test)
@@ -435,8 +514,21 @@ MAX_STEPS = 100_000
 """Most AST nodes one budgeted evaluation may visit."""
 _GROWING = (ast.Mult, ast.Pow, ast.Mod)
 """Operators whose result can be far larger than their operands (``'ab' * n``, ``2 ** n``, ``'%*d' % (n, 1)``)."""
-_ITERATING = {"range", "sum", "sorted", "min", "max", "all", "any", "list", "tuple", "set", "frozenset", "dict",
-              "reversed"}
+_ITERATING = {
+    "range",
+    "sum",
+    "sorted",
+    "min",
+    "max",
+    "all",
+    "any",
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "dict",
+    "reversed",
+}
 
 
 class EvalBudget(ValueError):
@@ -455,9 +547,14 @@ def _compiled_rest(rest: str, n_values: int) -> _Rest:
     tree = astlock.parse(rest, mode="eval")
     if not _rest_is_safe(tree, n_values):
         raise ValueError(f"unsafe test expression: {rest}")
-    grows = any(isinstance(n, ast.BinOp) and isinstance(n.op, _GROWING)
-                or isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ITERATING
-                for n in ast.walk(tree))
+    grows = any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, _GROWING)
+        or isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in _ITERATING
+        for n in ast.walk(tree)
+    )
     return _Rest(astlock.compile_ast(tree, "<rest>", "eval"), tree if grows else None)
 
 
@@ -549,11 +646,17 @@ class _Budgeted:
         return self._sized({self.eval(e) for e in n.elts})
 
     def _Dict(self, n: ast.Dict) -> Any:
-        return self._sized({self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)})
+        # a `**` splat's key is None: eval(None) raises (AttributeError) and the test fails, as it always has
+        return self._sized({self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)})  # type: ignore[arg-type]
 
     def _UnaryOp(self, n: ast.UnaryOp) -> Any:
         v = self.eval(n.operand)
-        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}[type(n.op)](v)
+        ops: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+            ast.USub: operator.neg,
+            ast.UAdd: operator.pos,
+            ast.Not: operator.not_,
+        }
+        return ops[type(n.op)](v)
 
     def _BoolOp(self, n: ast.BoolOp) -> Any:
         v = None
@@ -586,13 +689,16 @@ class _Budgeted:
         op = type(n.op)
         if op is ast.Mult:
             for seq, k in ((a, b), (b, a)):
-                if isinstance(seq, (str, bytes, list, tuple)) and isinstance(k, int) and len(seq) * max(k, 0) > MAX_ITEMS:
+                if (
+                    isinstance(seq, (str, bytes, list, tuple))
+                    and isinstance(k, int)
+                    and len(seq) * max(k, 0) > MAX_ITEMS
+                ):
                     raise EvalBudget("the test repeats a sequence into more than the scorer evaluates")
             if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_INT_BITS:
                 raise EvalBudget("the test multiplies integers past the scorer's bound")
         elif op is ast.Pow:
-            if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
-                    and a.bit_length() * b > MAX_INT_BITS:
+            if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and a.bit_length() * b > MAX_INT_BITS:
                 raise EvalBudget("the test raises an integer to a power past the scorer's bound")
         elif op is ast.Mod and isinstance(a, (str, bytes)):
             args = b if isinstance(b, tuple) else (b,)
@@ -614,14 +720,31 @@ class _Budgeted:
             start = args[1] if len(args) > 1 else kwargs["start"]
             if not isinstance(start, (int, float, complex)):
                 raise EvalBudget("sum() with a sequence start concatenates in quadratic time")
-        return self._sized(fn(*args, **kwargs))  # (its arguments are sized: each came from eval)
+        # (its arguments are sized: each came from eval); a `**` splat's None key makes the call raise TypeError
+        return self._sized(fn(*args, **kwargs))  # type: ignore[arg-type]
 
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 
 def _spread(source: Any, pairs: bool) -> list:
@@ -636,5 +759,3 @@ def _spread(source: Any, pairs: bool) -> list:
     except DecodeError as e:
         raise EvalBudget(str(e)) from None
     return items
-
-

@@ -18,13 +18,18 @@ In every mode a group whose rewards have no variance (std at or below
 ``variance_tol``) gets all-zero advantages: it teaches nothing, and floating
 point noise in its mean must not pretend otherwise.
 """
+
 from __future__ import annotations
 
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import lazy_loader
+
+if TYPE_CHECKING:
+    import numpy
 
 np = lazy_loader.load("numpy")  # imported by the first array built: the command line starts without it (0.1 s)
 
@@ -56,7 +61,7 @@ class AdvantageConfig:
             raise ValueError("epsilon must be >= 0")
 
 
-def nanstd(x: np.ndarray) -> float:
+def nanstd(x: numpy.ndarray) -> float:
     """Sample std ignoring NaN, as TRL's ``nanstd`` (NaN when fewer than 2 values)."""
     v = x[~np.isnan(x)]
     if v.size < 2:
@@ -64,7 +69,7 @@ def nanstd(x: np.ndarray) -> float:
     return float(np.std(v, ddof=1))
 
 
-def _as_array(rewards: Sequence[float | None]) -> np.ndarray:
+def _as_array(rewards: Sequence[float | None]) -> numpy.ndarray:
     return np.array([np.nan if r is None else float(r) for r in rewards], dtype=np.float64)
 
 
@@ -74,8 +79,9 @@ def group_has_variance(rewards: Sequence[float | None], tol: float = 1e-6) -> bo
     return bool(np.isfinite(s) and s > tol)
 
 
-def compute_advantages(groups: Sequence[Sequence[float | None]],
-                       cfg: AdvantageConfig = AdvantageConfig()) -> list[list[float]]:
+def compute_advantages(
+    groups: Sequence[Sequence[float | None]], cfg: AdvantageConfig = AdvantageConfig()
+) -> list[list[float]]:
     """Advantages for each group of rewards (``None`` = unscored), one list per group."""
     arrays = [_as_array(g) for g in groups]
     batch_std = nanstd(np.concatenate(arrays)) if arrays else float("nan")

@@ -26,14 +26,19 @@ return one budget per prompt summing to that total. They are pure functions, so 
   Gaussian process over prompt embeddings; a replay has only outcomes, so its callers pass observed rates and
   the GP's prior mean (logit -1) for prompts never seen (:data:`VIP_PRIOR`).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, overload
 
 import lazy_loader
 
 from grpo_wb.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy
 
 np = lazy_loader.load("numpy")  # imported by the first array built: the command line starts without it
 
@@ -41,13 +46,26 @@ VIP_PRIOR = 1.0 / (1.0 + math.exp(1.0))
 """VIP's Gaussian-process prior mean, sigmoid(-1): the pass rate it assumes for a prompt never seen."""
 
 
-def knapsack_value(n: int, p: float) -> float:
+@overload
+def knapsack_value(n: int, p: float) -> float: ...
+@overload
+def knapsack_value(n: numpy.ndarray, p: float) -> numpy.ndarray: ...
+
+
+def knapsack_value(n: int | numpy.ndarray, p: float) -> float | numpy.ndarray:
     """``V(N, p) = (1 - p^N - (1-p)^N) p (1-p)^2``: Knapsack RL's worth of N rollouts on a prompt with pass rate p."""
-    return (1.0 - p ** n - (1.0 - p) ** n) * p * (1.0 - p) ** 2
+    return (1.0 - p**n - (1.0 - p) ** n) * p * (1.0 - p) ** 2
 
 
-def knapsack_budgets(rates: Sequence[float | None], n: int, *, min_n: int = 2, max_n: int = 128,
-                     alpha: float = 0.9, total: int | None = None) -> list[int]:
+def knapsack_budgets(
+    rates: Sequence[float | None],
+    n: int,
+    *,
+    min_n: int = 2,
+    max_n: int = 128,
+    alpha: float = 0.9,
+    total: int | None = None,
+) -> list[int]:
     """Knapsack RL's budgets for one batch: ``rates[i]`` is prompt i's pass rate, None while it has too few
     observations; ``n`` the default group size; the batch's budget ``total`` (default ``len(rates) * n``)."""
     size = len(rates)
@@ -107,7 +125,7 @@ def _knapsack_dp(rates: Sequence[float], min_n: int, max_extra: int, budget: int
         cand = np.full((max_extra + 1, budget + 1), neg)
         for k in range(max_extra + 1):
             if k <= budget:
-                cand[k, k:] = dp[:budget + 1 - k] + gain[k]
+                cand[k, k:] = dp[: budget + 1 - k] + gain[k]
         pick = np.argmax(cand, axis=0)  # the first maximum: k = 0, then the smallest k, as the source's strict >
         dp = cand[pick, np.arange(budget + 1)]
         choices.append(pick)
@@ -130,8 +148,9 @@ VipRule = Literal["rloo", "grpo"]
 VIP_GAMMA = {"rloo": 7e-4, "grpo": 4e-4}
 
 
-def vip_budgets(rates: Sequence[float], total: int, *, lower: int = 4, upper: int = 32,
-                rule: VipRule = "rloo") -> list[int]:
+def vip_budgets(
+    rates: Sequence[float], total: int, *, lower: int = 4, upper: int = 32, rule: VipRule = "rloo"
+) -> list[int]:
     """VIP's budgets for one batch of prompts with predicted pass rates ``rates`` and ``total`` rollouts."""
     from scipy.optimize import minimize  # here: every grpo-wb command would pay for scipy.optimize
 
@@ -145,23 +164,30 @@ def vip_budgets(rates: Sequence[float], total: int, *, lower: int = 4, upper: in
     a = p * (1 - p)
     b = VIP_GAMMA[rule] * np.log(p)
     if rule == "rloo":
+
         def objective(x):
             return float(np.sum(a / (x - 1) + b * x))
 
         def gradient(x):
             return -a / (x - 1) ** 2 + b
     else:
+
         def objective(x):
-            return float(np.sum(a * (x - 1) / x ** 2 + b * x))
+            return float(np.sum(a * (x - 1) / x**2 + b * x))
 
         def gradient(x):
-            return a * (2 - x) / x ** 3 + b
+            return a * (2 - x) / x**3 + b
+
     # the source lets SLSQP difference the objective; the exact gradient is 5x faster and lands within one
     # rollout of it after rounding (a review compared 300 batches: 36 differ, by one rollout on a pair of prompts)
-    res = minimize(objective, np.full(size, total / size), jac=gradient, method="SLSQP",
-                   bounds=[(lower, upper)] * size,
-                   constraints=[{"type": "eq", "fun": lambda x: float(np.sum(x)) - total,
-                                 "jac": lambda x: np.ones_like(x)}])
+    res = minimize(
+        objective,
+        np.full(size, total / size),
+        jac=gradient,
+        method="SLSQP",
+        bounds=[(lower, upper)] * size,
+        constraints=[{"type": "eq", "fun": lambda x: float(np.sum(x)) - total, "jac": lambda x: np.ones_like(x)}],
+    )
     return _vip_round(res.x, a, total, upper)
 
 

@@ -12,14 +12,16 @@ the task or the environment (a module the sandbox lacks, an expected output that
 Rows are read one at a time and only counts and one example per cluster are kept, so memory grows with the
 number of distinct failures and tasks, not with the number of completions.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
@@ -28,8 +30,13 @@ from grpo_wb.signal.headroom import dataframe
 KINDS = ("wrong answer", "exception", "timeout", "no code", "sandbox")
 """What a failure is, from its status and error."""
 _WRONG = ("AssertionError", "wrong output", "check failed", "failed")
-_BLANKS = [(re.compile(r"0x[0-9a-fA-F]+"), "0x…"), (re.compile(r"'[^'\n]*'"), "'…'"), (re.compile(r'"[^"\n]*"'), '"…"'),
-           (re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)"), "N"), (re.compile(r"\s+"), " ")]
+_BLANKS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
+    (re.compile(r"'[^'\n]*'"), "'…'"),
+    (re.compile(r'"[^"\n]*"'), '"…"'),
+    (re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)"), "N"),
+    (re.compile(r"\s+"), " "),
+]
 SHAPE_CHARS = 120
 _ENVIRONMENT = re.compile(r"^(ModuleNotFoundError|ImportError)\b")
 
@@ -53,7 +60,7 @@ def message_shape(error: str) -> str:
     for pat, rep in _BLANKS:
         line = pat.sub(rep, line)
     line = line.strip()
-    return line if len(line) <= SHAPE_CHARS else line[:SHAPE_CHARS - 1] + "…"
+    return line if len(line) <= SHAPE_CHARS else line[: SHAPE_CHARS - 1] + "…"
 
 
 def signature(row: dict[str, Any]) -> tuple[str, str]:
@@ -90,8 +97,13 @@ class Cluster:
     """The first row's task, completion id, error and first failing test."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "shape": self.shape, "rows": self.rows, "tasks": len(self.tasks),
-                "example": self.example}
+        return {
+            "kind": self.kind,
+            "shape": self.shape,
+            "rows": self.rows,
+            "tasks": len(self.tasks),
+            "example": self.example,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,9 +127,13 @@ class SameWay:
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:
     f = row.get("failure") or {}
-    return {"task_id": row.get("task_id"), "completion_id": row.get("completion_id"),
-            "error": str(row.get("error") or "")[:300], "test": f.get("test", ""),
-            **{k: f[k] for k in ("input", "code", "expected", "actual") if k in f}}
+    return {
+        "task_id": row.get("task_id"),
+        "completion_id": row.get("completion_id"),
+        "error": str(row.get("error") or "")[:300],
+        "test": f.get("test", ""),
+        **{k: f[k] for k in ("input", "code", "expected", "actual") if k in f},
+    }
 
 
 class FailureClusters:
@@ -147,7 +163,7 @@ class FailureClusters:
         c.tasks.add(tid)
         self.per_task.setdefault(tid, Counter())[task_signature(row, sig)] += 1
 
-    def add_all(self, rows: Iterable[dict[str, Any]]) -> "FailureClusters":
+    def add_all(self, rows: Iterable[dict[str, Any]]) -> FailureClusters:
         for r in rows:
             self.add(r)
         return self
@@ -217,13 +233,34 @@ def cluster_source(source: str | Path) -> FailureClusters:
 
 def clusters_frame(fc: FailureClusters, n: int = 10):
     """The ``n`` largest clusters as a table: kind, message shape, rows, tasks and an example."""
-    return dataframe([{"kind": c.kind, "message": c.shape, "failures": c.rows, "tasks": len(c.tasks),
-                       "share of failures": round(c.rows / fc.failures, 3) if fc.failures else None,
-                       "example": f"{c.example.get('completion_id')}: {c.example.get('error', '')[:80]}"}
-                      for c in fc.top(n)])
+    return dataframe(
+        [
+            {
+                "kind": c.kind,
+                "message": c.shape,
+                "failures": c.rows,
+                "tasks": len(c.tasks),
+                "share of failures": round(c.rows / fc.failures, 3) if fc.failures else None,
+                "example": f"{c.example.get('completion_id')}: {c.example.get('error', '')[:80]}",
+            }
+            for c in fc.top(n)
+        ]
+    )
 
 
 def same_way_frame(fc: FailureClusters, min_samples: int = 4):
     """The tasks whose samples all fail the same way, with what that suggests."""
-    return dataframe([{"task": s.task_id, "samples": s.samples, "kind": s.kind, "message": s.shape, "test": s.test,
-                       "same output": s.same_output, "suggests": s.why} for s in fc.same_way(min_samples)])
+    return dataframe(
+        [
+            {
+                "task": s.task_id,
+                "samples": s.samples,
+                "kind": s.kind,
+                "message": s.shape,
+                "test": s.test,
+                "same output": s.same_output,
+                "suggests": s.why,
+            }
+            for s in fc.same_way(min_samples)
+        ]
+    )

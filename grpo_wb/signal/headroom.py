@@ -30,24 +30,22 @@ completion budget B (see :func:`recommend_group_size`). Tasks are too easy
 (pass rate >= ``easy_at``, default: every sample passed), too hard (pass rate
 <= ``hard_at``, default: none passed) or on the frontier (the rest).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import statistics
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from grpo_wb.config import cli, int_list, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
+from grpo_wb.signal.diagnostics import informative_probability, informative_probability_model, pass_at_k
 from grpo_wb.signal.testflags import Audit, audit_columns
-from grpo_wb.signal.diagnostics import (
-    informative_probability,
-    informative_probability_model,
-    pass_at_k,
-)
 from grpo_wb.tasks.records import load_tasks, write_tasks
 from grpo_wb.tasks.rowexport import EXPORT_FORMATS, export_rows, trl_record
 
@@ -109,8 +107,15 @@ def dataframe(*args, **kwargs):
     return pandas.DataFrame(*args, **kwargs)
 
 
-def _merge(acc: dict[str, list], task_id: str, n: int, c: int, rewards: Iterable[Any],
-           passed: bool | None = None, unrewardable: str = "") -> None:
+def _merge(
+    acc: dict[str, list],
+    task_id: str,
+    n: int,
+    c: int,
+    rewards: Iterable[Any],
+    passed: bool | None = None,
+    unrewardable: str = "",
+) -> None:
     slot = acc.setdefault(task_id, [0, 0, [], [], [], ""])
     slot[5] = slot[5] or unrewardable
     slot[0] += n
@@ -180,10 +185,12 @@ def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
 def check_scored_row(obj: Any, path: str | Path, lineno: int) -> dict[str, Any]:
     """``obj`` when it is a scored completion (string task_id, boolean passed, numeric or null reward), else a
     UserError naming the file and line."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) \
-            or not isinstance(obj.get("passed"), bool):
-        raise UserError("not a scored completion (needs string task_id and boolean passed; "
-                        "is this the output of `grpo-wb score`?)", path=str(path), line=lineno)
+    if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(obj.get("passed"), bool):
+        raise UserError(
+            "not a scored completion (needs string task_id and boolean passed; is this the output of `grpo-wb score`?)",
+            path=str(path),
+            line=lineno,
+        )
     r = obj.get("reward")
     if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
         raise UserError(f"reward must be a number or null, got {r!r}", path=str(path), line=lineno)
@@ -216,13 +223,21 @@ def samples_from_run(run_dir: str | Path) -> list[TaskSamples]:
     for lineno, g in iter_jsonl(path):
         try:
             n, c = g["n_total"], g["n_correct"]
-            if type(n) is not int or type(c) is not int or not 0 <= c <= n or n < 1 \
-                    or not isinstance(g["task_id"], str):
+            if (
+                type(n) is not int
+                or type(c) is not int
+                or not 0 <= c <= n
+                or n < 1
+                or not isinstance(g["task_id"], str)
+            ):
                 raise ValueError
             _merge(acc, g["task_id"], n, c, g["rewards"])
         except (KeyError, TypeError, ValueError):
-            raise UserError("not a group record (needs task_id, n_total >= 1, 0 <= n_correct <= n_total, rewards)",
-                            path=str(path), line=lineno) from None
+            raise UserError(
+                "not a group record (needs task_id, n_total >= 1, 0 <= n_correct <= n_total, rewards)",
+                path=str(path),
+                line=lineno,
+            ) from None
     if not acc:
         raise UserError(f"{path}: the run logged no groups")
     return _finish(acc)
@@ -241,9 +256,8 @@ def load_samples(source: str | Path) -> list[TaskSamples]:
 
 def jeffreys_interval(n: int, c: int, confidence: float = 0.95) -> tuple[float, float]:
     """Jeffreys interval for a binomial proportion (Beta(c+1/2, n-c+1/2) quantiles, ends pinned at 0/1)."""
-    from scipy.stats import (
-        beta,  # 1.3 s to import: paid when an interval is computed, not by every grpo-wb call
-    )
+    from scipy.stats import beta  # 1.3 s to import: paid when an interval is computed, not by every grpo-wb call
+
     if not 0 <= c <= n or n < 1:
         raise ValueError(f"need 0 <= c <= n and n >= 1, got n={n}, c={c}")
     if not 0.0 < confidence < 1.0:
@@ -428,12 +442,17 @@ class HeadroomReport:
 
     def summary_frame(self):
         """The whole-set numbers as a two-column table (for display)."""
-        rows = [("tasks", self.n_tasks), ("samples", f"{self.n_samples} ({self.samples_per_task()})"),
-                ("mean pass rate", round(self.mean_pass_rate, 4))]
+        rows = [
+            ("tasks", self.n_tasks),
+            ("samples", f"{self.n_samples} ({self.samples_per_task()})"),
+            ("mean pass rate", round(self.mean_pass_rate, 4)),
+        ]
         rows += [(f"pass@{k}", round(v, 4)) for k, v in self.pass_at_k.items()]
-        rows += [("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
-                 ("the trainer cannot reward", len(self.unrewardable)),
-                 (f"recommended G (budget {self.budget}/step)", self._recommended_shown())]
+        rows += [
+            ("too easy / too hard / frontier", f"{len(self.too_easy)} / {len(self.too_hard)} / {len(self.frontier)}"),
+            ("the trainer cannot reward", len(self.unrewardable)),
+            (f"recommended G (budget {self.budget}/step)", self._recommended_shown()),
+        ]
         return dataframe(rows, columns=["quantity", "value"]).astype({"value": str}).set_index("quantity")
 
     def _recommended_shown(self) -> str:
@@ -445,8 +464,12 @@ class HeadroomReport:
     def category_frame(self, n: int = 10):
         """Too easy / too hard / frontier: counts and the first ``n`` task ids of each."""
         rows = []
-        for cat, ids in (("too_easy", self.too_easy), ("too_hard", self.too_hard), ("frontier", self.frontier),
-                         ("unrewardable", self.unrewardable)):
+        for cat, ids in (
+            ("too_easy", self.too_easy),
+            ("too_hard", self.too_hard),
+            ("frontier", self.frontier),
+            ("unrewardable", self.unrewardable),
+        ):
             shown = ", ".join(ids[:n]) + (f", ... (+{len(ids) - n})" if len(ids) > n else "")
             rows.append({"category": cat, "tasks": len(ids), "examples": shown})
         return dataframe(rows).set_index("category")
@@ -454,14 +477,21 @@ class HeadroomReport:
     def headline(self, source: str | None = None) -> dict[str, Any]:
         """The few numbers a batch index shows (``source``: where the completions came from)."""
         g = self.recommended_g
-        return {"informative_fraction": self.point(g).expected_informative if g else 0.0,
-                "pass_rate": self.mean_pass_rate, "recommended_g": g,
-                "recommended_g_extrapolated": bool(g and self.point(g).n_tasks_extrapolated), "n_tasks": self.n_tasks,
-                "n_frontier": len(self.frontier), "n_unrewardable": len(self.unrewardable), "source": source}
+        return {
+            "informative_fraction": self.point(g).expected_informative if g else 0.0,
+            "pass_rate": self.mean_pass_rate,
+            "recommended_g": g,
+            "recommended_g_extrapolated": bool(g and self.point(g).n_tasks_extrapolated),
+            "n_tasks": self.n_tasks,
+            "n_frontier": len(self.frontier),
+            "n_unrewardable": len(self.unrewardable),
+            "source": source,
+        }
 
 
-def recommend_group_size(curve: Sequence[CurvePoint], n_tasks: int, budget: int,
-                         tolerance: float = 0.05) -> tuple[int | None, str]:
+def recommend_group_size(
+    curve: Sequence[CurvePoint], n_tasks: int, budget: int, tolerance: float = 0.05
+) -> tuple[int | None, str]:
     """Pick G under a per-step budget of ``budget`` completions.
 
     The gradient only sees completions in informative groups, so the objective
@@ -473,18 +503,24 @@ def recommend_group_size(curve: Sequence[CurvePoint], n_tasks: int, budget: int,
     """
     feasible = [p for p in curve if 1 <= p.prompts_per_step <= n_tasks]
     if not feasible:
-        return None, (f"no G in {G_MIN}..{G_MAX} fits a budget of {budget} completions per step with at most "
-                      f"{n_tasks} distinct prompts per step")
+        return None, (
+            f"no G in {G_MIN}..{G_MAX} fits a budget of {budget} completions per step with at most "
+            f"{n_tasks} distinct prompts per step"
+        )
     best = max(p.signal_completions_per_step for p in feasible)
     if best <= 0:
         return None, "no G gives an informative group: every task is all-pass or all-fail in the samples"
     pick = min((p for p in feasible if p.signal_completions_per_step >= (1 - tolerance) * best), key=lambda p: p.g)
-    why = (f"G={pick.g} ({pick.prompts_per_step} prompts/step): expected informative fraction "
-           f"{pick.expected_informative:.3f}, {pick.signal_completions_per_step:.0f} of {budget} "
-           f"completions/step carry signal, within {tolerance:.0%} of the best feasible G")
+    why = (
+        f"G={pick.g} ({pick.prompts_per_step} prompts/step): expected informative fraction "
+        f"{pick.expected_informative:.3f}, {pick.signal_completions_per_step:.0f} of {budget} "
+        f"completions/step carry signal, within {tolerance:.0%} of the best feasible G"
+    )
     if pick.n_tasks_extrapolated:
-        why += (f"; EXTRAPOLATED: {pick.n_tasks_extrapolated} of {n_tasks} tasks have fewer than {pick.g} samples, "
-                f"so their q(G) is the plug-in model at c/n, not an estimate (draw at least {pick.g} per task)")
+        why += (
+            f"; EXTRAPOLATED: {pick.n_tasks_extrapolated} of {n_tasks} tasks have fewer than {pick.g} samples, "
+            f"so their q(G) is the plug-in model at c/n, not an estimate (draw at least {pick.g} per task)"
+        )
     return pick.g, why
 
 
@@ -496,9 +532,18 @@ def _category(pass_rate: float, easy_at: float, hard_at: float) -> str:
     return "frontier"
 
 
-def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks: Sequence[int] = DEFAULT_KS,
-            confidence: float = 0.95, variance_tol: float = 1e-6, easy_at: float = 1.0, hard_at: float = 0.0,
-            g_min: int = G_MIN, g_max: int = G_MAX) -> HeadroomReport:
+def analyze(
+    samples: Sequence[TaskSamples],
+    *,
+    budget: int = DEFAULT_BUDGET,
+    ks: Sequence[int] = DEFAULT_KS,
+    confidence: float = 0.95,
+    variance_tol: float = 1e-6,
+    easy_at: float = 1.0,
+    hard_at: float = 0.0,
+    g_min: int = G_MIN,
+    g_max: int = G_MAX,
+) -> HeadroomReport:
     """The headroom report for a set of tasks' samples (pure: no I/O)."""
     if not samples:
         raise UserError("no tasks to analyse")
@@ -516,45 +561,68 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
     n_tasks = len(samples)
     given = samples
     # a task the trainer cannot reward gets 0 whatever the answer: that is its signal in the curve
-    samples = [dataclasses.replace(s, n_correct=0, rewards=(0.0,) * len(s.rewards)) if s.unrewardable else s
-               for s in samples]
+    samples = [
+        dataclasses.replace(s, n_correct=0, rewards=(0.0,) * len(s.rewards)) if s.unrewardable else s for s in samples
+    ]
     curve = []
     for g in range(g_min, g_max + 1):
         inf = [informative_estimate(s.n, s.n_correct, g) for s in samples]
         var = [variance_estimate(s.rewards, g, variance_tol)[0] for s in samples]
         q = sum(v for v, _ in inf) / n_tasks
         pps = budget // g
-        curve.append(CurvePoint(
-            g=g, expected_informative=q,
-            expected_informative_model=sum(informative_probability_model(s.n_correct / s.n, g)
-                                           for s in samples) / n_tasks,
-            expected_variance=sum(var) / n_tasks, n_tasks_extrapolated=sum(x for _, x in inf),
-            completions_per_informative_group=g / q if q > 0 else None, prompts_per_step=pps,
-            informative_groups_per_step=pps * q, signal_completions_per_step=pps * g * q))
+        curve.append(
+            CurvePoint(
+                g=g,
+                expected_informative=q,
+                expected_informative_model=sum(informative_probability_model(s.n_correct / s.n, g) for s in samples)
+                / n_tasks,
+                expected_variance=sum(var) / n_tasks,
+                n_tasks_extrapolated=sum(x for _, x in inf),
+                completions_per_informative_group=g / q if q > 0 else None,
+                prompts_per_step=pps,
+                informative_groups_per_step=pps * q,
+                signal_completions_per_step=pps * g * q,
+            )
+        )
     rec, why = recommend_group_size(curve, n_tasks, budget)
     g_task = rec or g_min
     tasks = []
     for s, seen in zip(given, samples):  # seen: as the trainer's reward sees it
         p = s.n_correct / s.n
         lo, hi = jeffreys_interval(s.n, s.n_correct, confidence)
-        tasks.append(TaskHeadroom(
-            task_id=s.task_id, n=s.n, n_correct=s.n_correct, pass_rate=p, ci_low=lo, ci_high=hi,
-            pass_at_k={str(k): pass_at_k(s.n, s.n_correct, k) for k in ks if k <= s.n},
-            reward_mean=sum(s.rewards) / len(s.rewards) if s.rewards else None,
-            p_informative=informative_estimate(seen.n, seen.n_correct, g_task)[0],
-            p_variance=variance_estimate(seen.rewards, g_task, variance_tol)[0],
-            category="unrewardable" if s.unrewardable else _category(p, easy_at, hard_at),
-            unrewardable=s.unrewardable))
+        tasks.append(
+            TaskHeadroom(
+                task_id=s.task_id,
+                n=s.n,
+                n_correct=s.n_correct,
+                pass_rate=p,
+                ci_low=lo,
+                ci_high=hi,
+                pass_at_k={str(k): pass_at_k(s.n, s.n_correct, k) for k in ks if k <= s.n},
+                reward_mean=sum(s.rewards) / len(s.rewards) if s.rewards else None,
+                p_informative=informative_estimate(seen.n, seen.n_correct, g_task)[0],
+                p_variance=variance_estimate(seen.rewards, g_task, variance_tol)[0],
+                category="unrewardable" if s.unrewardable else _category(p, easy_at, hard_at),
+                unrewardable=s.unrewardable,
+            )
+        )
     min_n = min(s.n for s in samples)
     return HeadroomReport(
-        n_tasks=n_tasks, n_samples=sum(s.n for s in samples),
+        n_tasks=n_tasks,
+        n_samples=sum(s.n for s in samples),
         mean_pass_rate=sum(t.pass_rate for t in tasks) / n_tasks,
         pass_at_k={str(k): sum(t.pass_at_k[str(k)] for t in tasks) / n_tasks for k in ks if k <= min_n},
-        confidence=confidence, budget=budget, recommended_g=rec, recommendation=why, curve=curve, tasks=tasks,
+        confidence=confidence,
+        budget=budget,
+        recommended_g=rec,
+        recommendation=why,
+        curve=curve,
+        tasks=tasks,
         too_easy=[t.task_id for t in tasks if t.category == "too_easy"],
         too_hard=[t.task_id for t in tasks if t.category == "too_hard"],
         frontier=[t.task_id for t in tasks if t.category == "frontier"],
-        unrewardable=[t.task_id for t in tasks if t.category == "unrewardable"])
+        unrewardable=[t.task_id for t in tasks if t.category == "unrewardable"],
+    )
 
 
 # ----------------------------------------------------------------------------- export
@@ -562,11 +630,15 @@ def analyze(samples: Sequence[TaskSamples], *, budget: int = DEFAULT_BUDGET, ks:
 
 def export_columns(t: TaskHeadroom, group_size: int) -> dict[str, Any]:
     """The ``grpo_wb_*`` columns an export adds to a task's row (G in the informative column's name)."""
-    return {"grpo_wb_pass_rate": t.pass_rate, "grpo_wb_pass_rate_low": t.ci_low, "grpo_wb_pass_rate_high": t.ci_high,
-            "grpo_wb_n_samples": t.n,
-            f"grpo_wb_p_informative_{group_size}": informative_estimate(t.n, t.n_correct, group_size)[0],
-            "grpo_wb_category": t.category,
-            "grpo_wb_trainer_reward": "unsupported" if t.unrewardable else "supported"}
+    return {
+        "grpo_wb_pass_rate": t.pass_rate,
+        "grpo_wb_pass_rate_low": t.ci_low,
+        "grpo_wb_pass_rate_high": t.ci_high,
+        "grpo_wb_n_samples": t.n,
+        f"grpo_wb_p_informative_{group_size}": informative_estimate(t.n, t.n_correct, group_size)[0],
+        "grpo_wb_category": t.category,
+        "grpo_wb_trainer_reward": "unsupported" if t.unrewardable else "supported",
+    }
 
 
 def _tasks_for(task_ids: Sequence[str], tasks_file: str | Path) -> list:
@@ -574,17 +646,27 @@ def _tasks_for(task_ids: Sequence[str], tasks_file: str | Path) -> list:
     missing = [t for t in task_ids if t not in by_id]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise UserError(f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
-                        "pass the task file the samples were scored against")
+        raise UserError(
+            f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
+            "pass the task file the samples were scored against"
+        )
     return [by_id[t] for t in task_ids]
 
 
 EXPORTS = ("canonical",) + EXPORT_FORMATS
 
 
-def export_tasks(report: HeadroomReport, task_ids: Sequence[str], tasks_file: str | Path, out: str | Path, *,
-                 fmt: str = "canonical", group_size: int | None = None, audit: Audit | None = None,
-                 extra: dict[str, dict[str, Any]] | None = None) -> str:
+def export_tasks(
+    report: HeadroomReport,
+    task_ids: Sequence[str],
+    tasks_file: str | Path,
+    out: str | Path,
+    *,
+    fmt: str = "canonical",
+    group_size: int | None = None,
+    audit: Audit | None = None,
+    extra: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """Write the chosen tasks and say what was written, in one line.
 
     ``canonical``: the task records plus a TRL dataset beside them (``.trl.jsonl``). The other formats are
@@ -602,28 +684,34 @@ def export_tasks(report: HeadroomReport, task_ids: Sequence[str], tasks_file: st
         return {**(audit_columns(audit.get(tid)) if audit is not None else {}), **extra.get(tid, {})}
 
     if fmt == "canonical":
-        chosen = [dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)})
-                  if audit is not None or t.task_id in extra else t for t in chosen]
+        chosen = [
+            dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)})
+            if audit is not None or t.task_id in extra
+            else t
+            for t in chosen
+        ]
         trl = trl_path_for(out)
         write_tasks(out, chosen)
         atomic_write_jsonl(trl, [trl_record(t) for t in chosen])
         return f"{len(chosen)} tasks to {out} (canonical) and {trl} (TRL dataset)"
     g = group_size or report.recommended_g or G_MIN
     by_id = {t.task_id: t for t in report.tasks}
-    kind = export_rows(chosen, fmt, out, {t.task_id: {**export_columns(by_id[t.task_id], g), **tested(t.task_id)}
-                                          for t in chosen})
+    kind = export_rows(
+        chosen, fmt, out, {t.task_id: {**export_columns(by_id[t.task_id], g), **tested(t.task_id)} for t in chosen}
+    )
     return f"{len(chosen)} {fmt} rows to {out} ({kind}; grpo_wb_* columns at G={g})"
 
 
 def trl_path_for(path: str | Path) -> Path:
     """Where the TRL dataset goes next to a canonical export: ``frontier.jsonl`` -> ``frontier.trl.jsonl``."""
     p = Path(path)
-    stem = p.name[:-len(".jsonl")] if p.name.endswith(".jsonl") else p.stem
+    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.stem
     return p.with_name(stem + ".trl.jsonl")
 
 
-def export_frontier(report: HeadroomReport, tasks_file: str | Path, out: str | Path, *,
-                    allow_empty: bool = False) -> tuple[Path, Path, int]:
+def export_frontier(
+    report: HeadroomReport, tasks_file: str | Path, out: str | Path, *, allow_empty: bool = False
+) -> tuple[Path, Path, int]:
     """Write the frontier tasks in the canonical format and as a TRL dataset; return both paths and the count.
 
     No frontier task is an error unless ``allow_empty`` (then nothing is written and the count is 0).

@@ -29,9 +29,10 @@ Strategies, as their sources define them (``docs/data-strategies.md`` in the pro
 Per-prompt budgets (each step's B prompts share the rollouts unevenly; pass rates are what the simulated run
 has seen of each prompt so far, as the papers estimate them online):
 
-* ``knapsack``: Knapsack RL's allocation of B x G rollouts per step (:func:`grpo_wb.signal.allocation.knapsack_budgets`):
-  a prompt's rate is its last group's mean when that group held 16 rewards, else the mean of its last 16; it is
-  known once 8 were seen (``rl_dataset.py``: ``reward_buffer_length`` 16, ``min_buffer_length`` 8).
+* ``knapsack``: Knapsack RL's allocation of B x G rollouts per step
+  (:func:`grpo_wb.signal.allocation.knapsack_budgets`): a prompt's rate is its last group's mean when that group
+  held 16 rewards, else the mean of its last 16; it is known once 8 were seen (``rl_dataset.py``:
+  ``reward_buffer_length`` 16, ``min_buffer_length`` 8).
 * ``vip``: VIP's allocation of B x G rollouts per step (:func:`grpo_wb.signal.allocation.vip_budgets`), the rate
   being the prompt's last group's mean (the GP's prior mean for a prompt never seen).
 * ``reinforce-ada``: Reinforce-Ada's multi-round sampling (RLHFlow/Reinforce-Ada ``ray_trainer.py``,
@@ -52,14 +53,16 @@ what their stopping rules ask.
 Each strategy runs until it has trained on E x (frontier tasks) informative groups (E epochs of informative
 signal over the tasks that can give any) or hits the step cap.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, cast
 
 from grpo_wb.config import checked_band, cli, positive_int
 from grpo_wb.errors import UserError
@@ -67,7 +70,7 @@ from grpo_wb.signal.allocation import VIP_PRIOR, VipRule, knapsack_budgets, vip_
 from grpo_wb.signal.headroom import TaskSamples, dataframe, informative_estimate
 
 Strategy = Literal["none", "static", "dapo", "greso", "knapsack", "vip", "reinforce-ada", "ar3po"]
-STRATEGIES: tuple[str, ...] = ("none", "static", "dapo", "greso", "knapsack", "vip", "reinforce-ada", "ar3po")
+STRATEGIES: tuple[Strategy, ...] = ("none", "static", "dapo", "greso", "knapsack", "vip", "reinforce-ada", "ar3po")
 PER_PROMPT = ("knapsack", "vip", "reinforce-ada", "ar3po")
 """Strategies that give each prompt its own number of rollouts."""
 BUDGET_BINS = ((0, 0), (1, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128), (129, None))
@@ -129,8 +132,9 @@ class PlanConfig:
         if not 0.0 < self.greso_target < 1.0:
             raise UserError(f"greso_target must be in (0, 1), got {self.greso_target}")
         if self.knapsack_min_n > self.knapsack_max_n:
-            raise UserError(f"--knapsack-min-n ({self.knapsack_min_n}) must not exceed --knapsack-max-n "
-                            f"({self.knapsack_max_n})")
+            raise UserError(
+                f"--knapsack-min-n ({self.knapsack_min_n}) must not exceed --knapsack-max-n ({self.knapsack_max_n})"
+            )
         unfit = {s: why for s in self.strategies if (why := unfit_reason(s, self))}
         if unfit and self.strategies == list(STRATEGIES):  # the default: those that cannot run at this G left out
             object.__setattr__(self, "strategies", [s for s in self.strategies if s not in unfit])
@@ -148,11 +152,15 @@ def unfit_reason(strategy: str, cfg: PlanConfig, group_size: int | None = None) 
     """Why ``strategy`` cannot spend G rollouts per prompt on average under ``cfg`` (None: it can)."""
     g = cfg.group_size if group_size is None else group_size
     if strategy == "vip" and not 4 <= g <= cfg.vip_max_n:
-        return (f"vip gives each prompt 0 or 4 to --vip-max-n ({cfg.vip_max_n}) rollouts: group size {g} must lie "
-                f"in [4, {cfg.vip_max_n}]")
+        return (
+            f"vip gives each prompt 0 or 4 to --vip-max-n ({cfg.vip_max_n}) rollouts: group size {g} must lie "
+            f"in [4, {cfg.vip_max_n}]"
+        )
     if strategy == "knapsack" and g < cfg.knapsack_min_n:
-        return (f"knapsack gives every observed prompt --knapsack-min-n ({cfg.knapsack_min_n}) rollouts first: "
-                f"group size {g} must be at least that")
+        return (
+            f"knapsack gives every observed prompt --knapsack-min-n ({cfg.knapsack_min_n}) rollouts first: "
+            f"group size {g} must be at least that"
+        )
     return None
 
 
@@ -243,14 +251,17 @@ class StrategyResult:
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in vars(self).items() if k not in ("curve", "batch_counts", "budgets")}
-        d.update(rollouts_per_informative_group=self.rollouts_per_informative_group,
-                 effective_gradient_ratio=self.effective_gradient_ratio,
-                 informative_per_1000=self.informative_per_1000,
-                 budgets={str(k): v for k, v in sorted(self.budgets.items())},
-                 budget_histogram=self.budget_histogram(),
-                 informative_fraction=self.informative_fraction,
-                 informative_groups_per_step=self.informative_groups_per_step,
-                 generation_batches_per_step=self.generation_batches_per_step, curve=[list(p) for p in self.curve])
+        d.update(
+            rollouts_per_informative_group=self.rollouts_per_informative_group,
+            effective_gradient_ratio=self.effective_gradient_ratio,
+            informative_per_1000=self.informative_per_1000,
+            budgets={str(k): v for k, v in sorted(self.budgets.items())},
+            budget_histogram=self.budget_histogram(),
+            informative_fraction=self.informative_fraction,
+            informative_groups_per_step=self.informative_groups_per_step,
+            generation_batches_per_step=self.generation_batches_per_step,
+            curve=[list(p) for p in self.curve],
+        )
         return d
 
 
@@ -270,31 +281,45 @@ class Plan:
     (:func:`all_pass_shares`): what Reinforce-Ada measures falling with n."""
 
     def to_json(self) -> dict[str, Any]:
-        cfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self.config).items()
-               if not k.startswith("_")}
-        return {"note": "replay of recorded samples under today's policy: no weights are updated",
-                "config": cfg, "n_tasks": self.n_tasks, "n_frontier": self.n_frontier,
-                "target_informative_groups": self.target_informative_groups, "q": self.q,
-                "none_rollouts_per_informative_group_closed_form": self.config.group_size / self.q if self.q else None,
-                "dapo_generation_batches_per_step_closed_form": expected_dapo_batches(self.q, self.config.batch_size),
-                "zero_variance_by_group_size": {str(n): {"all_pass": a, "all_fail": f}
-                                                for n, (a, f) in self.zero_variance.items()},
-                "strategies": {k: v.to_json() for k, v in self.strategies.items()}}
+        cfg = {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self.config).items() if not k.startswith("_")
+        }
+        return {
+            "note": "replay of recorded samples under today's policy: no weights are updated",
+            "config": cfg,
+            "n_tasks": self.n_tasks,
+            "n_frontier": self.n_frontier,
+            "target_informative_groups": self.target_informative_groups,
+            "q": self.q,
+            "none_rollouts_per_informative_group_closed_form": self.config.group_size / self.q if self.q else None,
+            "dapo_generation_batches_per_step_closed_form": expected_dapo_batches(self.q, self.config.batch_size),
+            "zero_variance_by_group_size": {
+                str(n): {"all_pass": a, "all_fail": f} for n, (a, f) in self.zero_variance.items()
+            },
+            "strategies": {k: v.to_json() for k, v in self.strategies.items()},
+        }
 
     def frame(self):
         """The table the CLI prints and the notebook shows: one row per strategy."""
         rows = []
         for name, r in self.strategies.items():
-            rows.append({"strategy": name, "rollouts/informative group": r.rollouts_per_informative_group,
-                         "effective-gradient ratio": r.effective_gradient_ratio,
-                         "informative groups/1000 rollouts": r.informative_per_1000,
-                         "informative groups/step": r.informative_groups_per_step,
-                         "informative fraction": r.informative_fraction, "tasks covered": r.tasks_covered,
-                         "frontier never reached": r.frontier_never_reached, "wasted rollouts": r.wasted_rollouts,
-                         "rollouts": r.rollouts, "steps to target": r.steps_to_target,
-                         "gen batches/step": r.generation_batches_per_step})
+            rows.append(
+                {
+                    "strategy": name,
+                    "rollouts/informative group": r.rollouts_per_informative_group,
+                    "effective-gradient ratio": r.effective_gradient_ratio,
+                    "informative groups/1000 rollouts": r.informative_per_1000,
+                    "informative groups/step": r.informative_groups_per_step,
+                    "informative fraction": r.informative_fraction,
+                    "tasks covered": r.tasks_covered,
+                    "frontier never reached": r.frontier_never_reached,
+                    "wasted rollouts": r.wasted_rollouts,
+                    "rollouts": r.rollouts,
+                    "steps to target": r.steps_to_target,
+                    "gen batches/step": r.generation_batches_per_step,
+                }
+            )
         return dataframe(rows).set_index("strategy")
-
 
     def budget_frame(self):
         """Rollouts given to one prompt in one step: prompts per bin (:data:`BUDGET_BINS`), one row per strategy."""
@@ -305,14 +330,20 @@ class Plan:
     def zero_variance_frame(self):
         """All-pass and all-fail shares of groups of n completions, prompts drawn uniformly (Reinforce-Ada's
         measure of how zero-gradient groups thin out as n grows)."""
-        return dataframe([{"n": n, "all-pass groups": a, "all-fail groups": f}
-                          for n, (a, f) in self.zero_variance.items()],
-                         columns=["n", "all-pass groups", "all-fail groups"]).set_index("n")
+        return dataframe(
+            [{"n": n, "all-pass groups": a, "all-fail groups": f} for n, (a, f) in self.zero_variance.items()],
+            columns=["n", "all-pass groups", "all-fail groups"],
+        ).set_index("n")
 
     def curves_frame(self):
         """Rollouts spent against informative groups gathered, step by step, one block per strategy (long form)."""
-        return dataframe([{"strategy": name, "step": i + 1, "rollouts": r, "informative_groups": inf}
-                          for name, res in self.strategies.items() for i, (r, inf) in enumerate(res.curve)])
+        return dataframe(
+            [
+                {"strategy": name, "step": i + 1, "rollouts": r, "informative_groups": inf}
+                for name, res in self.strategies.items()
+                for i, (r, inf) in enumerate(res.curve)
+            ]
+        )
 
 
 def expected_dapo_batches(q: float, batch_size: int, max_batches: int = 10_000) -> float | None:
@@ -404,7 +435,7 @@ def simulate(samples: Sequence[TaskSamples], cfg: PlanConfig) -> Plan:
     target = cfg.epochs * len(frontier)
     q = sum(informative_estimate(s.n, s.n_correct, g)[0] for s in samples) / len(samples)
     max_steps = cfg.max_steps or 50 * cfg.epochs * math.ceil(len(samples) / b)
-    results = {}
+    results: dict[str, StrategyResult] = {}
     for name in cfg.strategies:
         rng = random.Random(cfg.seed)
         pools = _pools(samples, rng)
@@ -429,11 +460,15 @@ def epoch_budgets(samples: Sequence[TaskSamples], cfg: PlanConfig, strategy: str
     out: dict[str, int] = {}
     g, b = cfg.group_size, cfg.batch_size
     for i in range(0, len(order), b):
-        batch = order[i:i + b]
+        batch = order[i : i + b]
         rates = [s.n_correct / s.n for s in batch]
         if strategy == "knapsack":
-            budgets = knapsack_budgets([p if s.n >= 8 else None for p, s in zip(rates, batch)], g,
-                                       min_n=cfg.knapsack_min_n, max_n=cfg.knapsack_max_n)
+            budgets = knapsack_budgets(
+                [p if s.n >= 8 else None for p, s in zip(rates, batch)],
+                g,
+                min_n=cfg.knapsack_min_n,
+                max_n=cfg.knapsack_max_n,
+            )
         else:
             budgets = vip_budgets(rates, g * len(batch), upper=cfg.vip_max_n, rule=cfg.vip_rule)
         out.update((s.task_id, n) for s, n in zip(batch, budgets))
@@ -447,18 +482,28 @@ def budget_sweep(samples: Sequence[TaskSamples], cfg: PlanConfig, sizes: Sequenc
     for g in sizes:
         names = [s for s in cfg.strategies if not unfit_reason(s, cfg, g)]
         if not names:
-            raise UserError(f"no strategy of {', '.join(cfg.strategies)} can run at group size {g}: "
-                            + unfit_reason(cfg.strategies[0], cfg, g))
+            raise UserError(
+                f"no strategy of {', '.join(cfg.strategies)} can run at group size {g}: "
+                # a str: no strategy fits g, the first one included
+                + cast(str, unfit_reason(cfg.strategies[0], cfg, g))
+            )
         plan = simulate(samples, dataclasses.replace(cfg, group_size=g, strategies=names))
-        rows += [{"strategy": name, "group_size": g, "effective_gradient_ratio": r.effective_gradient_ratio,
-                  "informative_per_1000": r.informative_per_1000,
-                  "rollouts_per_informative_group": r.rollouts_per_informative_group}
-                 for name, r in plan.strategies.items()]
+        rows += [
+            {
+                "strategy": name,
+                "group_size": g,
+                "effective_gradient_ratio": r.effective_gradient_ratio,
+                "informative_per_1000": r.informative_per_1000,
+                "rollouts_per_informative_group": r.rollouts_per_informative_group,
+            }
+            for name, r in plan.strategies.items()
+        ]
     return dataframe(rows)
 
 
-def all_pass_shares(samples: Sequence[TaskSamples], sizes: Sequence[int] = (4, 8, 16, 32, 64, 128, 256)
-                    ) -> dict[int, tuple[float, float]]:
+def all_pass_shares(
+    samples: Sequence[TaskSamples], sizes: Sequence[int] = (4, 8, 16, 32, 64, 128, 256)
+) -> dict[int, tuple[float, float]]:
     """For each group size n no larger than every task's sample count: the expected share of prompts whose n
     completions all pass, and all fail, ``mean_i C(c_i, n) / C(N_i, n)`` (the unbiased subset estimate)."""
     least = min(s.n for s in samples)
@@ -466,13 +511,23 @@ def all_pass_shares(samples: Sequence[TaskSamples], sizes: Sequence[int] = (4, 8
     for n in sizes:
         if n > least:
             break
-        out[n] = (sum(math.comb(s.n_correct, n) / math.comb(s.n, n) for s in samples) / len(samples),
-                  sum(math.comb(s.n - s.n_correct, n) / math.comb(s.n, n) for s in samples) / len(samples))
+        out[n] = (
+            sum(math.comb(s.n_correct, n) / math.comb(s.n, n) for s in samples) / len(samples),
+            sum(math.comb(s.n - s.n_correct, n) / math.comb(s.n, n) for s in samples) / len(samples),
+        )
     return out
 
 
-def _run(name: str, samples: Sequence[TaskSamples], pools: dict[str, list[bool]], cfg: PlanConfig,
-         frontier: set[str], target: int, max_steps: int, rng: random.Random) -> StrategyResult:
+def _run(
+    name: str,
+    samples: Sequence[TaskSamples],
+    pools: dict[str, list[bool]],
+    cfg: PlanConfig,
+    frontier: set[str],
+    target: int,
+    max_steps: int,
+    rng: random.Random,
+) -> StrategyResult:
     g, b = cfg.group_size, cfg.batch_size
     res = StrategyResult(name)
     tasks = [s.task_id for s in samples]
@@ -527,8 +582,9 @@ def _run(name: str, samples: Sequence[TaskSamples], pools: dict[str, list[bool]]
     return res
 
 
-def _static_filter(samples: Sequence[TaskSamples], pools: dict[str, list[bool]], cfg: PlanConfig,
-                   res: StrategyResult) -> list[str]:
+def _static_filter(
+    samples: Sequence[TaskSamples], pools: dict[str, list[bool]], cfg: PlanConfig, res: StrategyResult
+) -> list[str]:
     """The band applied once on each task's first k samples (their cost counted); the tasks kept."""
     k = cfg.static_samples or cfg.group_size
     lo, hi = cfg.band
@@ -546,8 +602,9 @@ def _static_filter(samples: Sequence[TaskSamples], pools: dict[str, list[bool]],
     return kept
 
 
-def _dynamic_step(replay: _Replay, cfg: PlanConfig, res: StrategyResult,
-                  greso: _Greso | None) -> list[tuple[str, list[bool]]]:
+def _dynamic_step(
+    replay: _Replay, cfg: PlanConfig, res: StrategyResult, greso: _Greso | None
+) -> list[tuple[str, list[bool]]]:
     """DAPO's filling (behind GRESO's selector when given): generation batches until B informative groups."""
     g, b = cfg.group_size, cfg.batch_size
     trained: list[tuple[str, list[bool]]] = []
@@ -555,7 +612,7 @@ def _dynamic_step(replay: _Replay, cfg: PlanConfig, res: StrategyResult,
     batches = 0
     while len(trained) < b and (cfg.max_num_gen_batches <= 0 or batches < cfg.max_num_gen_batches):
         batches += 1
-        for t in (greso.draw(replay, b) if greso else [replay.next_prompt() for _ in range(b)]):
+        for t in greso.draw(replay, b) if greso else [replay.next_prompt() for _ in range(b)]:
             grp = replay.group(t)
             step_groups.append(grp)
             res.rollouts += g
@@ -610,15 +667,18 @@ class _Seen:
 def _batch_budgets(name: str, prompts: Sequence[str], cfg: PlanConfig, seen: _Seen) -> list[int]:
     g = cfg.group_size
     if name == "knapsack":
-        return knapsack_budgets([seen.knapsack_rate(t) for t in prompts], g, min_n=cfg.knapsack_min_n,
-                                max_n=cfg.knapsack_max_n)
+        return knapsack_budgets(
+            [seen.knapsack_rate(t) for t in prompts], g, min_n=cfg.knapsack_min_n, max_n=cfg.knapsack_max_n
+        )
     rates = [seen.last_rate(t) for t in prompts]
-    return vip_budgets([VIP_PRIOR if r is None else r for r in rates], g * len(prompts), upper=cfg.vip_max_n,
-                       rule=cfg.vip_rule)
+    return vip_budgets(
+        [VIP_PRIOR if r is None else r for r in rates], g * len(prompts), upper=cfg.vip_max_n, rule=cfg.vip_rule
+    )
 
 
-def _sequential_group(name: str, task: str, replay: _Replay, cfg: PlanConfig, res: StrategyResult,
-                      seen: _Seen) -> list[bool]:
+def _sequential_group(
+    name: str, task: str, replay: _Replay, cfg: PlanConfig, res: StrategyResult, seen: _Seen
+) -> list[bool]:
     """One prompt of ``reinforce-ada`` or ``ar3po``: rounds until done; the group trained on."""
     g = cfg.group_size
     drawn: list[bool] = []
@@ -690,17 +750,17 @@ class _Greso:
         if not records:
             return True
         z_e = self._streak(records, "easy")
-        if z_e and self.rng.random() < 1 - max(self.p_easy ** z_e, self.FLOOR):
+        if z_e and self.rng.random() < 1 - max(self.p_easy**z_e, self.FLOOR):
             return False
         if records[-1] == "hard":
             z_h = self._streak(records, "hard")
-            if self.rng.random() < 1 - max(self.p_hard ** z_h, self.FLOOR):
+            if self.rng.random() < 1 - max(self.p_hard**z_h, self.FLOOR):
                 return False
         return True
 
     def draw(self, replay: _Replay, n: int) -> list[str]:
         """The next ``n`` prompts the selector lets through (skipped ones are used up from the permutation)."""
-        out = []
+        out: list[str] = []
         while len(out) < n:
             t = replay.next_prompt()
             if self.keep(t):
@@ -718,10 +778,12 @@ class _Greso:
             return
         easy = sum(all(x) for x in groups) / len(groups)
         hard = sum(not any(x) for x in groups) / len(groups)
-        self.p_easy = min(self.P_MAX, max(self.P_MIN, self.p_easy + (-self.STEP if easy >= self.target_easy
-                                                                     else self.STEP)))
-        self.p_hard = min(self.P_MAX, max(self.P_MIN, self.p_hard + (-self.STEP if hard >= self.target_hard
-                                                                     else self.STEP)))
+        self.p_easy = min(
+            self.P_MAX, max(self.P_MIN, self.p_easy + (-self.STEP if easy >= self.target_easy else self.STEP))
+        )
+        self.p_hard = min(
+            self.P_MAX, max(self.P_MIN, self.p_hard + (-self.STEP if hard >= self.target_hard else self.STEP))
+        )
 
 
 def closed_form_frame(plan: Plan):
@@ -729,22 +791,39 @@ def closed_form_frame(plan: Plan):
     g, rows = plan.config.group_size, []
     if "none" in plan.strategies:
         r = plan.strategies["none"]
-        rows += [{"figure": "none: informative fraction", "simulated": r.informative_fraction, "closed form": plan.q},
-                 {"figure": "none: rollouts per informative group", "simulated": r.rollouts_per_informative_group,
-                  "closed form": g / plan.q}]
+        rows += [
+            {"figure": "none: informative fraction", "simulated": r.informative_fraction, "closed form": plan.q},
+            {
+                "figure": "none: rollouts per informative group",
+                "simulated": r.rollouts_per_informative_group,
+                "closed form": g / plan.q,
+            },
+        ]
     if "dapo" in plan.strategies:
         r = plan.strategies["dapo"]
-        rows.append({"figure": "dapo: generation batches per step", "simulated": r.generation_batches_per_step,
-                     "closed form": expected_dapo_batches(plan.q, plan.config.batch_size)})
+        rows.append(
+            {
+                "figure": "dapo: generation batches per step",
+                "simulated": r.generation_batches_per_step,
+                "closed form": expected_dapo_batches(plan.q, plan.config.batch_size),
+            }
+        )
     return dataframe(rows).set_index("figure")
 
 
 def headline(plan: Plan, source: str | None = None) -> dict[str, Any]:
     """What a batch index shows: the cheapest strategy per informative group and its figures."""
-    ranked = sorted((r for r in plan.strategies.values() if r.rollouts_per_informative_group is not None),
-                    key=lambda r: r.rollouts_per_informative_group)
+    ranked = sorted(
+        (r for r in plan.strategies.values() if r.rollouts_per_informative_group is not None),
+        key=lambda r: cast(float, r.rollouts_per_informative_group),  # not None: filtered just above
+    )
     best = ranked[0] if ranked else None
-    return {"informative_fraction": plan.q, "group_size": plan.config.group_size,
-            "cheapest_strategy": best.strategy if best else None,
-            "rollouts_per_informative_group": best.rollouts_per_informative_group if best else None,
-            "n_tasks": plan.n_tasks, "n_frontier": plan.n_frontier, "source": source}
+    return {
+        "informative_fraction": plan.q,
+        "group_size": plan.config.group_size,
+        "cheapest_strategy": best.strategy if best else None,
+        "rollouts_per_informative_group": best.rollouts_per_informative_group if best else None,
+        "n_tasks": plan.n_tasks,
+        "n_frontier": plan.n_frontier,
+        "source": source,
+    }

@@ -37,13 +37,15 @@ the stopping depends on the data, so ``P(an early decision is wrong about p) <= 
 undecided at ``n_max`` gets the full-sample decision (``LOW <= c/n <= HIGH``), with no guarantee about p (it is
 on the band's edge as far as the samples can tell); :func:`decide` says so (``forced``).
 """
+
 from __future__ import annotations
 
 import functools
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 from grpo_wb.config import checked_band, cli, positive_int, post_init_next
 from grpo_wb.errors import UserError
@@ -91,7 +93,7 @@ def curtail_bound(m: int, n_max: int) -> float:
     if m == n_max:
         return 0.0
     r = m / n_max
-    return r ** (m / (n_max - m)) * (1.0 - r) + 2.0 ** -m
+    return r ** (m / (n_max - m)) * (1.0 - r) + 2.0**-m
 
 
 @functools.lru_cache(maxsize=4096)
@@ -102,7 +104,7 @@ def decide_after(n_max: int, max_error: float) -> int:
 
 def alpha_at(t: int, max_error: float) -> float:
     """The error spent at look t (t = 1, 2, ...): ``max_error 6/(pi^2 t^2)``, summing to ``max_error``."""
-    return max_error * 6.0 / (math.pi ** 2 * t * t)
+    return max_error * 6.0 / (math.pi**2 * t * t)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -124,7 +126,9 @@ def full_decision(n: int, c: int, cfg: AdaptiveConfig) -> str:
 
 def is_look(n: int, n_max: int, cfg: AdaptiveConfig) -> bool:
     """Whether the rule looks after n draws: the end of a round, the curtailment point m, or n_max."""
-    return n == n_max or n % cfg.round_size == 0 or (cfg.decide == "category" and n == decide_after(n_max, cfg.max_error))
+    return (
+        n == n_max or n % cfg.round_size == 0 or (cfg.decide == "category" and n == decide_after(n_max, cfg.max_error))
+    )
 
 
 def next_round(n: int, n_max: int, cfg: AdaptiveConfig) -> int:
@@ -178,7 +182,7 @@ def run_rule(outcomes: Sequence[bool], n_max: int, cfg: AdaptiveConfig) -> tuple
     n = c = 0
     while True:
         k = next_round(n, n_max, cfg)
-        c += sum(outcomes[n:n + k])
+        c += sum(outcomes[n : n + k])
         n += k
         d = decide(n, c, n_max, cfg)
         if d.label is not None:
@@ -247,9 +251,13 @@ def replay(samples: Sequence[TaskSamples], cfg: AdaptiveConfig, *, shuffles: int
             taken, d = run_rule(seq, s.n, cfg)
             rows.append(TaskReplay(s.task_id, s.n, taken, d.label or "", full, d.forced))
     return ReplaySummary(
-        orders="file" if not shuffles else f"{shuffles} shuffles (seed {seed})", tasks=rows,
-        agreement=sum(r.decision == r.full for r in rows) / len(rows), generations=sum(r.taken for r in rows),
-        full_generations=sum(r.n_full for r in rows), early=sum(r.taken < r.n_full for r in rows))
+        orders="file" if not shuffles else f"{shuffles} shuffles (seed {seed})",
+        tasks=rows,
+        agreement=sum(r.decision == r.full for r in rows) / len(rows),
+        generations=sum(r.taken for r in rows),
+        full_generations=sum(r.n_full for r in rows),
+        early=sum(r.taken < r.n_full for r in rows),
+    )
 
 
 # ----------------------------------------------------------------------------- exact expectations (category)
@@ -286,8 +294,8 @@ def agreement_independent(p: float, n_max: int, cfg: AdaptiveConfig) -> tuple[fl
     costs in reproducibility."""
     q = 1.0 - p
     m = decide_after(n_max, cfg.max_error)
-    ad = (q ** m, p ** m, 1.0 - q ** m - p ** m)
-    fu = (q ** n_max, p ** n_max, 1.0 - q ** n_max - p ** n_max)
+    ad = (q**m, p**m, 1.0 - q**m - p**m)
+    fu = (q**n_max, p**n_max, 1.0 - q**n_max - p**n_max)
     return sum(a * b for a, b in zip(ad, fu)), sum(b * b for b in fu)
 
 
@@ -295,4 +303,4 @@ def error_probability(p: float, n_max: int, cfg: AdaptiveConfig) -> float:
     """Category rule, coupled draws: the exact ``P(adaptive decision != full-sample decision)`` at pass rate p."""
     m = decide_after(n_max, cfg.max_error)
     q = 1.0 - p
-    return q ** m - q ** n_max + p ** m - p ** n_max
+    return q**m - q**n_max + p**m - p**n_max

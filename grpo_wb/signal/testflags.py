@@ -5,15 +5,29 @@
 "frontier" or "too easy" one whose tests pass wrong code pays the policy for it. This module says so beside the
 pass rates, drops flagged tasks in a filter, and gives the exported rows their ``grpo_wb_test_*`` columns.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from grpo_wb.errors import UserError
 
-FLAGS = ("no_reference", "bad_reference", "broken", "rejects_reference", "flaky", "hackable", "weak",
-         "false_positive", "few_tests", "only_examples", "duplicate", "contaminated")
+FLAGS = (
+    "no_reference",
+    "bad_reference",
+    "broken",
+    "rejects_reference",
+    "flaky",
+    "hackable",
+    "weak",
+    "false_positive",
+    "few_tests",
+    "only_examples",
+    "duplicate",
+    "contaminated",
+)
 """What the audit can say about a task (a clean task has none), in the order reports list them."""
 NOT_AUDITED = "not in the test audit"
 
@@ -39,21 +53,29 @@ def mutation_score(rec: Mapping[str, Any]) -> float | None:
 def audit_columns(rec: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``grpo_wb_test_*`` columns of an exported row (None values for a task the audit did not see)."""
     if rec is None:
-        return {"grpo_wb_test_flags": None, "grpo_wb_test_mutation_score": None,
-                "grpo_wb_test_references_passed": None, "grpo_wb_test_false_positive_rate": None}
+        return {
+            "grpo_wb_test_flags": None,
+            "grpo_wb_test_mutation_score": None,
+            "grpo_wb_test_references_passed": None,
+            "grpo_wb_test_false_positive_rate": None,
+        }
     refs = rec.get("references") or {}
-    return {"grpo_wb_test_flags": ",".join(rec["flags"]),
-            "grpo_wb_test_mutation_score": mutation_score(rec),
-            "grpo_wb_test_references_passed": refs.get("passed"),
-            "grpo_wb_test_false_positive_rate": (rec.get("wrong") or {}).get("false_positive_rate")}
+    return {
+        "grpo_wb_test_flags": ",".join(rec["flags"]),
+        "grpo_wb_test_mutation_score": mutation_score(rec),
+        "grpo_wb_test_references_passed": refs.get("passed"),
+        "grpo_wb_test_false_positive_rate": (rec.get("wrong") or {}).get("false_positive_rate"),
+    }
 
 
-def drop_step(audit: Audit, drop: Iterable[str], min_mutation_score: float | None
-              ) -> tuple[str, Callable[[Any], str | None]]:
+def drop_step(
+    audit: Audit, drop: Iterable[str], min_mutation_score: float | None
+) -> tuple[str, Callable[[Any], str | None]]:
     """A filter part: drop tasks that carry a ``drop`` flag, score under the floor, or are not in the audit."""
     drop = check_flags(drop)
     parts = ([f"drop {','.join(drop)}"] if drop else []) + (
-        [f"mutation score >= {min_mutation_score:g}"] if min_mutation_score is not None else [])
+        [f"mutation score >= {min_mutation_score:g}"] if min_mutation_score is not None else []
+    )
 
     def why(s: Any) -> str | None:
         rec = audit.get(s.task_id)
@@ -69,6 +91,7 @@ def drop_step(audit: Audit, drop: Iterable[str], min_mutation_score: float | Non
             if score < min_mutation_score:
                 return "mutation score below the floor"
         return None
+
     return "test audit: " + "; ".join(parts), why
 
 

@@ -11,6 +11,7 @@ Everything at module level in ``test`` besides ``check`` (``METADATA``,
 imports, helpers) becomes ``test_setup``. Otherwise the task gets one test
 that runs the whole check.
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,8 +53,12 @@ def _is_trivial(stmt: ast.stmt) -> bool:
         return True
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
         return True  # docstring or stray string
-    if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "print"):
+    if (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Name)
+        and stmt.value.func.id == "print"
+    ):
         return True
     return False
 
@@ -71,15 +76,17 @@ def split_check(test_src: str) -> tuple[str, list[TestCase]] | None:
     if len(check.args.args) != 1 or check.args.args[0].arg != "candidate" or check.decorator_list:
         return None
     # `assert True, "..."` lines test nothing: counting them would give free partial credit.
-    body = [s for s in check.body if not _is_trivial(s)
-            and not (isinstance(s, ast.Assert) and isinstance(s.test, ast.Constant))]
+    body = [
+        s
+        for s in check.body
+        if not _is_trivial(s) and not (isinstance(s, ast.Assert) and isinstance(s.test, ast.Constant))
+    ]
     if not body or not all(isinstance(s, ast.Assert) for s in body):
         return None
     # An assert that (re)binds a name via the walrus operator would leak state between tests.
     if any(isinstance(n, ast.NamedExpr) for s in body for n in ast.walk(s)):
         return None
-    setup = "\n".join(ast.get_source_segment(test_src, n) or ast.unparse(n)
-                      for n in tree.body if n is not check)
+    setup = "\n".join(ast.get_source_segment(test_src, n) or ast.unparse(n) for n in tree.body if n is not check)
     tests = []
     for i, s in enumerate(body):
         code = ast.get_source_segment(test_src, s) or ast.unparse(s)
@@ -96,10 +103,16 @@ def humaneval_task(obj: dict[str, Any], *, source: str) -> Task:
     else:
         setup, tests = split
         how = "split"
-    return Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
-                tests=tuple(tests), test_setup=setup, check=obj["test"],
-                canonical_solution=obj.get("canonical_solution"),
-                metadata={"source": source, "check_split": how})
+    return Task(
+        task_id=obj["task_id"],
+        prompt=obj["prompt"],
+        entry_point=obj["entry_point"],
+        tests=tuple(tests),
+        test_setup=setup,
+        check=obj["test"],
+        canonical_solution=obj.get("canonical_solution"),
+        metadata={"source": source, "check_split": how},
+    )
 
 
 def import_humaneval(src: str | Path | None = None) -> tuple[list[Task], ImportReport]:
@@ -162,17 +175,32 @@ def mbpp_prompt(text: str, first_test: str) -> str:
     return f'"""\n{body}\n"""\n'
 
 
-def _mbpp_task(task_id: str, text: str, code: str | None, tests: list[str], setup: str, *, source: str,
-               extra: dict[str, Any], path: str, line: int | None) -> Task:
+def _mbpp_task(
+    task_id: str,
+    text: str,
+    code: str | None,
+    tests: list[str],
+    setup: str,
+    *,
+    source: str,
+    extra: dict[str, Any],
+    path: str,
+    line: int | None,
+) -> Task:
     if not tests:
         raise UserError("test_list is empty", path=path, line=line)
     entry = mbpp_entry_point(tests, code)
     if entry is None:
         raise UserError("cannot tell which function the tests call", path=path, line=line)
-    return Task(task_id=task_id, prompt=mbpp_prompt(text, tests[0]), entry_point=entry,
-                tests=tuple(TestCase(name=f"test_{i}", code=t) for i, t in enumerate(tests)),
-                test_setup=setup, canonical_solution=(code.replace("\r\n", "\n") + "\n") if code else None,
-                metadata={"source": source, **extra})
+    return Task(
+        task_id=task_id,
+        prompt=mbpp_prompt(text, tests[0]),
+        entry_point=entry,
+        tests=tuple(TestCase(name=f"test_{i}", code=t) for i, t in enumerate(tests)),
+        test_setup=setup,
+        canonical_solution=(code.replace("\r\n", "\n") + "\n") if code else None,
+        metadata={"source": source, **extra},
+    )
 
 
 def import_mbpp(src: str | Path) -> tuple[list[Task], ImportReport]:
@@ -193,9 +221,19 @@ def import_mbpp(src: str | Path) -> tuple[list[Task], ImportReport]:
             for key in ("task_id", "prompt", "test_list"):
                 if key not in obj:
                     raise UserError(f"{where}: missing field {key!r} (sanitized MBPP format)", path=path)
-            tasks.append(_mbpp_task(f"mbpp/{obj['task_id']}", obj["prompt"], obj.get("code"), list(obj["test_list"]),
-                                    "\n".join(obj.get("test_imports") or []), source=p.name,
-                                    extra={"mbpp_task_id": obj["task_id"]}, path=path, line=None))
+            tasks.append(
+                _mbpp_task(
+                    f"mbpp/{obj['task_id']}",
+                    obj["prompt"],
+                    obj.get("code"),
+                    list(obj["test_list"]),
+                    "\n".join(obj.get("test_imports") or []),
+                    source=p.name,
+                    extra={"mbpp_task_id": obj["task_id"]},
+                    path=path,
+                    line=None,
+                )
+            )
     else:
         for lineno, obj in iter_jsonl(path):
             if not isinstance(obj, dict):
@@ -206,9 +244,19 @@ def import_mbpp(src: str | Path) -> tuple[list[Task], ImportReport]:
             extra = {"mbpp_task_id": obj["task_id"]}
             if obj.get("challenge_test_list"):
                 extra["challenge_test_list"] = obj["challenge_test_list"]
-            tasks.append(_mbpp_task(f"mbpp/{obj['task_id']}", obj["text"], obj.get("code"), list(obj["test_list"]),
-                                    obj.get("test_setup_code") or "", source=p.name, extra=extra, path=path,
-                                    line=lineno))
+            tasks.append(
+                _mbpp_task(
+                    f"mbpp/{obj['task_id']}",
+                    obj["text"],
+                    obj.get("code"),
+                    list(obj["test_list"]),
+                    obj.get("test_setup_code") or "",
+                    source=p.name,
+                    extra=extra,
+                    path=path,
+                    line=lineno,
+                )
+            )
     if not tasks:
         raise UserError("no problems in file", path=path)
     ids = [t.task_id for t in tasks]
@@ -225,7 +273,8 @@ APPS_PRELUDE = (
     "combinations\nimport collections\nfrom collections import Counter, OrderedDict, deque, defaultdict, "
     "ChainMap\nfrom functools import lru_cache\nimport math\nfrom math import sqrt, sin, cos, tan, ceil, fabs, "
     "floor, gcd, exp, log, log2\nimport fractions\nfrom typing import List, Tuple\nimport random\nimport heapq\n"
-    "from heapq import *\n")
+    "from heapq import *\n"
+)
 
 
 def apps_prompt(question: str, starter: str, call_based: bool) -> str:
@@ -301,11 +350,14 @@ def apps_io_tests(io: Any, compare: str = "apps_equal") -> tuple[list[TestCase],
             args = args if isinstance(args, list) else [args]
             if compare == "apps_equal":
                 args, exp = apps_int_keys(args, exp)
-            tests.append(TestCase(name=f"call_{i}", code=f"assert {compare}(candidate(*{py_literal(args)}), "
-                                                          f"{py_literal(exp)})"))
+            tests.append(
+                TestCase(name=f"call_{i}", code=f"assert {compare}(candidate(*{py_literal(args)}), {py_literal(exp)})")
+            )
         return tests, fn
-    return [TestCase(name=f"io_{i}", type="stdio", input=_as_text(inp), output=_as_text(out))
-            for i, (inp, out) in enumerate(zip(io["inputs"], io["outputs"]))], ""
+    return [
+        TestCase(name=f"io_{i}", type="stdio", input=_as_text(inp), output=_as_text(out))
+        for i, (inp, out) in enumerate(zip(io["inputs"], io["outputs"]))
+    ], ""
 
 
 def apps_task(folder: Path, *, task_id: str | None = None) -> Task:
@@ -338,10 +390,16 @@ def _apps_task(folder: Path, task_id: str | None = None) -> tuple[Task, int]:
     sols = _apps_solutions(folder)
     solution = sols[0] if sols and isinstance(sols[0], str) else None
     more, dropped = distinct_programs(sols[1:], exclude=[solution], cap=MAX_SOLUTIONS)
-    return Task(task_id=task_id or f"apps/{folder.name}", prompt=apps_prompt(q.read_text(encoding="utf-8"),
-                                                                            starter, bool(entry)),
-                entry_point=entry, tests=tuple(tests), canonical_solution=solution, solutions=more,
-                prelude=APPS_PRELUDE, metadata=meta), dropped
+    return Task(
+        task_id=task_id or f"apps/{folder.name}",
+        prompt=apps_prompt(q.read_text(encoding="utf-8"), starter, bool(entry)),
+        entry_point=entry,
+        tests=tuple(tests),
+        canonical_solution=solution,
+        solutions=more,
+        prelude=APPS_PRELUDE,
+        metadata=meta,
+    ), dropped
 
 
 def _apps_solutions(folder: Path) -> list[Any]:
@@ -366,8 +424,7 @@ def import_apps(src: str | Path) -> tuple[list[Task], ImportReport]:
     if not tasks:
         raise UserError("no APPS problems (folders with question.txt) found", path=str(root))
     n_call = sum(1 for t in tasks if not t.is_script)
-    return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call,
-                               n_solutions_dropped=sum(n for _, n in made))
+    return tasks, ImportReport(len(tasks), n_call, len(tasks) - n_call, n_solutions_dropped=sum(n for _, n in made))
 
 
 # ----------------------------------------------------------------------------- MapCoder's raw chat replies
@@ -395,8 +452,9 @@ def mapcoder_file_parts(path: Path) -> tuple[str, str, str]:
     name = path.name.split(".jsonl")[0]
     parts = name.split("__")
     if len(parts) != 3 or parts[1] not in MAPCODER_SETS:
-        raise UserError(f"not a MapCoder result file name (MODEL__{'|'.join(MAPCODER_SETS)}__RUN.jsonl[.gz])",
-                        path=str(path))
+        raise UserError(
+            f"not a MapCoder result file name (MODEL__{'|'.join(MAPCODER_SETS)}__RUN.jsonl[.gz])", path=str(path)
+        )
     return parts[0], parts[1], parts[2]
 
 
@@ -407,9 +465,17 @@ def _mapcoder_method(run: str) -> str:
 def _strip_test_check(test: str) -> str:
     """MultiPL-E's MBPP ``test`` ends with ``def test_check(): check(f)`` and a call: keep ``check`` only."""
     tree = ast.parse(test)
-    keep = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "test_check")
-            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
-                     and isinstance(n.value.func, ast.Name) and n.value.func.id == "test_check")]
+    keep = [
+        n
+        for n in tree.body
+        if not (isinstance(n, ast.FunctionDef) and n.name == "test_check")
+        and not (
+            isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and n.value.func.id == "test_check"
+        )
+    ]
     return "\n\n".join(ast.get_source_segment(test, n) or ast.unparse(n) for n in keep) + "\n"
 
 
@@ -418,8 +484,9 @@ def _mapcoder_task(row: dict[str, Any], dataset: str, source: str) -> Task | str
     if dataset in ("HumanEval", "MBPP"):
         test = row["test"] if dataset == "HumanEval" else _strip_test_check(row["test"])
         task = humaneval_task({**row, "test": test}, source=source)
-        return dataclasses.replace(task, task_id=str(row["task_id"]) if dataset == "HumanEval"
-                                   else f"mbpp/{row['task_id']}")
+        return dataclasses.replace(
+            task, task_id=str(row["task_id"]) if dataset == "HumanEval" else f"mbpp/{row['task_id']}"
+        )
     cases = row.get("test_list")
     if not isinstance(cases, list) or not cases:
         return "no tests"
@@ -431,9 +498,14 @@ def _mapcoder_task(row: dict[str, Any], dataset: str, source: str) -> Task | str
         if not all(isinstance(o, str) for o in outs):
             return "expected output is a value, not text (a call-based APPS problem)"
         tests.append(TestCase(name=f"io_{i}", type="stdio", input=case["input"], output=outs[0]))
-    return Task(task_id=f"apps/{row['task_id']}", prompt=str(row.get("description", "")), entry_point="",
-                tests=tuple(tests), prelude=APPS_PRELUDE,
-                metadata={"source": source, "difficulty": row.get("difficulty"), "name": row.get("name")})
+    return Task(
+        task_id=f"apps/{row['task_id']}",
+        prompt=str(row.get("description", "")),
+        entry_point="",
+        tests=tuple(tests),
+        prelude=APPS_PRELUDE,
+        metadata={"source": source, "difficulty": row.get("difficulty"), "name": row.get("name")},
+    )
 
 
 def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImport:
@@ -458,7 +530,9 @@ def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImpo
             try:
                 task = _mapcoder_task(row, ds, f.name)
             except (KeyError, SyntaxError, ValueError, TypeError) as e:
-                raise UserError(f"not a MapCoder {ds} row ({type(e).__name__}: {e})", path=str(f), line=lineno) from None
+                raise UserError(
+                    f"not a MapCoder {ds} row ({type(e).__name__}: {e})", path=str(f), line=lineno
+                ) from None
             if isinstance(task, str):
                 skipped[task] = skipped.get(task, 0) + 1
                 continue
@@ -466,7 +540,15 @@ def import_mapcoder(src: str | Path, dataset: str | None = None) -> MapCoderImpo
             if old is not task and old.tests != task.tests and task.task_id not in noted:
                 noted.add(task.task_id)
                 notes.append(f"{task.task_id}: tests differ in {f.name}; kept those of {old.metadata['source']}")
-            samples.append({"task_id": task.task_id, "completion": str(row["responses"][0]), "model": model,
-                            "method": _mapcoder_method(run), "file": f.name, "line": lineno,
-                            "is_solved": row.get("is_solved") in (True, "True")})
+            samples.append(
+                {
+                    "task_id": task.task_id,
+                    "completion": str(row["responses"][0]),
+                    "model": model,
+                    "method": _mapcoder_method(run),
+                    "file": f.name,
+                    "line": lineno,
+                    "is_solved": row.get("is_solved") in (True, "True"),
+                }
+            )
     return MapCoderImport(list(tasks.values()), samples, skipped, notes)

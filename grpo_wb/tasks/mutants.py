@@ -27,17 +27,19 @@ through ``ast.unparse``: a cheap form of Trivial Compiler Equivalence); equivale
 :func:`mock_mutant` is the mock backend's older, narrower operator set, kept byte-for-byte so that mock runs
 replay unchanged. Standard library only: this is the ``tasks`` layer.
 """
+
 from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
-ALL: tuple[str, ...] = ("arith", "compare", "bool", "const", "bound", "negate", "delete", "early-return",
-                        "swap-args")
+ALL: tuple[str, ...] = ("arith", "compare", "bool", "const", "bound", "negate", "delete", "early-return", "swap-args")
 """The operator families, in the order their sites are listed at one node."""
 
 
@@ -68,7 +70,7 @@ class _Place(NamedTuple):
     node: ast.AST
     parent: ast.AST | None
     field: str | None
-    index: int | None
+    position: int | None  # in the parent's list field; None for a single-node field (not ``index``: tuple has one)
     function: str | None
 
 
@@ -82,20 +84,66 @@ class _Edit:
 
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_ANNOTATIONS = {(ast.arg, "annotation"), (ast.FunctionDef, "returns"), (ast.AsyncFunctionDef, "returns"),
-                (ast.AnnAssign, "annotation")}
-_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-           ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.Lt: "<",
-           ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is",
-           ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.And: "and", ast.Or: "or"}
-_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
-          ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult, ast.LShift: ast.RShift, ast.RShift: ast.LShift,
-          ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd, ast.BitXor: ast.BitAnd}
-_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-            ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+_ANNOTATIONS = {
+    (ast.arg, "annotation"),
+    (ast.FunctionDef, "returns"),
+    (ast.AsyncFunctionDef, "returns"),
+    (ast.AnnAssign, "annotation"),
+}
+_SYMBOL = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.And: "and",
+    ast.Or: "or",
+}
+_ARITH = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.BitXor: ast.BitAnd,
+}
+_COMPARE = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
 # the mock backend's tables: narrower, and Mult -> Add / FloorDiv -> Mult where mutmut has / and /
-_MOCK_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-                 ast.NotEq: ast.Eq}
+_MOCK_COMPARE = {op: _COMPARE[op] for op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)}
 _MOCK_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
 
 
@@ -132,19 +180,28 @@ def _places(tree: ast.AST, *, annotations: bool) -> list[_Place]:
 
 
 def _replace(p: _Place, new: ast.AST) -> None:
-    if p.index is None:
+    # only the tree's root has no parent, and no operator replaces the root
+    assert p.parent is not None and p.field is not None
+    if p.position is None:
         setattr(p.parent, p.field, new)
     else:
-        getattr(p.parent, p.field)[p.index] = new
+        getattr(p.parent, p.field)[p.position] = new
 
 
 def _code(node: ast.AST, limit: int = 40) -> str:
     text = ast.unparse(node).splitlines()[0] if not isinstance(node, ast.Constant) else repr(node.value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _int_value(node: ast.AST) -> int | None:
+    """The value of an int literal (not a bool); None for any other node."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def _is_int(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+    return _int_value(node) is not None
 
 
 def _is_none(node: ast.AST | None) -> bool:
@@ -152,8 +209,12 @@ def _is_none(node: ast.AST | None) -> bool:
 
 
 def _docstring(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+    return (
+        bool(body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
+    )
 
 
 def _edit(operator: str, description: str, line: int, p: _Place, apply: Callable[[], None]) -> _Edit:
@@ -162,6 +223,14 @@ def _edit(operator: str, description: str, line: int, p: _Place, apply: Callable
 
 def _set(obj: object, name: str, value_of: Callable[[], object]) -> Callable[[], None]:
     return lambda: setattr(obj, name, value_of())
+
+
+def _set_item(items: list[Any], i: int, value_of: Callable[[], object]) -> Callable[[], None]:
+    return lambda: items.__setitem__(i, value_of())
+
+
+def _replace_with(p: _Place, value_of: Callable[[], ast.AST]) -> Callable[[], None]:
+    return lambda: _replace(p, value_of())
 
 
 def _op_swap(operator: str, table: dict, p: _Place) -> Iterator[_Edit]:
@@ -178,19 +247,27 @@ def _compare_swap(table: dict, p: _Place, first_only: bool) -> Iterator[_Edit]:
         for i, op in enumerate(n.ops[:1] if first_only else n.ops):
             if type(op) in table:
                 new = table[type(op)]
-                yield _edit("compare", f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[new]}`", n.lineno, p,
-                            lambda i=i, new=new: n.ops.__setitem__(i, new()))
+                yield _edit(
+                    "compare", f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[new]}`", n.lineno, p, _set_item(n.ops, i, new)
+                )
 
 
 def _const_shift(p: _Place, delta: int) -> _Edit:
-    n = p.node
-    return _edit("const", f"`{n.value}` -> `{n.value + delta}`", n.lineno, p, _set(n, "value", lambda: n.value + delta))
+    n, value = p.node, _int_value(p.node)
+    assert isinstance(n, ast.Constant) and value is not None  # callers check _is_int(p.node) first
+    return _edit("const", f"`{value}` -> `{value + delta}`", n.lineno, p, _set(n, "value", lambda: value + delta))
 
 
 def _return_none(p: _Place) -> _Edit:
     n = p.node
-    return _edit("early-return", f"`return {_code(n.value)}` -> `return None`", n.lineno, p,
-                 _set(n, "value", lambda: ast.Constant(None)))
+    assert isinstance(n, ast.Return) and n.value is not None  # callers check both first
+    return _edit(
+        "early-return",
+        f"`return {_code(n.value)}` -> `return None`",
+        n.lineno,
+        p,
+        _set(n, "value", lambda: ast.Constant(None)),
+    )
 
 
 def _arith(p: _Place) -> Iterator[_Edit]:
@@ -209,8 +286,9 @@ def _bool(p: _Place) -> Iterator[_Edit]:
     elif isinstance(n, ast.Constant) and isinstance(n.value, bool):
         yield _edit("bool", f"`{n.value}` -> `{not n.value}`", n.lineno, p, _set(n, "value", lambda: not n.value))
     elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
-        yield _edit("bool", f"`not {_code(n.operand)}` -> `{_code(n.operand)}`", n.lineno, p,
-                    lambda: _replace(p, n.operand))
+        yield _edit(
+            "bool", f"`not {_code(n.operand)}` -> `{_code(n.operand)}`", n.lineno, p, lambda: _replace(p, n.operand)
+        )
 
 
 def _const(p: _Place) -> Iterator[_Edit]:
@@ -221,26 +299,38 @@ def _const(p: _Place) -> Iterator[_Edit]:
 
 def _shifted(node: ast.expr, delta: int) -> ast.expr:
     """``node`` +/- 1, folded when it is an int literal (so the mutant can equal a ``const`` one and be dropped)."""
-    if _is_int(node):
-        return ast.Constant(node.value + delta)
+    value = _int_value(node)
+    if value is not None:
+        return ast.Constant(value + delta)
     return ast.BinOp(node, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
 
 
 def _bound(p: _Place) -> Iterator[_Edit]:
     n = p.node
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range":
-        holes = [(a, _Place(a, n, "args", i, p.function), "range()") for i, a in enumerate(n.args)
-                 if not isinstance(a, ast.Starred)]
+        holes = [
+            (a, _Place(a, n, "args", i, p.function), "range()")
+            for i, a in enumerate(n.args)
+            if not isinstance(a, ast.Starred)
+        ]
     elif isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice):
-        holes = [(b, _Place(b, n.slice, f, None, p.function), "slice") for f in ("lower", "upper")
-                 if (b := getattr(n.slice, f)) is not None]
+        holes = [
+            (b, _Place(b, n.slice, f, None, p.function), "slice")
+            for f in ("lower", "upper")
+            if (b := getattr(n.slice, f)) is not None
+        ]
     else:
         return
     for arg, hole, where in holes:
         for delta in (+1, -1):
             new = _code(_shifted(arg, delta)) if _is_int(arg) else f"{_code(arg)} {'+' if delta > 0 else '-'} 1"
-            yield _edit("bound", f"`{_code(arg)}` -> `{new}` in {where}", n.lineno, p,
-                        lambda hole=hole, arg=arg, delta=delta: _replace(hole, _shifted(arg, delta)))
+            yield _edit(
+                "bound",
+                f"`{_code(arg)}` -> `{new}` in {where}",
+                n.lineno,
+                p,
+                _replace_with(hole, functools.partial(_shifted, arg, delta)),
+            )
 
 
 def _negate(p: _Place) -> Iterator[_Edit]:
@@ -248,8 +338,11 @@ def _negate(p: _Place) -> Iterator[_Edit]:
     if isinstance(n, (ast.If, ast.While, ast.IfExp)):
         kind = {ast.If: "if", ast.While: "while", ast.IfExp: "ternary"}[type(n)]
         test = n.test
-        new = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+        new = (
+            test.operand
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
             else ast.UnaryOp(ast.Not(), test)
+        )
         yield _edit("negate", f"`{kind}` test `{_code(test)}` negated", n.lineno, p, _set(n, "test", lambda: new))
 
 
@@ -258,37 +351,64 @@ def _delete(p: _Place) -> Iterator[_Edit]:
         if not (isinstance(block, list) and len(block) > 1 and all(isinstance(s, ast.stmt) for s in block)):
             continue
         for i, s in enumerate(block):
-            if isinstance(s, (*_FUNCS, ast.ClassDef, ast.Pass)) or isinstance(s, ast.Expr) \
-                    and isinstance(s.value, ast.Constant):  # definitions, docstrings, bare constants
+            if (
+                isinstance(s, (*_FUNCS, ast.ClassDef, ast.Pass))
+                or isinstance(s, ast.Expr)
+                and isinstance(s.value, ast.Constant)
+            ):  # definitions, docstrings, bare constants
                 continue
-            yield _edit("delete", f"delete `{_code(s)}`", s.lineno, p,
-                        lambda block=block, i=i: block.__setitem__(i, ast.Pass()))
+            yield _edit("delete", f"delete `{_code(s)}`", s.lineno, p, _set_item(block, i, ast.Pass))
 
 
 def _early_return(p: _Place) -> Iterator[_Edit]:
     n = p.node
     if isinstance(n, _FUNCS):
         k = 1 if _docstring(n.body) else 0
-        if k < len(n.body) and not (isinstance(n.body[k], ast.Return) and _is_none(n.body[k].value)):
-            yield _edit("early-return", f"`return None` inserted first in `{n.name}`", n.body[k].lineno, p,
-                        lambda: n.body.insert(k, ast.Return(ast.Constant(None))))
+        first = n.body[k] if k < len(n.body) else None
+        if first is not None and not (isinstance(first, ast.Return) and _is_none(first.value)):
+            yield _edit(
+                "early-return",
+                f"`return None` inserted first in `{n.name}`",
+                first.lineno,
+                p,
+                lambda: n.body.insert(k, ast.Return(ast.Constant(None))),
+            )
     elif isinstance(n, ast.Return) and not _is_none(n.value):
         yield _return_none(p)
 
 
 def _swap_args(p: _Place) -> Iterator[_Edit]:
     n = p.node
-    if isinstance(n, ast.Call) and len(n.args) >= 2 and not any(isinstance(a, ast.Starred) for a in n.args[:2]) \
-            and ast.dump(n.args[0]) != ast.dump(n.args[1]):
+    if (
+        isinstance(n, ast.Call)
+        and len(n.args) >= 2
+        and not any(isinstance(a, ast.Starred) for a in n.args[:2])
+        and ast.dump(n.args[0]) != ast.dump(n.args[1])
+    ):
+
         def swap() -> None:
             n.args[0], n.args[1] = n.args[1], n.args[0]
-        yield _edit("swap-args", f"swap `{_code(n.args[0])}` and `{_code(n.args[1])}` in `{_code(n.func)}(...)`",
-                    n.lineno, p, swap)
+
+        yield _edit(
+            "swap-args",
+            f"swap `{_code(n.args[0])}` and `{_code(n.args[1])}` in `{_code(n.func)}(...)`",
+            n.lineno,
+            p,
+            swap,
+        )
 
 
 _FAMILIES: dict[str, Callable[[_Place], Iterator[_Edit]]] = {
-    "arith": _arith, "compare": _compare, "bool": _bool, "const": _const, "bound": _bound, "negate": _negate,
-    "delete": _delete, "early-return": _early_return, "swap-args": _swap_args}
+    "arith": _arith,
+    "compare": _compare,
+    "bool": _bool,
+    "const": _const,
+    "bound": _bound,
+    "negate": _negate,
+    "delete": _delete,
+    "early-return": _early_return,
+    "swap-args": _swap_args,
+}
 
 
 def _mock(p: _Place) -> Iterator[_Edit]:
@@ -305,8 +425,9 @@ def _mock(p: _Place) -> Iterator[_Edit]:
         yield _return_none(p)
 
 
-def _edits(tree: ast.AST, families: Iterable[Callable[[_Place], Iterator[_Edit]]], *,
-           annotations: bool = False) -> list[_Edit]:
+def _edits(
+    tree: ast.AST, families: Iterable[Callable[[_Place], Iterator[_Edit]]], *, annotations: bool = False
+) -> list[_Edit]:
     families = list(families)
     return [e for p in _places(tree, annotations=annotations) for family in families for e in family(p)]
 
@@ -324,8 +445,11 @@ def sites(source: str, entry_point: str | None = None, operators: Iterable[str] 
     With ``entry_point``, sites inside functions -- the entry point and its helpers alike -- come before
     module-level ones (imports, constants, a script's statements); ``index`` keeps identifying each site."""
     ops = _operators(operators)
-    found = [Site(e.operator, e.description, e.line, i, e.function)
-             for i, e in enumerate(_edits(_parse(source), _FAMILIES.values())) if e.operator in ops]
+    found = [
+        Site(e.operator, e.description, e.line, i, e.function)
+        for i, e in enumerate(_edits(_parse(source), _FAMILIES.values()))
+        if e.operator in ops
+    ]
     if entry_point is not None:
         found.sort(key=lambda s: s.function is None)
     return found
@@ -335,8 +459,10 @@ def mutate(source: str, site: Site) -> str:
     """The whole module with ``site``'s mutation made (``ast.unparse``: comments and layout are not kept)."""
     tree = _parse(source)
     edits = _edits(tree, _FAMILIES.values())
-    if not 0 <= site.index < len(edits) or (edits[site.index].operator, edits[site.index].description) != \
-            (site.operator, site.description):
+    if not 0 <= site.index < len(edits) or (edits[site.index].operator, edits[site.index].description) != (
+        site.operator,
+        site.description,
+    ):
         raise ValueError(f"{site.description!r} is not a mutation site of this source")
     edits[site.index].apply()
     return ast.unparse(ast.fix_missing_locations(tree))
@@ -382,8 +508,9 @@ def mutants(source: str, n: int, seed: int = 0, operators: Iterable[str] = ALL) 
                 if key is None or key in seen:  # a no-op, a duplicate (or an unparse that does not reparse)
                     continue
                 seen.add(key)
-                diff = difflib.unified_diff(original.splitlines(), text.splitlines(), "original", "mutant", n=1,
-                                            lineterm="")
+                diff = difflib.unified_diff(
+                    original.splitlines(), text.splitlines(), "original", "mutant", n=1, lineterm=""
+                )
                 out.append(Mutant(site.operator, site.description, site.line, text, "\n".join(diff)))
                 break
             if not queue:

@@ -31,6 +31,7 @@ misses some pairs near the threshold: datasketch's banding makes a pair with Jac
 probability ``1 - (1 - s**r)**b``, about 0.51 at s = 0.7 with (25, 10) (0.94 at 0.8, > 0.999 at 0.9) and 0.56 at
 s = 0.58 with (21, 6) (0.93 at 0.7); with a fixed seed a missed pair is missed on every run, not at random.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
@@ -46,6 +47,9 @@ from grpo_wb.bundled import APPS_TRAIN, MBPP, MBPP_SANITIZED, bundled
 from grpo_wb.errors import UserError
 from grpo_wb.tasks.importers import import_apps, import_humaneval, import_mbpp
 from grpo_wb.tasks.records import Task
+
+if TYPE_CHECKING:  # for annotations only: at run time datasketch is the lazy module below
+    from datasketch import MinHash
 
 # imported by the first sketch: datasketch pulls in numpy and scipy (0.8 s), and the command line that imports
 # this module must start without them
@@ -73,7 +77,7 @@ def shingles(text: str, n: int = 5) -> set[str]:
     words = tokens(text)
     if len(words) < n:
         return {" ".join(words)} if words else set()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -81,7 +85,7 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def _minhashes(sets: list[set[str]], num_perm: int, seed: int) -> list[datasketch.MinHash]:
+def _minhashes(sets: list[set[str]], num_perm: int, seed: int) -> list[MinHash]:
     # datasketch's default hash (SHA-1) and a fixed seed: the same sketches in every process
     return datasketch.MinHash.bulk([[s.encode("utf-8") for s in sh] for sh in sets], num_perm=num_perm, seed=seed)
 
@@ -118,13 +122,18 @@ class Match:
     """MinHash's estimate of the Jaccard."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "eval_set": self.eval_set, "eval_id": self.eval_id,
-                "jaccard": round(self.jaccard, 4), "containment": round(self.containment, 4),
-                "verbatim": self.verbatim, "estimate": round(self.estimate, 4)}
+        return {
+            "task_id": self.task_id,
+            "eval_set": self.eval_set,
+            "eval_id": self.eval_id,
+            "jaccard": round(self.jaccard, 4),
+            "containment": round(self.containment, 4),
+            "verbatim": self.verbatim,
+            "estimate": round(self.estimate, 4),
+        }
 
 
-def near_duplicates(texts: Mapping[str, str], threshold: float = 0.7, num_perm: int = 256,
-                    seed: int = 1) -> list[Pair]:
+def near_duplicates(texts: Mapping[str, str], threshold: float = 0.7, num_perm: int = 256, seed: int = 1) -> list[Pair]:
     """Pairs of ``texts`` (id -> prompt) with Jaccard >= ``threshold`` over word 5-grams, strongest first.
 
     Candidates come from MinHash LSH, each is confirmed with the exact Jaccard; each pair appears once, ``a < b``.
@@ -147,12 +156,20 @@ def near_duplicates(texts: Mapping[str, str], threshold: float = 0.7, num_perm: 
 class _EvalIndex:
     """The evaluation items, indexed twice: MinHash LSH for Jaccard, a prefix filter for containment."""
 
-    def __init__(self, against: Mapping[str, Mapping[str, str]], threshold: float, num_perm: int, seed: int,
-                 min_containment: float):
+    def __init__(
+        self,
+        against: Mapping[str, Mapping[str, str]],
+        threshold: float,
+        num_perm: int,
+        seed: int,
+        min_containment: float,
+    ):
         self.items: list[tuple[str, str, set[str], str]] = [
             (set_name, item_id, sh, " ".join(tokens(text)))
-            for set_name, items in against.items() for item_id, text in items.items()
-            if (sh := shingles(text))]
+            for set_name, items in against.items()
+            for item_id, text in items.items()
+            if (sh := shingles(text))
+        ]
         self.sketches = _minhashes([it[2] for it in self.items], num_perm, seed)
         self.lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=num_perm)
         for i, m in enumerate(self.sketches):
@@ -166,15 +183,22 @@ class _EvalIndex:
         self.prefix: dict[str, list[int]] = defaultdict(list)
         for i, it in enumerate(self.items):
             k = len(it[2]) - math.ceil(min_containment * len(it[2]) - 1e-9) + 1
-            for s in sorted(it[2], key=lambda s: (df[s], s))[:max(k, 0)]:
+            for s in sorted(it[2], key=lambda s: (df[s], s))[: max(k, 0)]:
                 self.prefix[s].append(i)
 
-    def candidates(self, sh: set[str], sketch: datasketch.MinHash) -> set[int]:
+    def candidates(self, sh: set[str], sketch: MinHash) -> set[int]:
         return set(self.lsh.query(sketch)) | {i for s in sh for i in self.prefix.get(s, ())}
 
 
-def contamination(texts: Mapping[str, str], against: Mapping[str, Mapping[str, str]], threshold: float = 0.58,
-                  num_perm: int = 128, *, min_containment: float = 0.8, seed: int = 1) -> list[Match]:
+def contamination(
+    texts: Mapping[str, str],
+    against: Mapping[str, Mapping[str, str]],
+    threshold: float = 0.58,
+    num_perm: int = 128,
+    *,
+    min_containment: float = 0.8,
+    seed: int = 1,
+) -> list[Match]:
     """The evaluation items each task overlaps: ``texts`` is task id -> prompt, ``against`` set name -> item id ->
     prompt (:func:`load_eval_set`). An item matches when the exact Jaccard is >= ``threshold`` or the share of
     its shingles in the task's is >= ``min_containment``. Ordered by task (as given), then containment, Jaccard.
@@ -191,8 +215,17 @@ def contamination(texts: Mapping[str, str], against: Mapping[str, Mapping[str, s
             inter = len(a & b)
             jaccard, contained = inter / (len(a) + len(b) - inter), inter / len(b)
             if jaccard >= threshold or contained >= min_containment:
-                found.append(Match(k, set_name, item_id, jaccard, contained, f" {item_norm} " in norm,
-                                   sketch.jaccard(index.sketches[i])))
+                found.append(
+                    Match(
+                        k,
+                        set_name,
+                        item_id,
+                        jaccard,
+                        contained,
+                        f" {item_norm} " in norm,
+                        sketch.jaccard(index.sketches[i]),
+                    )
+                )
         matches += sorted(found, key=lambda m: (-m.containment, -m.jaccard, m.eval_set, m.eval_id))
     return matches
 

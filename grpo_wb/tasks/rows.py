@@ -20,6 +20,7 @@ JSON lines, Parquet, an Arrow stream or a ``save_to_disk`` folder (:func:`output
 says which a path asks for), keeping a Parquet/Arrow source's column types and
 ``datasets`` features.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,9 +29,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from grpo_wb.errors import UserError, one_line, require
 from grpo_wb.jsonio import atomic_open, atomic_write_jsonl, dumps, iter_jsonl, read_json
@@ -77,12 +79,21 @@ def _container(path: Path) -> str:
     if path.is_dir():
         return "save_to_disk"
     name = path.name.lower()
-    for ext, kind in ((".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".json", "json"),
-                      (".json.gz", "json"), (".parquet", "parquet"), (".arrow", "arrow")):
+    for ext, kind in (
+        (".jsonl", "jsonl"),
+        (".jsonl.gz", "jsonl"),
+        (".ndjson", "jsonl"),
+        (".json", "json"),
+        (".json.gz", "json"),
+        (".parquet", "parquet"),
+        (".arrow", "arrow"),
+    ):
         if name.endswith(ext):
             return kind
-    raise UserError("unknown row file type (expected .jsonl[.gz], .json[.gz], .parquet, .arrow or a "
-                    "save_to_disk folder)", path=str(path))
+    raise UserError(
+        "unknown row file type (expected .jsonl[.gz], .json[.gz], .parquet, .arrow or a save_to_disk folder)",
+        path=str(path),
+    )
 
 
 def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
@@ -96,8 +107,9 @@ def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
             if "train" in splits or len(splits) == 1:
                 split = "train" if "train" in splits else splits[0]
             else:
-                raise UserError(f"a DatasetDict with splits {', '.join(splits)}: choose one with --split",
-                                path=str(root))
+                raise UserError(
+                    f"a DatasetDict with splits {', '.join(splits)}: choose one with --split", path=str(root)
+                )
         if split not in splits:
             raise UserError(f"no split {split!r} (splits: {', '.join(splits)})", path=str(root))
         return root / split, split
@@ -111,13 +123,21 @@ def _split_folder(root: Path, split: str | None) -> tuple[Path, str | None]:
 def _shards(folder: Path) -> list[Path]:
     state = read_json(folder / "state.json")
     files = state.get("_data_files") if isinstance(state, dict) else None
-    names = [f.get("filename") for f in files or [] if isinstance(f, dict)] if isinstance(files, list) else []
-    if not names or not all(isinstance(n, str) and n for n in names):
+    listed = [f.get("filename") for f in files or [] if isinstance(f, dict)] if isinstance(files, list) else []
+    names = [n for n in listed if isinstance(n, str) and n]
+    if not listed or len(names) != len(listed):  # some entry is not a non-empty string
         raise UserError("state.json lists no data files", path=str(folder))
     missing = [n for n in names if not (folder / n).exists()]
     if missing:
         raise UserError(f"data file {missing[0]} listed in state.json is missing", path=str(folder))
     return [folder / n for n in names]
+
+
+def _noting_lines(numbered: Iterator[tuple[int, Any]], lines: list[int]) -> Iterator[Any]:
+    """The objects of ``(line, object)`` pairs, each line appended to ``lines`` as its object is read."""
+    for n, obj in numbered:
+        lines.append(n)
+        yield obj
 
 
 def count_rows(src: RowSource) -> int | None:
@@ -210,7 +230,7 @@ def iter_located_rows(src: RowSource, *, limit: int | None = None) -> Iterator[t
         raise UserError("--split goes with a save_to_disk DatasetDict folder", path=src.path)
     lines: list[int] = []  # JSON lines: the line of the row just read
     if kind == "jsonl":
-        rows: Iterator[Any] = (lines.append(n) or obj for n, obj in iter_jsonl(path, on_bad=UnreadableRow))
+        rows: Iterator[Any] = _noting_lines(iter_jsonl(path, on_bad=UnreadableRow), lines)
     elif kind == "json":
         rows = _json_rows(path)
     elif kind == "parquet":
@@ -247,8 +267,14 @@ def rows_at(src: RowSource, wanted: set[int]) -> dict[int, Any]:
     return found
 
 
-OUTPUT_TYPES = ((".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"),
-                (".parquet", "parquet"), (".arrow", "arrow"))
+OUTPUT_TYPES = (
+    (".jsonl", "jsonl"),
+    (".jsonl.gz", "jsonl"),
+    (".ndjson", "jsonl"),
+    (".json", "jsonl"),
+    (".parquet", "parquet"),
+    (".arrow", "arrow"),
+)
 OUTPUT_HINT = "end it with .jsonl, .jsonl.gz, .json (JSON lines), .parquet, .arrow, or / for a save_to_disk folder"
 DATASETS_HINT = "writing a save_to_disk folder needs datasets: pip install 'grpo_wb[datasets]'"
 
@@ -331,8 +357,10 @@ def _table(rows: list[dict[str, Any]], schema_from: RowSource | None, path: str,
     try:
         table = pa.Table.from_pylist(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-        raise UserError(f"these rows do not make one {what} table ({one_line(e, 160)}); write JSON lines "
-                        "(a .jsonl path) instead", path=path) from None
+        raise UserError(
+            f"these rows do not make one {what} table ({one_line(e, 160)}); write JSON lines (a .jsonl path) instead",
+            path=path,
+        ) from None
     if schema_from is not None and _container(Path(schema_from.path)) in ("parquet", "arrow", "save_to_disk"):
         source = _source_schema(schema_from)
         fields = [source.field(n) if n in source.names else table.schema.field(n) for n in table.column_names]

@@ -28,6 +28,7 @@ Only ``reward_funcs=[reward]`` with weight 1 gives advantages identical to TRL's
 with several reward functions TRL's advantages mix them, while ``groups.jsonl``
 holds the execution reward's alone.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,21 +36,15 @@ import functools
 import math
 import sys
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl, sha256_file
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
-from grpo_wb.signal.advantages import AdvantageConfig
-from grpo_wb.training.reward import (  # noqa: F401 - re-exported: the bridge is where users import them from
-    ExecutionReward,
-    ScoredBatch,
-    completion_text,
-    execution_reward,
-    prompt_text,
-)
-
+from grpo_wb.signal.advantages import AdvantageConfig, ScaleRewards
+from grpo_wb.training.reward import ExecutionReward, ScoredBatch, completion_text, execution_reward, prompt_text  # noqa: F401 - re-exported: the bridge is where users import them from
 
 TRL_EPSILON = 1e-4
 """The std epsilon TRL's GRPOTrainer adds (hard-coded there)."""
@@ -67,16 +62,24 @@ def split_groups(batch: ScoredBatch, num_generations: int) -> list[list[int]]:
     return [list(range(i, i + num_generations)) for i in range(0, n, num_generations)]
 
 
-def weight_files(checkpoint: Path, hashes: bool = True,
-                 known: dict[tuple[str, int, int], str] | None = None) -> dict[str, dict[str, Any]]:
+def weight_files(
+    checkpoint: Path, hashes: bool = True, known: dict[tuple[str, int, int], str] | None = None
+) -> dict[str, dict[str, Any]]:
     """The trained weights a checkpoint holds (adapter or full model files) with size and SHA-256.
 
     ``known`` (path, size, mtime) -> digest: files hashed before are not read again (a run's
     manifest lists every checkpoint at each save)."""
-    names = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and (
-        p.name.startswith("adapter_") or p.name.endswith(".safetensors")
-        or (p.name.startswith("pytorch_model") and p.name.endswith(".bin"))))
-    out = {}
+    names = sorted(
+        p.name
+        for p in checkpoint.iterdir()
+        if p.is_file()
+        and (
+            p.name.startswith("adapter_")
+            or p.name.endswith(".safetensors")
+            or (p.name.startswith("pytorch_model") and p.name.endswith(".bin"))
+        )
+    )
+    out: dict[str, dict[str, Any]] = {}
     for n in names:
         path = checkpoint / n
         st = path.stat()
@@ -96,13 +99,17 @@ def list_checkpoints(output_dir: Path) -> list[Path]:
     """``checkpoint-N`` folders, by step."""
     if not output_dir.is_dir():
         return []
-    found = [p for p in output_dir.iterdir() if p.is_dir() and p.name.startswith("checkpoint-")
-             and p.name.split("-", 1)[1].isdigit()]
+    found = [
+        p
+        for p in output_dir.iterdir()
+        if p.is_dir() and p.name.startswith("checkpoint-") and p.name.split("-", 1)[1].isdigit()
+    ]
     return sorted(found, key=lambda p: int(p.name.split("-", 1)[1]))
 
 
-def compare_logged_advantages(output_dir: str | Path, run_dir: str | Path, reward_name: str = "execution_reward"
-                              ) -> dict[str, Any] | None:
+def compare_logged_advantages(
+    output_dir: str | Path, run_dir: str | Path, reward_name: str = "execution_reward"
+) -> dict[str, Any] | None:
     """Compare TRL's logged rewards and advantages (``completions/*.parquet``) with ``groups.jsonl``.
 
     File ``completions_{S:05d}.parquet`` holds the generation batch of step S-1 (one log per step).
@@ -137,8 +144,14 @@ def compare_logged_advantages(output_dir: str | Path, run_dir: str | Path, rewar
                 max_rew = max(max_rew, abs(theirs - mine))
         max_adv = max(max_adv, max(abs(a - b) for a, b in zip(df["advantage"].tolist(), ours_a)))
         n += 1
-    return {"steps_compared": n, "max_abs_advantage_diff": max_adv, "max_abs_reward_diff": max_rew,
-            "steps_not_matched": missing, "tolerance": 1e-5, "match": n > 0 and max_adv <= 1e-5 and max_rew <= 1e-6}
+    return {
+        "steps_compared": n,
+        "max_abs_advantage_diff": max_adv,
+        "max_abs_reward_diff": max_rew,
+        "steps_not_matched": missing,
+        "tolerance": 1e-5,
+        "match": n > 0 and max_adv <= 1e-5 and max_rew <= 1e-6,
+    }
 
 
 def __getattr__(name: str) -> Any:
@@ -150,14 +163,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _callback_class() -> type:
     try:
         from transformers import TrainerCallback
     except ImportError:  # pragma: no cover - exercised only without the extra
         return _MetricsCallback
-    return type("GrpoWbMetricsCallback", (_MetricsCallback, TrainerCallback),
-                {"__module__": __name__, "__qualname__": "GrpoWbMetricsCallback", "__doc__": _MetricsCallback.__doc__})
+    return type(
+        "GrpoWbMetricsCallback",
+        (_MetricsCallback, TrainerCallback),
+        {"__module__": __name__, "__qualname__": "GrpoWbMetricsCallback", "__doc__": _MetricsCallback.__doc__},
+    )
 
 
 class _MetricsCallback:
@@ -170,9 +186,17 @@ class _MetricsCallback:
     ``config`` is stored in the manifest (the ``grpo-wb train`` settings).
     """
 
-    def __init__(self, run_dir: str | Path, reward: ExecutionReward, *, num_generations: int | None = None,
-                 scale_rewards: str | None = None, variance_tol: float = 1e-6, config: Mapping[str, Any] | None = None,
-                 tasks_file: str | None = None):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        reward: ExecutionReward,
+        *,
+        num_generations: int | None = None,
+        scale_rewards: ScaleRewards | None = None,
+        variance_tol: float = 1e-6,
+        config: Mapping[str, Any] | None = None,
+        tasks_file: str | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.reward = reward
         reward._recording = True
@@ -192,8 +216,12 @@ class _MetricsCallback:
 
     # ------------------------------------------------------------------ set-up
     def advantage_config(self) -> AdvantageConfig:
-        return AdvantageConfig(mode="grpo", scale_rewards=self.scale_rewards or "group", epsilon=TRL_EPSILON,
-                               variance_tol=self.variance_tol)
+        return AdvantageConfig(
+            mode="grpo",
+            scale_rewards=self.scale_rewards or "group",
+            epsilon=TRL_EPSILON,
+            variance_tol=self.variance_tol,
+        )
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.num_generations = self.num_generations or getattr(args, "num_generations", None)
@@ -204,11 +232,27 @@ class _MetricsCallback:
         self.reward.stop_token_ids = _stop_ids(kwargs.get("processing_class"), kwargs.get("model"))
         self._output_dir = Path(getattr(args, "output_dir", None) or self.run_dir)
         self._main = bool(getattr(state, "is_world_process_zero", True))
-        self.trl_info = {k: _plain(getattr(args, k, None)) for k in (
-            "num_generations", "scale_rewards", "loss_type", "beta", "learning_rate", "temperature",
-            "max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps",
-            "steps_per_generation", "num_iterations", "generation_batch_size", "multi_objective_aggregation",
-            "max_steps", "seed", "output_dir")}
+        self.trl_info = {
+            k: _plain(getattr(args, k, None))
+            for k in (
+                "num_generations",
+                "scale_rewards",
+                "loss_type",
+                "beta",
+                "learning_rate",
+                "temperature",
+                "max_completion_length",
+                "per_device_train_batch_size",
+                "gradient_accumulation_steps",
+                "steps_per_generation",
+                "num_iterations",
+                "generation_batch_size",
+                "multi_objective_aggregation",
+                "max_steps",
+                "seed",
+                "output_dir",
+            )
+        }
         if self._main:
             self.writer = RunWriter(self.run_dir, extra_logs=("trl_log.jsonl",))
             self._write_manifest(state)
@@ -236,8 +280,9 @@ class _MetricsCallback:
     def on_train_end(self, args, state, control, **kwargs):
         self.flush()
         if self._main:
-            self.advantage_check = compare_logged_advantages(self._output_dir or self.run_dir, self.run_dir,
-                                                             self.reward.__name__)
+            self.advantage_check = compare_logged_advantages(
+                self._output_dir or self.run_dir, self.run_dir, self.reward.__name__
+            )
             self._write_summary(state, finished=True)
             self._write_manifest(state)
             self.writer.close()
@@ -263,19 +308,35 @@ class _MetricsCallback:
         """The metrics lines written so far."""
         return self.writer.history if self.writer is not None else []
 
+    def _run_writer(self) -> RunWriter:
+        """The writer on_train_begin made: only the main process writes, and only once training began."""
+        assert self.writer is not None, "the run's artifacts are written after on_train_begin, on the main process"
+        return self.writer
+
     def _write_batch(self, batch: ScoredBatch) -> None:
+        writer = self._run_writer()
         if not self._truncated:  # a resumed trainer repeats steps: drop what it will write again (once)
             self._truncated = True
-            self.writer.truncate_from(batch.step)
+            writer.truncate_from(batch.step)
+        assert self.num_generations is not None, "on_train_begin sets num_generations (or refuses to start)"
         idx = split_groups(batch, self.num_generations)
         groups_sc = [[batch.scored[i] for i in g] for g in idx]
         if not self._mixed_warned and any(len({s.task_id for s in g}) > 1 for g in groups_sc):
             self._mixed_warned = True
-            warnings.warn("a group of num_generations consecutive completions mixes tasks; grpo_wb groups them "
-                          "as TRL does (consecutive blocks), so the group statistics mix prompts", stacklevel=2)
-        self.writer.write_step(batch.step, groups_sc, [[batch.rewards[i] for i in g] for g in idx],
-                               self.advantage_config(), score_seconds=batch.score_seconds,
-                               cache_hits=batch.cache_hits, finish_reasons=batch.finish_reasons)
+            warnings.warn(
+                "a group of num_generations consecutive completions mixes tasks; grpo_wb groups them "
+                "as TRL does (consecutive blocks), so the group statistics mix prompts",
+                stacklevel=2,
+            )
+        writer.write_step(
+            batch.step,
+            groups_sc,
+            [[batch.rewards[i] for i in g] for g in idx],
+            self.advantage_config(),
+            score_seconds=batch.score_seconds,
+            cache_hits=batch.cache_hits,
+            finish_reasons=batch.finish_reasons,
+        )
 
     # ------------------------------------------------------------------ summary and manifest
     @functools.cached_property
@@ -293,51 +354,73 @@ class _MetricsCallback:
 
     def _write_summary(self, state: Any, finished: bool) -> None:
         cks = self._checkpoints(hashes=False)
-        extra = {"trainer": "trl", "trained_weights": bool(cks), "final_checkpoint": cks[-1]["path"] if cks else None,
-                 "global_step": getattr(state, "global_step", None), "finished": finished,
-                 "trl_advantage_check": self.advantage_check}
+        extra = {
+            "trainer": "trl",
+            "trained_weights": bool(cks),
+            "final_checkpoint": cks[-1]["path"] if cks else None,
+            "global_step": getattr(state, "global_step", None),
+            "finished": finished,
+            "trl_advantage_check": self.advantage_check,
+        }
         if self.config.get("max_steps"):
             extra["steps_requested"] = self.config["max_steps"]
-        self.writer.write_summary(stopped_early=False, stop_reason=None, **extra)
+        self._run_writer().write_summary(stopped_early=False, stop_reason=None, **extra)
 
     def _write_manifest(self, state: Any) -> None:
         cks = self._checkpoints()
         scorer = self.reward._scorer
-        self.writer.write_manifest({
-            "kind": "grpo_wb TRL run",
-            "trained_weights": bool(cks),
-            "note": ("Real GRPO training with TRL's GRPOTrainer: checkpoints hold the trained weights listed below."
-                     if cks else "No checkpoint with weights saved yet."),
-            "steps_completed": getattr(state, "global_step", 0),
-            "checkpoints": cks,
-            "final_checkpoint": cks[-1]["path"] if cks else None,
-            "config": self.config,
-            "trl": self.trl_info,
-            "advantage": dataclasses.asdict(self.advantage_config()),
-            "reward": {"name": self.reward.__name__, **dataclasses.asdict(self.reward.reward_config),
-                       "unscorable": "sandbox_error -> None (left out of the group, advantage 0)"},
-            "sandbox": {"limits": dataclasses.asdict(self.reward.limits),
-                        "isolation": scorer.isolation() if scorer is not None else None},
-            "tasks_file": self.tasks_file,
-            "tasks_sha256": self.tasks_sha256,
-            "versions": _versions(),
-        })
+        self._run_writer().write_manifest(
+            {
+                "kind": "grpo_wb TRL run",
+                "trained_weights": bool(cks),
+                "note": (
+                    "Real GRPO training with TRL's GRPOTrainer: checkpoints hold the trained weights listed below."
+                    if cks
+                    else "No checkpoint with weights saved yet."
+                ),
+                "steps_completed": getattr(state, "global_step", 0),
+                "checkpoints": cks,
+                "final_checkpoint": cks[-1]["path"] if cks else None,
+                "config": self.config,
+                "trl": self.trl_info,
+                "advantage": dataclasses.asdict(self.advantage_config()),
+                "reward": {
+                    "name": self.reward.__name__,
+                    **dataclasses.asdict(self.reward.reward_config),
+                    "unscorable": "sandbox_error -> None (left out of the group, advantage 0)",
+                },
+                "sandbox": {
+                    "limits": dataclasses.asdict(self.reward.limits),
+                    "isolation": scorer.isolation() if scorer is not None else None,
+                },
+                "tasks_file": self.tasks_file,
+                "tasks_sha256": self.tasks_sha256,
+                "versions": _versions(),
+            }
+        )
 
 
 def _merge_batches(parts: Sequence[ScoredBatch]) -> ScoredBatch:
-    return ScoredBatch(step=parts[0].step, scored=[s for p in parts for s in p.scored],
-                       rewards=[r for p in parts for r in p.rewards],
-                       score_seconds=max(p.score_seconds for p in parts), cache_hits=sum(p.cache_hits for p in parts),
-                       finish_reasons=None if any(p.finish_reasons is None for p in parts)
-                       else [f for p in parts for f in p.finish_reasons])
+    reasons = [p.finish_reasons for p in parts if p.finish_reasons is not None]  # kept when every part has them
+    return ScoredBatch(
+        step=parts[0].step,
+        scored=[s for p in parts for s in p.scored],
+        rewards=[r for p in parts for r in p.rewards],
+        score_seconds=max(p.score_seconds for p in parts),
+        cache_hits=sum(p.cache_hits for p in parts),
+        finish_reasons=[f for r in reasons for f in r] if len(reasons) == len(parts) else None,
+    )
 
 
 def _stop_ids(tokenizer: Any, model: Any) -> set[int] | None:
     """The ids TRL treats as a finished completion: the eos ids of the generation config and tokenizer, and pad."""
     ids: set[int] = set()
     gen = getattr(model, "generation_config", None)
-    for v in (getattr(gen, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None),
-              getattr(tokenizer, "pad_token_id", None)):
+    for v in (
+        getattr(gen, "eos_token_id", None),
+        getattr(tokenizer, "eos_token_id", None),
+        getattr(tokenizer, "pad_token_id", None),
+    ):
         if isinstance(v, int):
             ids.add(v)
         elif isinstance(v, (list, tuple)):

@@ -1,6 +1,7 @@
 """``grpo-wb train``'s settings, declared once (:class:`TrlTrainConfig`), and the check that the extra is there.
 
 Light on purpose: importing it imports no TRL, torch or transformers (the CLI builds its flags from it)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,8 +66,9 @@ class TrlTrainConfig(SandboxConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choices(self)
-        check_at_least_one(self, "group_size", "max_steps", "batch_size", "max_completion_length", "lora_r",
-                           "lora_alpha")
+        check_at_least_one(
+            self, "group_size", "max_steps", "batch_size", "max_completion_length", "lora_r", "lora_alpha"
+        )
         if self.group_size < 2:
             raise UserError("group-size must be at least 2: GRPO learns from differences within a group")
         if self.save_steps is not None:
@@ -86,5 +88,7 @@ def require_extra() -> None:
         try:
             __import__(name)
         except ImportError as e:
-            raise UserError(f"grpo-wb train --trainer trl needs {name}, which is not installed "
-                            f"({exception_line(e)}); install the extra: {EXTRA_HINT}") from None
+            raise UserError(
+                f"grpo-wb train --trainer trl needs {name}, which is not installed "
+                f"({exception_line(e)}); install the extra: {EXTRA_HINT}"
+            ) from None

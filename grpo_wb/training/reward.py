@@ -4,18 +4,20 @@
 (which needs transformers) and re-exports these names. Kept apart so that what only scores (``grpo-wb audit``'s
 ``builtin:grpo_wb``, a reward process) does not pay for importing transformers.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import time
 import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from grpo_wb.errors import UserError
-from grpo_wb.scoring.rewards import RewardConfig
+from grpo_wb.scoring.rewards import Judge, RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import ScoredCompletion, Scorer, ScoreRequest
 from grpo_wb.tasks.records import Task, load_tasks, parse_task
@@ -31,8 +33,11 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, Sequence):
         msgs = [m for m in completion if isinstance(m, Mapping)]
         assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"]
-        return "".join(_content_text(m.get("content")) for m in assistant) if assistant else \
-            (_content_text(msgs[-1].get("content")) if msgs else "")
+        return (
+            "".join(_content_text(m.get("content")) for m in assistant)
+            if assistant
+            else (_content_text(msgs[-1].get("content")) if msgs else "")
+        )
     return "" if completion is None else str(completion)
 
 
@@ -82,17 +87,27 @@ class ExecutionReward:
     (``prompt``, ``task_id``, ``entry_point``, ``tests``, ... as the frontier export writes them).
     Rows are matched to tasks by the ``task_id`` column. ``reward``/``parse_failure_reward``/``judge``
     are :class:`~grpo_wb.scoring.rewards.RewardConfig`'s (``judge`` is ``strict`` here: trained with this reward,
-    grpo_wb's rule is the trainer's; ``trainer`` judges each row as its original trainer would); ``timeout``/``memory_mb`` the sandbox limits
-    (default 3 s, 2048 MiB), or ``limits`` for all of them (with ``site_packages`` and ``isolation``): one or
-    the other, never both.
+    grpo_wb's rule is the trainer's; ``trainer`` judges each row as its original trainer would);
+    ``timeout``/``memory_mb`` the sandbox limits (default 3 s, 2048 MiB), or ``limits`` for all of them (with
+    ``site_packages`` and ``isolation``): one or the other, never both.
     A completion the sandbox failed on (``sandbox_error``) gets None: it is not the model's fault.
     """
 
-    def __init__(self, tasks: str | Path | Iterable[Task] | None = None, *, reward: str = "binary",
-                 parse_failure_reward: float | None = 0.0, timeout: float | None = None,
-                 memory_mb: int | None = None,
-                 workers: int | None = None, name: str = "execution_reward", log_metrics: bool = True,
-                 tasks_path: str | None = None, limits: SandboxLimits | None = None, judge: str = "strict"):
+    def __init__(
+        self,
+        tasks: str | Path | Iterable[Task] | None = None,
+        *,
+        reward: RewardKind = "binary",
+        parse_failure_reward: float | None = 0.0,
+        timeout: float | None = None,
+        memory_mb: int | None = None,
+        workers: int | None = None,
+        name: str = "execution_reward",
+        log_metrics: bool = True,
+        tasks_path: str | None = None,
+        limits: SandboxLimits | None = None,
+        judge: Judge = "strict",
+    ):
         try:  # judge: grpo_wb's own rule by default, since training with this reward makes it the trainer's
             self.reward_config = RewardConfig(kind=reward, parse_failure_reward=parse_failure_reward, judge=judge)
         except ValueError as e:
@@ -117,7 +132,8 @@ class ExecutionReward:
         self.workers = workers
         self.log_metrics = log_metrics
         self.num_generations: int | None = None
-        """Set by :class:`GrpoWbMetricsCallback` at train start; lets the reward log ``grpo_wb/informative_fraction``."""
+        """Set by :class:`GrpoWbMetricsCallback` at train start; lets the reward log
+        ``grpo_wb/informative_fraction``."""
         self.stop_token_ids: set[int] | None = None
         """End-of-sequence and pad ids (set by the callback): a completion not ending in one was cut off."""
         self.last_batch: ScoredBatch | None = None
@@ -141,7 +157,7 @@ class ExecutionReward:
             self._finalizer()
             self._scorer = None
 
-    def __enter__(self) -> "ExecutionReward":
+    def __enter__(self) -> ExecutionReward:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -155,8 +171,10 @@ class ExecutionReward:
             return t
         if not self._from_columns:
             where = f" in {self.tasks_path}" if self.tasks_path else ""
-            raise UserError(f"task_id {task_id!r} of the training data has no task{where}; "
-                            "pass the task file the dataset was exported from")
+            raise UserError(
+                f"task_id {task_id!r} of the training data has no task{where}; "
+                "pass the task file the dataset was exported from"
+            )
         obj: dict[str, Any] = {}
         for key in TRL_COLUMNS:
             v = (columns or {}).get(key)
@@ -165,20 +183,30 @@ class ExecutionReward:
         obj["task_id"] = task_id
         obj["prompt"] = prompt_text(obj.get("prompt", ""))
         if isinstance(obj.get("tests"), list):  # Arrow unifies assert/stdio tests into one struct: drop the nulls
-            obj["tests"] = [{k: v for k, v in t.items() if v is not None} if isinstance(t, Mapping) else t
-                            for t in obj["tests"]]
+            obj["tests"] = [
+                {k: v for k, v in t.items() if v is not None} if isinstance(t, Mapping) else t for t in obj["tests"]
+            ]
         task, problems = parse_task(json.loads(json.dumps(obj, default=str)))
         if task is None:
-            raise UserError(f"cannot build task {task_id!r} from the dataset columns: {problems[0]} "
-                            "(give ExecutionReward the task file instead)")
+            raise UserError(
+                f"cannot build task {task_id!r} from the dataset columns: {problems[0]} "
+                "(give ExecutionReward the task file instead)"
+            )
         self._tasks[task_id] = task
         return task
 
     # ------------------------------------------------------------------ TRL's calling convention
-    def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
-                 task_id: Sequence[str] | None = None, trainer_state: Any = None, log_metric: Any = None,
-                 log_extra: Any = None, completion_ids: Sequence[Sequence[int]] | None = None,
-                 **columns: Any) -> list[float | None]:
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        task_id: Sequence[str] | None = None,
+        trainer_state: Any = None,
+        log_metric: Any = None,
+        log_extra: Any = None,
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
         """Score ``completions`` (one float per completion, None = unscorable)."""
         completions = list(completions or [])
         n = len(completions)
@@ -191,9 +219,11 @@ class ExecutionReward:
         self._calls += 1
         finish = None
         if completion_ids is not None and self.stop_token_ids is not None and len(completion_ids) == n:
-            finish = ["length" if len(ids) and int(ids[-1]) not in self.stop_token_ids else "stop"
-                      for ids in completion_ids]
-        requests, seen = [], {}
+            finish = [
+                "length" if len(ids) and int(ids[-1]) not in self.stop_token_ids else "stop" for ids in completion_ids
+            ]
+        requests: list[ScoreRequest] = []
+        seen: dict[str, int] = {}  # task id -> completions of it so far
         for i, (tid, comp) in enumerate(zip(task_ids, completions)):
             row = None
             if tid not in self._tasks and self._from_columns:
@@ -202,18 +232,29 @@ class ExecutionReward:
                     row["prompt"] = prompts[i]
             k = seen.get(tid, 0)
             seen[tid] = k + 1
-            requests.append(ScoreRequest(task=self.task(tid, row), completion=completion_text(comp), sample_index=k,
-                                         completion_id=f"{tid}#s{step}#{k}",
-                                         meta={"trainer": "trl", "step": step,
-                                               **({"finish_reason": finish[i]} if finish else {})}))
+            requests.append(
+                ScoreRequest(
+                    task=self.task(tid, row),
+                    completion=completion_text(comp),
+                    sample_index=k,
+                    completion_id=f"{tid}#s{step}#{k}",
+                    meta={"trainer": "trl", "step": step, **({"finish_reason": finish[i]} if finish else {})},
+                )
+            )
         scorer = self.scorer
         hits0 = scorer.cache_hits
         t0 = time.monotonic()
-        scored = [dataclasses.replace(s, reward=None) if s.status == "sandbox_error" else s
-                  for s in scorer.score(requests)]
-        batch = ScoredBatch(step=step, scored=scored, rewards=[s.reward for s in scored],
-                            score_seconds=time.monotonic() - t0, cache_hits=scorer.cache_hits - hits0,
-                            finish_reasons=finish)
+        scored = [
+            dataclasses.replace(s, reward=None) if s.status == "sandbox_error" else s for s in scorer.score(requests)
+        ]
+        batch = ScoredBatch(
+            step=step,
+            scored=scored,
+            rewards=[s.reward for s in scored],
+            score_seconds=time.monotonic() - t0,
+            cache_hits=scorer.cache_hits - hits0,
+            finish_reasons=finish,
+        )
         self.last_batch = batch
         if self._recording:
             self._pending.append(batch)
@@ -226,14 +267,17 @@ class ExecutionReward:
     def _log(self, batch: ScoredBatch, log_metric: Any) -> None:
         statuses = [s.status for s in batch.scored]
         n = len(statuses)
-        for status, name in (("pass", "pass_rate"), ("parse_failure", "parse_failure_rate"),
-                             ("timeout", "timeout_rate"), ("sandbox_error", "sandbox_error_rate")):
+        for status, name in (
+            ("pass", "pass_rate"),
+            ("parse_failure", "parse_failure_rate"),
+            ("timeout", "timeout_rate"),
+            ("sandbox_error", "sandbox_error_rate"),
+        ):
             log_metric(f"grpo_wb/{name}", statuses.count(status) / n)
         g = self.num_generations
         if g and n % g == 0:
-            groups = [statuses[i:i + g] for i in range(0, n, g)]
-            log_metric("grpo_wb/informative_fraction",
-                       sum(0 < s.count("pass") < g for s in groups) / len(groups))
+            groups = [statuses[i : i + g] for i in range(0, n, g)]
+            log_metric("grpo_wb/informative_fraction", sum(0 < s.count("pass") < g for s in groups) / len(groups))
 
     def take_batches(self) -> list[ScoredBatch]:
         """The batches scored since the last call (recorded only while a callback is attached)."""
@@ -244,8 +288,9 @@ class ExecutionReward:
 _DEFAULT: ExecutionReward | None = None
 
 
-def execution_reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
-                     **kwargs: Any) -> list[float | None]:
+def execution_reward(
+    prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
     """Module-level reward function: binary execution reward, tasks built from the dataset's columns.
 
     For a task file, partial credit or other limits, use :class:`ExecutionReward`.

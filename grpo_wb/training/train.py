@@ -8,6 +8,7 @@ checkpoint_manifest.json with ``"trained_weights": true``), so ``grpo_wb.load_ru
 and the notebooks read it like a smoke run. It runs on the CPU when no GPU is there
 (slow; for tiny models and checks), else on the GPU in bf16 when supported.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,12 +20,7 @@ from grpo_wb.errors import UserError, exception_line, one_line
 from grpo_wb.jsonio import read_json
 from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.tasks.records import load_tasks
-from grpo_wb.training.bridge import (
-    RUN_ARTIFACTS,
-    ExecutionReward,
-    GrpoWbMetricsCallback,
-    list_checkpoints,
-)
+from grpo_wb.training.bridge import RUN_ARTIFACTS, ExecutionReward, GrpoWbMetricsCallback, list_checkpoints
 from grpo_wb.training.config import TrlTrainConfig, require_extra
 
 
@@ -88,27 +84,57 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         raise UserError(f"{cfg.model}: --mode chat needs a tokenizer with a chat template; it has none")
     mode = cfg.mode if cfg.mode != "auto" else ("chat" if has_template else "completions")
 
-    targets = "all-linear" if cfg.lora_target_modules == "all-linear" else \
-        [m.strip() for m in cfg.lora_target_modules.split(",") if m.strip()]
-    peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                             target_modules=targets, task_type="CAUSAL_LM")
+    targets = (
+        "all-linear"
+        if cfg.lora_target_modules == "all-linear"
+        else [m.strip() for m in cfg.lora_target_modules.split(",") if m.strip()]
+    )
+    peft_config = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     args = GRPOConfig(
-        output_dir=str(out), use_cpu=not cuda, bf16=bf16, fp16=False,
-        num_generations=cfg.group_size, per_device_train_batch_size=cfg.batch_size * cfg.group_size,
-        gradient_accumulation_steps=1, max_completion_length=cfg.max_completion_length,
-        max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, temperature=cfg.temperature,
-        scale_rewards=cfg.scale_rewards, beta=cfg.beta, seed=cfg.seed,
-        save_strategy="steps", save_steps=cfg.save_steps or cfg.max_steps, logging_steps=1,
-        log_completions=True, num_completions_to_print=0, report_to="none",
-        gradient_checkpointing=cuda, dataloader_num_workers=0)
+        output_dir=str(out),
+        use_cpu=not cuda,
+        bf16=bf16,
+        fp16=False,
+        num_generations=cfg.group_size,
+        per_device_train_batch_size=cfg.batch_size * cfg.group_size,
+        gradient_accumulation_steps=1,
+        max_completion_length=cfg.max_completion_length,
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.learning_rate,
+        temperature=cfg.temperature,
+        scale_rewards=cfg.scale_rewards,
+        beta=cfg.beta,
+        seed=cfg.seed,
+        save_strategy="steps",
+        save_steps=cfg.save_steps or cfg.max_steps,
+        logging_steps=1,
+        log_completions=True,
+        num_completions_to_print=0,
+        report_to="none",
+        gradient_checkpointing=cuda,
+        dataloader_num_workers=0,
+    )
     reward = ExecutionReward(tasks, tasks_path=cfg.tasks, reward=cfg.reward, limits=cfg.limits(), workers=cfg.workers)
-    callback = GrpoWbMetricsCallback(out, reward, config={**cfg.to_json(), "device":
-                                     "cuda" if cuda else "cpu", "prompt_mode": mode})
+    callback = GrpoWbMetricsCallback(
+        out, reward, config={**cfg.to_json(), "device": "cuda" if cuda else "cpu", "prompt_mode": mode}
+    )
     try:
         try:
-            trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args,
-                                  train_dataset=build_dataset(tasks, mode),
-                                  processing_class=tokenizer, peft_config=peft_config, callbacks=[callback])
+            trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=[reward],
+                args=args,
+                train_dataset=build_dataset(tasks, mode),
+                processing_class=tokenizer,
+                peft_config=peft_config,
+                callbacks=[callback],
+            )
         except ValueError as e:  # e.g. LoRA target modules that the model does not have
             raise UserError(f"cannot set up GRPOTrainer: {one_line(e, first_line=True)}") from None
         trainer.train()

@@ -6,14 +6,15 @@ The expected outputs are computed from the problem's canonical solution in this 
 ``base_input`` (as evalplus computes them from its ground truth), with evalplus's default time limits: each
 input gets ``max(DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR x the reference's time)``.
 """
+
 import copy
 import os
 import sys
 import time
 
 BUNDLE = os.environ.get("GRPO_WB_EVALPLUS") or os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data", "external", "reward_harnesses",
-    "evalplus-0.3.1")
+    os.path.dirname(os.path.abspath(__file__)), "../../../data/external/reward_harnesses/evalplus-0.3.1"
+)
 sys.path.insert(0, os.path.normpath(BUNDLE))
 
 from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT  # noqa: E402
@@ -30,8 +31,16 @@ def check(problem, completion, timeout=3.0, completion_id=None):
         t0 = time.perf_counter()
         expected.append(reference(*copy.deepcopy(inp)))
         ref_time.append(time.perf_counter() - t0)
-    stat, details = untrusted_check("humaneval", problem["prompt"] + completion, inputs, problem["entry_point"],
-                                    expected, problem.get("atol", 0), ref_time, fast_check=False,
-                                    min_time_limit=DEFAULT_MIN_TIME_LIMIT,
-                                    gt_time_limit_factor=DEFAULT_GT_TIME_LIMIT_FACTOR)
+    stat, details = untrusted_check(
+        "humaneval",
+        problem["prompt"] + completion,
+        inputs,
+        problem["entry_point"],
+        expected,
+        problem.get("atol", 0),
+        ref_time,
+        fast_check=False,
+        min_time_limit=DEFAULT_MIN_TIME_LIMIT,
+        gt_time_limit_factor=DEFAULT_GT_TIME_LIMIT_FACTOR,
+    )
     return {"task_id": problem["task_id"], "passed": stat == PASS, "result": stat, "completion_id": completion_id}

@@ -7,6 +7,7 @@ case of the row's ``verification_info["test_cases"]`` as ``python3 -c CODE`` wit
 newlines and compared *pairwise with zip*, each pair stripped. The reward is the fraction of cases passed. Like
 open-r1's, it reads only stdin/stdout cases (a function-call case is run as a program and fails).
 """
+
 import re
 import shutil
 import subprocess

@@ -41,10 +41,36 @@ import sys
 import time
 
 # Warm the modules completions commonly import, so a fork finds them loaded.
-for _name in ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string", "typing",
-              "fractions", "decimal", "random", "hashlib", "statistics", "copy", "operator", "datetime",
-              "array", "numbers", "enum", "dataclasses", "textwrap", "unicodedata", "cmath", "builtins",
-              "atexit", "traceback", "io"):
+for _name in (
+    "math",
+    "re",
+    "collections",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "typing",
+    "fractions",
+    "decimal",
+    "random",
+    "hashlib",
+    "statistics",
+    "copy",
+    "operator",
+    "datetime",
+    "array",
+    "numbers",
+    "enum",
+    "dataclasses",
+    "textwrap",
+    "unicodedata",
+    "cmath",
+    "builtins",
+    "atexit",
+    "traceback",
+    "io",
+):
     try:
         __import__(_name)
     except ImportError:
@@ -52,10 +78,11 @@ for _name in ("math", "re", "collections", "itertools", "functools", "heapq", "b
 
 # The sibling modules, loaded as top-level modules (this directory holds nothing else); forks inherit them.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wb_protocol as protocol  # noqa: E402
 import wb_child  # noqa: E402
 import wb_harness  # noqa: E402
 import wb_mounts  # noqa: E402
+import wb_protocol as protocol  # noqa: E402
+
 del sys.path[0]
 
 STDERR_TAIL = 2000
@@ -184,13 +211,18 @@ def probe_child(cfg):
 
 def _probe(cfg):
     """What this worker can actually enforce, measured here and in a probe child (sent to the scorer once)."""
-    return {"pid": os.getpid(), "uid": os.getuid(), "child_uid": cfg.get("child_uid"),
-            "pid_namespace": wb_child.OWN_PID_NS, "child": probe_child(cfg)}
+    return {
+        "pid": os.getpid(),
+        "uid": os.getuid(),
+        "child_uid": cfg.get("child_uid"),
+        "pid_namespace": wb_child.OWN_PID_NS,
+        "child": probe_child(cfg),
+    }
 
 
-_DIRTY = []
+_DIRTY: list[str] = []
 """What the last clean-up could not remove (the worker retires after sending the job's result)."""
-_UNREAD = []
+_UNREAD: list[bool] = []
 """Set when a split job's tester never said it read its tests: stdin is out of step (the worker retires)."""
 
 
@@ -218,12 +250,7 @@ def _wipe(path, keep_top=False):
     import subprocess
 
     targets = [os.path.join(path, e) for e in os.listdir(path)] if keep_top else [path]
-    for argv in (["chmod", "-R", "u+rwx", "--", *targets], ["rm", "-rf", "--one-file-system", "--", *targets]):
-        try:
-            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=120, close_fds=True)
-        except (OSError, subprocess.SubprocessError):
-            pass
+    protocol.remove_by_coreutils(targets, 120, ignore=(OSError, subprocess.SubprocessError))
     left = bool(os.listdir(path)) if keep_top and os.path.isdir(path) else os.path.lexists(path)
     if left:
         _DIRTY.append(path)
@@ -317,7 +344,7 @@ def run_job(job, cfg, seq):
             if len(buf) > protocol.MAX_EVENT_BYTES:
                 overflow = True
                 break
-            if protocol.DONE_MARK in buf[-len(chunk) - 64:]:
+            if protocol.DONE_MARK in buf[-len(chunk) - 64 :]:
                 done = True  # a background process may keep the pipe open: do not wait for EOF
                 break
             if flush_at is not None:
@@ -361,9 +388,15 @@ def run_job(job, cfg, seq):
     if done and not overflow:
         # The child said it is done (after flushing stderr): answer now, and let it exit and
         # clean up while the scorer reads the answer. Nothing is left running at the next job.
-        result = {"events_raw": bytes(buf[sent:]).decode("utf-8", "replace"), "timed_out": False,
-                  "returncode": None, "duration": time.monotonic() - t0, "stderr_tail": read_tail(),
-                  "overflow": False, "stopped": False}
+        result = {
+            "events_raw": bytes(buf[sent:]).decode("utf-8", "replace"),
+            "timed_out": False,
+            "returncode": None,
+            "duration": time.monotonic() - t0,
+            "stderr_tail": read_tail(),
+            "overflow": False,
+            "stopped": False,
+        }
         return result, cleanup
     status = None
     if not (timed_out or stopped or overflow):  # a flood is decided too: no need to wait for the deadline
@@ -384,9 +417,17 @@ def run_job(job, cfg, seq):
         st, ru = status
         rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
         cpu, rss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024  # the child's own CPU seconds; peak RSS in MiB
-    return {"events_raw": bytes(buf[sent:]).decode("utf-8", "replace"), "timed_out": timed_out, "returncode": rc,
-            "duration": duration, "stderr_tail": tail, "overflow": overflow, "stopped": stopped,
-            "cpu_s": cpu, "max_rss_mb": rss}, None
+    return {
+        "events_raw": bytes(buf[sent:]).decode("utf-8", "replace"),
+        "timed_out": timed_out,
+        "returncode": rc,
+        "duration": duration,
+        "stderr_tail": tail,
+        "overflow": overflow,
+        "stopped": stopped,
+        "cpu_s": cpu,
+        "max_rss_mb": rss,
+    }, None
 
 
 KILL_UID = None
@@ -417,7 +458,9 @@ def main():
     if cfg.get("worker_filter") and not wb_child._load_seccomp(wb_child._seccomp_program(cfg["worker_filter"])):
         raise SystemExit("grpo_wb worker: could not load the sandbox's seccomp filter")
     if wb_child.OWN_PID_NS:
-        wb_child._prctl(wb_child.PR_SET_CHILD_SUBREAPER, 1)  # orphans of a completion become ours to reap (and to count)
+        wb_child._prctl(
+            wb_child.PR_SET_CHILD_SUBREAPER, 1
+        )  # orphans of a completion become ours to reap (and to count)
     wb_child._find_close_range()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversize write fails with EFBIG instead
     sys.path.extend(cfg.get("extra_sys_path", []))

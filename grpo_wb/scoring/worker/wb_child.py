@@ -1,5 +1,6 @@
 """How a job's child is set up before it runs anything (session, descriptors, uid, limits, seccomp), and what a
 probe child set up the same way measures (the isolation report's facts)."""
+
 import ctypes
 import json
 import os
@@ -80,8 +81,14 @@ def _close_above(fd):
                 pass
 
 
-RLIMITS = {"RLIMIT_AS": "memory_bytes", "RLIMIT_CPU": "cpu_seconds", "RLIMIT_FSIZE": "max_file_bytes",
-           "RLIMIT_NOFILE": "max_open_files", "RLIMIT_NPROC": "max_processes", "RLIMIT_CORE": None}
+RLIMITS = {
+    "RLIMIT_AS": "memory_bytes",
+    "RLIMIT_CPU": "cpu_seconds",
+    "RLIMIT_FSIZE": "max_file_bytes",
+    "RLIMIT_NOFILE": "max_open_files",
+    "RLIMIT_NPROC": "max_processes",
+    "RLIMIT_CORE": None,
+}
 """Each resource limit a child gets, and the job's limits key holding its value (core dumps: always 0)."""
 
 
@@ -140,6 +147,7 @@ def _emit_to(wfd):
         while data:
             n = os.write(wfd, data)
             data = data[n:]
+
     return emit
 
 
@@ -216,8 +224,8 @@ def _read_tests(size):
     if buf is None:
         raise EOFError("the worker's stdin ended before the tests")
     os.close(TESTS_FD)
-    (n,) = protocol.HEADER.unpack(buf[:protocol.HEADER.size])
-    return json.loads(bytes(buf[protocol.HEADER.size:protocol.HEADER.size + n]))
+    (n,) = protocol.HEADER.unpack(buf[: protocol.HEADER.size])
+    return json.loads(bytes(buf[protocol.HEADER.size : protocol.HEADER.size + n]))
 
 
 def _measure(cfg):
@@ -227,8 +235,10 @@ def _measure(cfg):
     limits = {}
     for name, key in RLIMITS.items():
         soft, _ = resource.getrlimit(getattr(resource, name))
-        limits[name] = {"requested": _requested(cfg["probe_limits"], key),
-                        "in_force": None if soft == resource.RLIM_INFINITY else soft}
+        limits[name] = {
+            "requested": _requested(cfg["probe_limits"], key),
+            "in_force": None if soft == resource.RLIM_INFINITY else soft,
+        }
     net = "reachable"
     try:
         s = socket.create_connection(("127.0.0.1", cfg["probe_port"]), timeout=1)
@@ -240,9 +250,18 @@ def _measure(cfg):
         tmp_private = [st.st_dev, st.st_ino] != list(cfg.get("caller_tmp") or [])
     except OSError:
         tmp_private = False
-    facts = {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "limits": limits, "network": net,
-             "tmp_private": tmp_private, "environment": sorted(os.environ), "cwd": os.getcwd(),
-             "pid_ns": _pid_ns(), "root_entries": sorted(os.listdir("/"))}
+    facts = {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "limits": limits,
+        "network": net,
+        "tmp_private": tmp_private,
+        "environment": sorted(os.environ),
+        "cwd": os.getcwd(),
+        "pid_ns": _pid_ns(),
+        "root_entries": sorted(os.listdir("/")),
+    }
     facts["sysv_ipc"] = _sysv_ipc()
     try:
         os.setsid()

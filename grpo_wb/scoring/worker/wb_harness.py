@@ -1,19 +1,23 @@
 """What a job's child runs: the candidate, then its tests, reporting raw events (no verdicts here).
 
 Value tests report the values the candidate's calls returned (:mod:`wb_values`); stdio tests what a run printed.
-A job with exec tests or a ``check`` is split (``wb_protocol.needs_tester``): this child is then the *tester*, which runs
+A job with exec tests or a ``check`` is split (``wb_protocol.needs_tester``): this child is then the *tester*, which
+runs
 the tests and reports whether they passed, and the candidate runs in a process of its own that answers the tests'
 calls by value (:mod:`wb_remote`): it never holds the tests, their expected values or the event channel.
 """
+
 import builtins
 import sys
 import time
+import types
 import warnings
 
 import wb_native
 import wb_protocol as protocol
 from wb_remote import _Function as _RemoteFunction
 from wb_values import NotBuiltin, encode
+
 
 def _short(exc):
     try:
@@ -25,7 +29,8 @@ def _short(exc):
 
 # ----------------------------------------------------------------------------- compiling ahead
 
-_CODE = {}  # (source, filename, mode) -> code object: this job's, compiled by the worker before it forks
+# (source, filename, mode) -> code object: this job's, compiled by the worker before it forks
+_CODE: dict[tuple[str, str, str], types.CodeType] = {}
 COMPILE_AHEAD_MAX = 64 << 10  # larger sources are compiled in the child, under its limits
 
 
@@ -207,8 +212,12 @@ def run_tests(job, emit, ns, entry, guarded):
                 exec(_compile(test["code"], f"<test {i}>", "exec"), tns)
                 ev = {"event": protocol.TEST, "index": i, "ok": True}
             except BaseException as e:
-                ev = {"event": protocol.TEST, "index": i, "ok": False,
-                      "error": "AssertionError" if isinstance(e, AssertionError) and not str(e) else _short(e)}
+                ev = {
+                    "event": protocol.TEST,
+                    "index": i,
+                    "ok": False,
+                    "error": "AssertionError" if isinstance(e, AssertionError) and not str(e) else _short(e),
+                }
         ev["seconds"] = time.perf_counter() - t0
         emit(ev)
     if job.get("check"):

@@ -7,6 +7,7 @@ What this does not give, unlike bubblewrap: the rest of the host's filesystem st
 can read what any user may read; they can write only where any user may (``/tmp``, ``/var/tmp`` and ``/dev/shm``
 are private here; another world-writable directory of the host would not be).
 """
+
 import ctypes
 import os
 
@@ -15,7 +16,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _mount(source, target, fstype, flags, data=None):
-    enc = (lambda s: None if s is None else s.encode())
+    def enc(s):
+        return None if s is None else s.encode()
+
     if _libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {target}: {os.strerror(err)}")
@@ -63,5 +66,6 @@ def setup(cfg):
         _mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
     if os.path.isdir("/dev/shm"):
         shm = m.get("shm_bytes") or 0
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"mode=1777,size={shm}" if shm else "mode=0755,size=64k")
+        _mount(
+            "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={shm}" if shm else "mode=0755,size=64k"
+        )

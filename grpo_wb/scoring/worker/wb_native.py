@@ -3,7 +3,8 @@ each stdio test, or run a task's checker on each test's output. All inside the s
 the child's uid.
 
 * A **compile job** (``job["compile"]``) writes the source to ``main.cpp`` in the job directory, runs
-  :data:`wb_protocol.CXX_FLAGS` (open-r1's Codeforces flags) and reports :data:`wb_protocol.COMPILED`: the program, base64, or
+  :data:`wb_protocol.CXX_FLAGS` (open-r1's Codeforces flags) and reports :data:`wb_protocol.COMPILED`: the program,
+  base64, or
   the compiler's message. The candidate's code does not run in it; g++ is bounded as a test is (the job's wall-clock
   deadline, address space, CPU seconds, file size, processes).
 * A **run job** (``job["binary"]``) writes the program the scorer sent back (never a file a job left: the scorer
@@ -14,6 +15,7 @@ This process (the harness) makes itself non-dumpable before any program runs: th
 neither trace it nor open its descriptors (``/proc/PID/fd``), so the event channel stays the harness's. The
 program never sees the expected outputs (they stay with the scorer) nor the event descriptor (closed across exec).
 """
+
 import base64
 import ctypes
 import os
@@ -66,7 +68,8 @@ _FUNCTION_RUNNER = (
     "ns = {'__name__': 'checker'}\n"
     "exec(compile(src, 'checker.py', 'exec'), ns)\n"
     "got = ns[name](read(sys.argv[3]), read(sys.argv[4]), read(sys.argv[5]))\n"
-    "print('Result:', str(got) if style == 'klear' else bool(got))\n")
+    "print('Result:', str(got) if style == 'klear' else bool(got))\n"
+)
 CHECKER_STYLES = {
     # style: (the command before the three files, their order)
     "open-r1": (("checker.py",), ("input", "expected", "actual")),
@@ -120,9 +123,14 @@ def run_checker(job, emit):
             _write(names[part], case[part].encode("utf-8", "surrogatepass"), 0o600)
         out = os.open(".checker_out", os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            proc = subprocess.run([*command, *(names[p] for p in order)], stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=out if style == "testlib" else 2, close_fds=True,
-                                  timeout=job["check_timeout"])
+            proc = subprocess.run(
+                [*command, *(names[p] for p in order)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out if style == "testlib" else 2,
+                close_fds=True,
+                timeout=job["check_timeout"],
+            )
             said = _read_fd(out, MAX_CHECKER_OUTPUT)
             ev["ok"] = accepted(style, proc.returncode, said)
             ev["message"] = said[:300].decode("utf-8", "replace").strip()
@@ -153,9 +161,13 @@ def compile_cpp(job, emit):
         _write(os.path.basename(name), text.encode("utf-8", "surrogatepass"), 0o600)
     err = os.open(".cxx_messages", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        proc = subprocess.run([job.get("cxx") or "g++", *protocol.CXX_FLAGS, *(["-I."] if headers else []),
-                               "-o", "main", "main.cpp"],
-                              stdin=subprocess.DEVNULL, stdout=err, stderr=err, close_fds=True)
+        proc = subprocess.run(
+            [job.get("cxx") or "g++", *protocol.CXX_FLAGS, *(["-I."] if headers else []), "-o", "main", "main.cpp"],
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            close_fds=True,
+        )
         code = proc.returncode
     except OSError as e:
         emit({"event": protocol.COMPILED, "ok": False, "error": f"cannot start the compiler: {e}", "missing": True})
@@ -165,10 +177,19 @@ def compile_cpp(job, emit):
         message = message[:MAX_MESSAGE] + " ..."
     seconds = time.perf_counter() - t0
     if code != 0:
-        how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
-            f"exit code {code}"
-        emit({"event": protocol.COMPILED, "ok": False, "error": message.strip() or f"the compiler failed ({how})",
-              "seconds": seconds})
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code < 0 and -code in signal.valid_signals()
+            else f"exit code {code}"
+        )
+        emit(
+            {
+                "event": protocol.COMPILED,
+                "ok": False,
+                "error": message.strip() or f"the compiler failed ({how})",
+                "seconds": seconds,
+            }
+        )
         return
     try:
         fd = os.open("main", os.O_RDONLY | os.O_NOFOLLOW)
@@ -180,11 +201,23 @@ def compile_cpp(job, emit):
         emit({"event": protocol.COMPILED, "ok": False, "error": f"no program came out of the compiler ({e})"})
         return
     if len(data) > MAX_BINARY:
-        emit({"event": protocol.COMPILED, "ok": False,
-              "error": f"the compiled program is larger than {MAX_BINARY >> 20} MiB"})
+        emit(
+            {
+                "event": protocol.COMPILED,
+                "ok": False,
+                "error": f"the compiled program is larger than {MAX_BINARY >> 20} MiB",
+            }
+        )
         return
-    emit({"event": protocol.COMPILED, "ok": True, "binary": base64.b64encode(data).decode("ascii"),
-          "warnings": message.strip(), "seconds": seconds})
+    emit(
+        {
+            "event": protocol.COMPILED,
+            "ok": True,
+            "binary": base64.b64encode(data).decode("ascii"),
+            "warnings": message.strip(),
+            "seconds": seconds,
+        }
+    )
 
 
 def _ended(code):
@@ -203,7 +236,7 @@ def _unnamed(data=b""):
     if data:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
@@ -232,8 +265,15 @@ def run_binary(job, emit):
             fds.append(_unnamed())
             fin, fout = fds
             try:
-                code = subprocess.run(["./main"], stdin=fin, stdout=fout, stderr=2, close_fds=True,
-                                      timeout=job.get("time_limit"), preexec_fn=limit).returncode
+                code = subprocess.run(
+                    ["./main"],
+                    stdin=fin,
+                    stdout=fout,
+                    stderr=2,
+                    close_fds=True,
+                    timeout=job.get("time_limit"),
+                    preexec_fn=limit,
+                ).returncode
             except subprocess.TimeoutExpired:  # run() killed it
                 code = None
                 ev["error"] = f"time limit exceeded ({job['time_limit']:g} s)"

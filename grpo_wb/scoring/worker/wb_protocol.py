@@ -16,6 +16,7 @@ that will run the candidate. So no process that ever runs a candidate holds a te
 Child -> worker: newline-separated JSON objects on descriptor :data:`EVENT_FD`, each with an ``event`` kind
 (:data:`EVENTS`). The child reports; only the scorer decides (``scoring.scorer._Tally``).
 """
+
 import json
 import os
 import struct
@@ -33,17 +34,17 @@ RETIRED = 75
 reading the next one, and its private tmpfs goes with it; the unread job runs in a fresh worker."""
 
 # what a job's child reports (kind: fields)
-TEST = "test"              # index, ok, error?, seconds: an exec test ran in the child
-VALUES = "values"          # index, values | error, seconds: what a value test's calls returned, encoded
-STDOUT = "stdout"          # index, output | error, seconds: what a stdio test's run printed
+TEST = "test"  # index, ok, error?, seconds: an exec test ran in the child
+VALUES = "values"  # index, values | error, seconds: what a value test's calls returned, encoded
+STDOUT = "stdout"  # index, output | error, seconds: what a stdio test's run printed
 LOAD_ERROR = "load_error"  # error: the program did not load (syntax, import-time exception, no entry point)
-LOADED = "loaded"          # the program loaded
-CHECK = "check"            # ok, error?: the task's check function ran in the child
-TAMPER = "tamper"          # where, what: names the candidate changed in builtins or watched modules
-DONE = "done"              # the child finished, after flushing its stderr
+LOADED = "loaded"  # the program loaded
+CHECK = "check"  # ok, error?: the task's check function ran in the child
+TAMPER = "tamper"  # where, what: names the candidate changed in builtins or watched modules
+DONE = "done"  # the child finished, after flushing its stderr
 TESTS_READ = "tests_read"  # a split job's tester has read its tests (the worker may read its stdin again)
-COMPILED = "compiled"      # ok, binary (base64) | error, seconds: a C++ compile job's result (wb_native)
-CHECKED = "checked"        # index, ok, message, seconds: a task's checker judged one test's output (wb_native)
+COMPILED = "compiled"  # ok, binary (base64) | error, seconds: a C++ compile job's result (wb_native)
+CHECKED = "checked"  # index, ok, message, seconds: a task's checker judged one test's output (wb_native)
 EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE, TESTS_READ, COMPILED, CHECKED)
 # what the audit's driver (grpo_wb/audit/_driver.py) reports from a child
 AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE = "audit_start", "audit_error", "audit_call", "audit_done"
@@ -55,8 +56,17 @@ CXX_FLAGS = ("-DONLINE_JUDGE", "-O2", "-std=c++17", "-pipe", "-s")
 """How a C++ program is compiled (``wb_native``): open-r1's Codeforces line (Piston's ``codeforces`` package runs
 ``g++ -DONLINE_JUDGE -O2 -std=c++17 -pipe -s``); the scorer's compile cache keys on it."""
 
-RESULT_KEYS = ("events_raw", "timed_out", "returncode", "duration", "stderr_tail", "overflow", "stopped", "cpu_s",
-               "max_rss_mb")
+RESULT_KEYS = (
+    "events_raw",
+    "timed_out",
+    "returncode",
+    "duration",
+    "stderr_tail",
+    "overflow",
+    "stopped",
+    "cpu_s",
+    "max_rss_mb",
+)
 """A job's final result from the worker: the event lines not streamed yet, and how the child ended."""
 
 
@@ -82,7 +92,7 @@ def write_all(fd, data):
     """All of ``data`` to fd (a pipe may take part of a write)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def event_line(ev):
@@ -96,8 +106,11 @@ TESTER_KEYS = ("tests", "test_setup", "check")
 
 def needs_tester(job):
     """Whether a job is split in two processes: its exec tests and ``check`` must not run beside the candidate."""
-    return "program" in job and not job.get("script") and (
-        bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"]))
+    return (
+        "program" in job
+        and not job.get("script")
+        and (bool(job.get("check")) or any(t["kind"] != "values" for t in job["tests"]))
+    )
 
 
 def split_job(job):
@@ -107,3 +120,24 @@ def split_job(job):
         return job, b""
     tests = frame({k: job[k] for k in TESTER_KEYS if k in job})
     return {**{k: v for k, v in job.items() if k not in TESTER_KEYS}, "tester": len(tests)}, tests
+
+
+def remove_by_coreutils(paths, timeout, ignore=()):
+    """Remove ``paths`` (a job's directory, a worker's ``/tmp``) with coreutils, which walk trees of any depth
+    (fts, by descriptor) where ``shutil.rmtree`` gives up: ``chmod -R u+rwx`` first (a job may have made its dirs
+    000), then ``rm -rf``, never across a mount; each quiet and bounded by ``timeout`` seconds. An exception of a
+    class in ``ignore`` from one command is passed over (the next still runs)."""
+    import subprocess  # only where a tree resisted shutil: the worker does not load it otherwise
+
+    for argv in (["chmod", "-R", "u+rwx", "--", *paths], ["rm", "-rf", "--one-file-system", "--", *paths]):
+        try:
+            subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+            )
+        except ignore:
+            pass

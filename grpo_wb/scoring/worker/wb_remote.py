@@ -19,6 +19,7 @@ pass an object of its own other than a function or a builtin into the candidate.
 candidate is a snapshot taken after the program loaded. Each call is a round trip between two processes (tens of
 microseconds).
 """
+
 import builtins
 import json
 import operator
@@ -30,16 +31,54 @@ from wb_values import DecodeError, NotBuiltin, decode_value, encode
 
 MAX_MESSAGE = 256 << 20
 """The largest message either end reads: past it the link is broken (the test fails)."""
-LINK_ITEMS = 10 ** 7
+LINK_ITEMS = 10**7
 """Most items one value crossing the link may have (the scorer's own bound is lower): a larger one, or one
 nested deeper than :func:`wb_values.encode` goes, crosses as a handle."""
 
-OPS = {name: getattr(operator, name) for name in (
-    "eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
-    "and_", "or_", "xor", "lshift", "rshift", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ior",
-    "iand", "ixor", "neg", "pos", "invert", "contains", "getitem", "setitem", "delitem", "index")}
-OPS.update(len=len, iter=iter, next=next, bool=bool, repr=repr, str=str, hash=hash, abs=abs, int=int, float=float,
-           reversed=reversed, round=round, format=format)
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+"""The :mod:`operator` comparisons a proxy forwards (each its ``__op__``)."""
+_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor", "lshift", "rshift")
+"""The :mod:`operator` binary operators a proxy forwards (each its ``__op__`` and reflected ``__rop__``)."""
+
+OPS = {
+    name: getattr(operator, name)
+    for name in (
+        *_COMPARISONS,
+        *_BINARY,
+        "iadd",
+        "isub",
+        "imul",
+        "itruediv",
+        "ifloordiv",
+        "imod",
+        "ior",
+        "iand",
+        "ixor",
+        "neg",
+        "pos",
+        "invert",
+        "contains",
+        "getitem",
+        "setitem",
+        "delitem",
+        "index",
+    )
+}
+OPS.update(
+    len=len,
+    iter=iter,
+    next=next,
+    bool=bool,
+    repr=repr,
+    str=str,
+    hash=hash,
+    abs=abs,
+    int=int,
+    float=float,
+    reversed=reversed,
+    round=round,
+    format=format,
+)
 """What the tester may ask of a candidate's object besides calls and attributes: Python's operators and builtins,
 applied in the candidate's process (its own methods answer)."""
 
@@ -83,7 +122,7 @@ class _Peer:
 
     def __init__(self, rfd, wfd):
         self.rfd, self.wfd = rfd, wfd
-        self.objects = {}   # handle -> an object of this end that the other end holds a handle of
+        self.objects = {}  # handle -> an object of this end that the other end holds a handle of
         self.exported = {}  # id(object) -> its handle (the table keeps the object alive: ids are not reused)
         self.broken = None
 
@@ -145,8 +184,7 @@ class _Peer:
                         for key, enc in reply["back"]:
                             _sync(sent[0][key] if type(key) is int else sent[1][key], self.decode(enc))
                     return self.decode(reply["ok"])
-                except (DecodeError, RecursionError, MemoryError, TypeError, ValueError, IndexError,
-                        KeyError) as e:
+                except (DecodeError, RecursionError, MemoryError, TypeError, ValueError, IndexError, KeyError) as e:
                     raise DecodeError(f"the candidate's answer: {e}") from None
             elif "exc" in reply:
                 raise self.exception(reply["exc"])
@@ -184,8 +222,7 @@ class _Peer:
                 self.send(self.serve_one(msg))
 
     def args_in(self, msg):
-        return ([self.decode(a) for a in msg.get("args", [])],
-                {str(k): self.decode(v) for k, v in msg.get("kw", [])})
+        return ([self.decode(a) for a in msg.get("args", [])], {str(k): self.decode(v) for k, v in msg.get("kw", [])})
 
     def call_in(self, msg, fn):
         """Perform a call request on ``fn``: (its answer encoded, the arguments it was given)."""
@@ -223,8 +260,13 @@ class Server(_Peer):
         if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
             return {"$": "function", "v": [self.export(obj), str(getattr(obj, "__name__", "function"))]}
         cls = type(obj)
-        return {"$": "object", "v": [self.export(obj), self.describe(cls) if not _builtin_name(cls)
-                                     else {"$": "class", "v": [None, cls.__name__, None]}]}
+        return {
+            "$": "object",
+            "v": [
+                self.export(obj),
+                self.describe(cls) if not _builtin_name(cls) else {"$": "class", "v": [None, cls.__name__, None]},
+            ],
+        }
 
     def decode(self, obj):
         return decode_value(obj, hook=self._resolve)
@@ -275,13 +317,15 @@ class Server(_Peer):
             args = encode(e.args)
         except BaseException:
             args = {"$": "tuple", "v": [_text(e)]}
-        return {"cls": self.describe(type(e)), "args": args,
-                "h": None if _builtin_name(type(e)) else self.export(e)}
+        return {"cls": self.describe(type(e)), "args": args, "h": None if _builtin_name(type(e)) else self.export(e)}
 
     def exception(self, desc):
         """An exception the tester's callback raised: its nearest builtin class, with its message."""
-        cls = getattr(builtins, desc["cls"].get("v", ""), None) \
-            if type(desc) is dict and type(desc.get("cls")) is dict else None
+        cls = (
+            getattr(builtins, desc["cls"].get("v", ""), None)
+            if type(desc) is dict and type(desc.get("cls")) is dict
+            else None
+        )
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             cls = RuntimeError
         try:
@@ -339,8 +383,11 @@ class Tester(_Peer):
             return {"$": "mref", "v": [obj.h, obj.name]}
         if isinstance(obj, RemoteType) and obj._peer is self and obj._ch is not None:
             return {"$": "ref", "v": obj._ch}
-        if isinstance(obj, BaseException) and getattr(type(obj), "_peer", None) is self \
-                and "_h" in getattr(obj, "__dict__", {}):
+        if (
+            isinstance(obj, BaseException)
+            and getattr(type(obj), "_peer", None) is self
+            and "_h" in getattr(obj, "__dict__", {})
+        ):
             return {"$": "ref", "v": obj.__dict__["_h"]}
         name = _builtin_name(obj)
         if name:
@@ -396,8 +443,9 @@ class Tester(_Peer):
             if isinstance(base, type) and issubclass(base, BaseException):
                 cls = type(name, (base, _RemoteErrorAttrs), {"_peer": self, "_ch": h})
             else:
-                cls = RemoteType(name, (RemoteObject,), {"_peer": self, "_ch": h if type(h) is int else None,
-                                                         "_methods": set()})
+                cls = RemoteType(
+                    name, (RemoteObject,), {"_peer": self, "_ch": h if type(h) is int else None, "_methods": set()}
+                )
             self.classes[key] = cls
         return cls
 
@@ -413,12 +461,12 @@ class Tester(_Peer):
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             return DecodeError(f"the candidate raised a non-exception {cls!r}")
         try:
-            e = cls(*args) if type(args) is tuple else cls(args)
+            exc = cls(*args) if type(args) is tuple else cls(args)
         except BaseException:
-            e = cls()
-        if type(desc.get("h")) is int and isinstance(e, _RemoteErrorAttrs):
-            e.__dict__["_h"] = desc["h"]
-        return e
+            exc = cls()
+        if type(desc.get("h")) is int and isinstance(exc, _RemoteErrorAttrs):
+            exc.__dict__["_h"] = desc["h"]
+        return exc
 
     def perform(self, msg):
         """A request from the candidate: only a call of a test's function it was given (nothing else of ours)."""
@@ -428,8 +476,10 @@ class Tester(_Peer):
         return self.encode(result), sent
 
     def describe_exception(self, e):
-        return {"cls": {"$": "builtin", "v": _builtin_exception(type(e)) or "Exception"},
-                "args": {"$": "tuple", "v": [_text(e)]}}
+        return {
+            "cls": {"$": "builtin", "v": _builtin_exception(type(e)) or "Exception"},
+            "args": {"$": "tuple", "v": [_text(e)]},
+        }
 
     def call(self, h, args, kwargs, value=False):
         msg = {"op": "call", "h": h, **self.args_out(args, kwargs)}
@@ -473,8 +523,9 @@ class _Method:
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        return self.peer.request({"op": "callattr", "h": self.h, "name": self.name,
-                                  **self.peer.args_out(args, kwargs)}, (args, kwargs))
+        return self.peer.request(
+            {"op": "callattr", "h": self.h, "name": self.name, **self.peer.args_out(args, kwargs)}, (args, kwargs)
+        )
 
 
 class RemoteType(type):
@@ -505,8 +556,14 @@ class RemoteObject:
         return value
 
     def __setattr__(self, name, value):
-        type(self)._peer.request({"op": "setattr", "h": object.__getattribute__(self, "_h"), "name": name,
-                                  "value": type(self)._peer.encode(value)})
+        type(self)._peer.request(
+            {
+                "op": "setattr",
+                "h": object.__getattribute__(self, "_h"),
+                "name": name,
+                "value": type(self)._peer.encode(value),
+            }
+        )
 
     def __delattr__(self, name):
         type(self)._peer.request({"op": "delattr", "h": object.__getattribute__(self, "_h"), "name": name})
@@ -533,6 +590,7 @@ def _forward(op, swap=False):
         if swap:
             return peer.op(op, args[0], self)
         return peer.op(op, self, *args)
+
     method.__name__ = op
     return method
 
@@ -545,21 +603,41 @@ def _compare(op):
         except NotBuiltin:
             return NotImplemented
         return peer.op(op, self, other)
+
     return method
 
 
-for _name, _op in (("__len__", "len"), ("__iter__", "iter"), ("__next__", "next"), ("__bool__", "bool"),
-                   ("__hash__", "hash"), ("__str__", "str"), ("__contains__", "contains"),
-                   ("__getitem__", "getitem"), ("__setitem__", "setitem"), ("__delitem__", "delitem"),
-                   ("__reversed__", "reversed"), ("__abs__", "abs"), ("__neg__", "neg"), ("__pos__", "pos"),
-                   ("__invert__", "invert"), ("__int__", "int"), ("__float__", "float"), ("__index__", "index"),
-                   ("__round__", "round"), ("__format__", "format"), ("__iadd__", "iadd"), ("__isub__", "isub"),
-                   ("__imul__", "imul"), ("__ior__", "ior"), ("__iand__", "iand")):
+for _name, _op in (
+    ("__len__", "len"),
+    ("__iter__", "iter"),
+    ("__next__", "next"),
+    ("__bool__", "bool"),
+    ("__hash__", "hash"),
+    ("__str__", "str"),
+    ("__contains__", "contains"),
+    ("__getitem__", "getitem"),
+    ("__setitem__", "setitem"),
+    ("__delitem__", "delitem"),
+    ("__reversed__", "reversed"),
+    ("__abs__", "abs"),
+    ("__neg__", "neg"),
+    ("__pos__", "pos"),
+    ("__invert__", "invert"),
+    ("__int__", "int"),
+    ("__float__", "float"),
+    ("__index__", "index"),
+    ("__round__", "round"),
+    ("__format__", "format"),
+    ("__iadd__", "iadd"),
+    ("__isub__", "isub"),
+    ("__imul__", "imul"),
+    ("__ior__", "ior"),
+    ("__iand__", "iand"),
+):
     setattr(RemoteObject, _name, _forward(_op))
-for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+for _op in _COMPARISONS:
     setattr(RemoteObject, f"__{_op}__", _compare(_op))
-for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor",
-            "lshift", "rshift"):
+for _op in _BINARY:
     _dunder = _op.rstrip("_")
     setattr(RemoteObject, f"__{_dunder}__", _compare(_op))
     setattr(RemoteObject, f"__r{_dunder}__", _forward(_op, swap=True))

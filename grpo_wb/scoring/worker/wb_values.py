@@ -2,10 +2,10 @@
 never reaches a comparison. A job's child encodes what the candidate returned and the scorer decodes and compares
 (``scoring.verdicts``); an exec test's calls into the candidate's process cross the same way (:mod:`wb_remote`).
 Decoding is linear in what is received, whatever the sender chose (:func:`check_hashes`)."""
+
 import collections
 import re
 import reprlib
-
 
 _DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
 
@@ -38,8 +38,10 @@ def encode(value, depth=0, budget=None, hook=None):
     if t is tuple:
         return {"$": "tuple", "v": [encode(v, depth + 1, budget, hook) for v in value]}
     if t is dict:
-        return {"$": "dict", "v": [[encode(k, depth + 1, budget, hook), encode(v, depth + 1, budget, hook)]
-                                   for k, v in value.items()]}
+        return {
+            "$": "dict",
+            "v": [[encode(k, depth + 1, budget, hook), encode(v, depth + 1, budget, hook)] for k, v in value.items()],
+        }
     if t is set or t is frozenset:
         return {"$": t.__name__, "v": [encode(v, depth + 1, budget, hook) for v in value]}
     if t is bytes:
@@ -49,8 +51,12 @@ def encode(value, depth=0, budget=None, hook=None):
     # Standard-library value types that references return: converted to their builtin
     # equivalent through the C-level dict/deque methods, so a patched method cannot run.
     if t in _DICT_LIKE:
-        return {"$": "dict", "v": [[encode(k, depth + 1, budget, hook), encode(v, depth + 1, budget, hook)]
-                                   for k, v in dict.items(value)]}
+        return {
+            "$": "dict",
+            "v": [
+                [encode(k, depth + 1, budget, hook), encode(v, depth + 1, budget, hook)] for k, v in dict.items(value)
+            ],
+        }
     if t is collections.deque:
         return [encode(v, depth + 1, budget, hook) for v in list(value)]
     if t is re.Match:
@@ -91,8 +97,10 @@ def check_hashes(items, what="members"):
             group = seen.setdefault(h, [])
             if not any(x is y or x == y for y in group):  # as a set tells members apart
                 if len(group) == MAX_SAME_HASH:
-                    raise DecodeError(f"more than {MAX_SAME_HASH} distinct {what} share one hash value "
-                                      f"(a set or dict of them takes quadratic time to build)")
+                    raise DecodeError(
+                        f"more than {MAX_SAME_HASH} distinct {what} share one hash value "
+                        f"(a set or dict of them takes quadratic time to build)"
+                    )
                 group.append(x)
 
 
