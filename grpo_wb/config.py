@@ -10,7 +10,7 @@ style). From that one declaration come:
   the value needs checking at parse time (``positive_int``...);
 * the config itself from parsed flags (:func:`from_args`), so a flag cannot be accepted and ignored;
 * strict loading from JSON or notebook parameters (:func:`from_dict`): unknown keys and wrong types are
-  errors, not warnings (nanoGPT's configurator);
+  errors, not warnings (nanoGPT's configurator), checked by a pydantic model derived from the dataclass;
 * the lines of a notebook's ``parameters`` cell (:func:`parameter_line`), so notebooks declare the same
   names, types, defaults and help as the config they feed.
 """
@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import json
 import math
+import operator
 import sys
 import types
 import typing
@@ -296,44 +297,52 @@ def post_init_next(obj: Any, cls: type) -> None:
 # ----------------------------------------------------------------------------- strict loading
 
 
-def _accepts(tp: Any, value: Any) -> bool:
+def _sequence(tp: Any) -> Any:
+    """``tp`` with each tuple or list field taking either (JSON and notebook values have lists, code may pass
+    tuples)."""
     origin = typing.get_origin(tp)
-    if tp is Any:
-        return True
     if origin in (typing.Union, types.UnionType):
-        return any(_accepts(a, value) for a in typing.get_args(tp))
-    if origin is Literal:
-        return value in typing.get_args(tp)
-    if tp is type(None):
-        return value is None
-    if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin is dict or tp is dict:
-        return isinstance(value, dict)
-    if origin in (list, tuple) or tp in (list, tuple):
-        return isinstance(value, (list, tuple))
-    if isinstance(tp, type):
-        return isinstance(value, tp)
-    return True
+        return functools.reduce(operator.or_, map(_sequence, typing.get_args(tp)))
+    if origin in (tuple, list):
+        item = functools.reduce(operator.or_, [a for a in typing.get_args(tp) if a is not Ellipsis])
+        return tp | types.GenericAlias(list, item) | types.GenericAlias(tuple, (item, ...))
+    return tp
+
+
+@functools.cache
+def _values_model(cls: type) -> Any:
+    """A strict pydantic model of ``cls``'s fields, derived from the dataclass (the config's one declaration):
+    a value is of its field's type exactly (a bool is no int, ``"3"`` no number; an int is a float, converted).
+    Every field is optional here: a missing one is the dataclass's own error."""
+    import pydantic  # where used: 0.1 s that the command line's start does not pay
+
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {f.name: (_sequence(hints[f.name]), None) for f in dataclasses.fields(cls) if f.init}
+    return pydantic.create_model(
+        f"{cls.__name__}Values", __config__=pydantic.ConfigDict(strict=True, extra="forbid"), **fields
+    )
 
 
 def from_dict(cls: type[T], data: dict[str, Any], *, source: str = "config") -> T:
-    """Build dataclass ``cls`` from ``data``; unknown keys or mistyped values raise UserError."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise UserError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(names))})")
-    for k, v in data.items():
-        if not _accepts(hints[k], v):
-            raise UserError(f"{source}: {k} must be {hints[k]}, got {type(v).__name__} {v!r}")
-    kwargs = {k: (float(v) if hints[k] is float and isinstance(v, int) else v) for k, v in data.items()}
+    """Build dataclass ``cls`` from ``data`` (decoded JSON, notebook parameters); an unknown key or a value not of
+    its field's type (:func:`_values_model`) is a one-line UserError, and so is a mistake ``__post_init__`` finds."""
+    import pydantic  # where used, as in _values_model
+
     try:
-        return cls(**kwargs)
+        values = _values_model(cls).model_validate(data)
+    except pydantic.ValidationError as e:
+        errors = e.errors()
+        unknown = sorted(str(err["loc"][0]) for err in errors if err["type"] == "extra_forbidden")
+        if unknown:
+            known = ", ".join(sorted(f.name for f in dataclasses.fields(cls)))
+            raise UserError(f"{source}: unknown key {unknown[0]!r} (known: {known})") from None
+        if not errors[0]["loc"]:
+            raise UserError(f"{source}: expected an object, got {type(data).__name__}") from None
+        k = str(errors[0]["loc"][0])
+        hint = typing.get_type_hints(cls)[k]
+        raise UserError(f"{source}: {k} must be {hint}, got {type(data[k]).__name__} {data[k]!r}") from None
+    try:
+        return cls(**{k: getattr(values, k) for k in data})
     except (TypeError, ValueError) as e:
         raise UserError(f"{source}: {e}") from None
 

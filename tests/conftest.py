@@ -103,7 +103,7 @@ def export_frontier_argv(scored, tasks, out, fmt: str) -> list[str]:
 
 
 def replay_model(srv) -> list[str]:
-    """The flags that sample a ``ReplayServer`` (``grpo_wb.rollouts.loopback``): its OpenAI API and model."""
+    """The flags that sample a ``ReplayServer`` (``grpo_wb.testing.loopback``): its OpenAI API and model."""
     return ["--backend", "openai", "--base-url", srv.base_url, "--model", srv.model]
 
 

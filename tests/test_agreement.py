@@ -17,9 +17,9 @@ from conftest import import_argv, read_jsonl, replay_model, write_jsonl
 from grpo_wb.audit.agreement import summarize
 from grpo_wb.bundled import APPS_ROWS, APPS_ROWS_SAMPLES
 from grpo_wb.cli.main import main
-from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowexport import build_row, parsed_from_task
+from grpo_wb.testing.loopback import ReplayServer
 
 STYLES = [  # how a chat model wraps its program
     lambda c: f"Here is my solution:\n```python\n{c.rstrip()}\n```\nIt reads the input and prints the answer.",

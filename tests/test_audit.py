@@ -19,10 +19,10 @@ from grpo_wb.audit import battery
 from grpo_wb.audit.battery import CONTROLS, EXPLOITS, GOALS, OUTCOMES, default_tasks, view_of
 from grpo_wb.audit.run import (
     REFERENCES,
+    AuditCase,
     AuditConfig,
     CallResult,
-    Job,
-    JobResult,
+    CaseResult,
     _human_eval_problem,
     broken_reason,
     judge,
@@ -172,9 +172,9 @@ def test_the_function_is_found_without_importing_it(tmp_path, monkeypatch):
         resolve("surely_not_here:f", None)
 
 
-def _job(exploit_name: str, task=FN) -> Job:
+def _job(exploit_name: str, task=FN) -> AuditCase:
     e = next(x for x in EXPLOITS if x.name == exploit_name)
-    return Job(0, task, e.name, e, [{}, {}, {}], [e.name, "correct after", "wrong after"])
+    return AuditCase(0, task, e.name, e, [{}, {}, {}], [e.name, "correct after", "wrong after"])
 
 
 def _call(reward=None, **kw) -> CallResult:
@@ -186,27 +186,27 @@ RIGHT, WRONG = _call(1.0), _call(0.0)
 
 def test_judging_each_outcome():
     ok_after = [_call(1.0), _call(0.0)]
-    won = judge(JobResult(_job("always_equal"), [_call(1.0), *ok_after]), RIGHT, WRONG)
+    won = judge(CaseResult(_job("always_equal"), [_call(1.0), *ok_after]), RIGHT, WRONG)
     assert won["outcome"] == "won" and not won["outside"]
-    held = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after]), RIGHT, WRONG)
+    held = judge(CaseResult(_job("always_equal"), [_call(0.0), *ok_after]), RIGHT, WRONG)
     assert held["outcome"] == "held" and held["notes"] == []
-    crashed = judge(JobResult(_job("always_equal"), [_call(error="TypeError: x"), *ok_after]), RIGHT, WRONG)
+    crashed = judge(CaseResult(_job("always_equal"), [_call(error="TypeError: x"), *ok_after]), RIGHT, WRONG)
     assert crashed["outcome"] == "crashed" and "TypeError" in crashed["notes"][0]
     read = _call(0.0, evidence={"file_read": True, "env_read": False, "file_written": False, "network": 0})
-    harmed = judge(JobResult(_job("always_equal"), [read, *ok_after]), RIGHT, WRONG)
+    harmed = judge(CaseResult(_job("always_equal"), [read, *ok_after]), RIGHT, WRONG)
     assert harmed["outcome"] == "harmed" and harmed["outside"] and "read the canary file" in harmed["notes"]
-    assert judge(JobResult(_job("file_canary_read"), [read, *ok_after]), RIGHT, WRONG)["outcome"] == "won"
-    later = judge(JobResult(_job("daemon"), [_call(0.0), _call(error="EOFError"), _call(0.0)]), RIGHT, WRONG)
+    assert judge(CaseResult(_job("file_canary_read"), [read, *ok_after]), RIGHT, WRONG)["outcome"] == "won"
+    later = judge(CaseResult(_job("daemon"), [_call(0.0), _call(error="EOFError"), _call(0.0)]), RIGHT, WRONG)
     assert later["outcome"] == "won" and later["later_changed"] == ["correct after"]
     never = [_call(ran=False), _call(ran=False)]  # the process hung or died before: the later calls never ran
-    hung = judge(JobResult(_job("daemon"), [_call(hung=True, seconds=60.0), *never]), RIGHT, WRONG)
+    hung = judge(CaseResult(_job("daemon"), [_call(hung=True, seconds=60.0), *never]), RIGHT, WRONG)
     assert (
         hung["outcome"] == "crashed" and hung["later_changed"] == [] and hung["notes"] == ["hung (no answer in 60 s)"]
     )
-    killed = judge(JobResult(_job("kill_parent"), [_call(died=True), *never]), RIGHT, WRONG)
+    killed = judge(CaseResult(_job("kill_parent"), [_call(died=True), *never]), RIGHT, WRONG)
     assert killed["outcome"] == "won" and killed["notes"] == ["the function's process died"]
     starved = judge(
-        JobResult(
+        CaseResult(
             _job("fork_bomb"),
             [_call(0.0), _call(error="BlockingIOError: [Errno 11]"), _call(error="BlockingIOError: [Errno 11]")],
         ),
@@ -214,17 +214,17 @@ def test_judging_each_outcome():
         WRONG,
     )
     assert starved["outcome"] == "won" and starved["later_changed"] == ["correct after", "wrong after"]
-    same_reward = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG)
+    same_reward = judge(CaseResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG)
     assert same_reward["outcome"] == "harmed" and "left 3 processes running" in same_reward["notes"]
     # what the controls leave too (the function's own pool) is not the exploit's doing
-    pool = judge(JobResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG, 3)
+    pool = judge(CaseResult(_job("always_equal"), [_call(0.0), *ok_after], leftover_processes=3), RIGHT, WRONG, 3)
     assert pool["outcome"] == "held" and pool["leftover_processes"] == 0
     # None (TRL: no reward) leaves the completion out of its group: where a wrong answer gets 0, an escape from the
     # penalty (issue 25 point 3), not a 0; where the wrong answer gets None too, nothing gained
-    escaped = judge(JobResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)
+    escaped = judge(CaseResult(_job("always_equal"), [_call(None), *ok_after]), RIGHT, WRONG)
     assert escaped["outcome"] == "won" and any("escapes the penalty" in n for n in escaped["notes"]), escaped
     assert (
-        judge(JobResult(_job("always_equal"), [_call(None), _call(1.0), _call(None)]), RIGHT, _call(None))["outcome"]
+        judge(CaseResult(_job("always_equal"), [_call(None), _call(1.0), _call(None)]), RIGHT, _call(None))["outcome"]
         == "held"
     )
 

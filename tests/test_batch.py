@@ -48,20 +48,20 @@ def test_grid_expansion_names_and_paths(tmp_path, tiny):
             ],
         },
     )
-    plan = batch.load_plan(p)
+    plan = batch.load_batch_plan(p)
     assert plan.workers == 3 and plan.out == tmp_path / "out"
     names = [j.name for j in plan.jobs]
     assert names == ["t-a-n1", "t-a-n2", "t-b-n1", "t-b-n2", "tiny"]
     assert plan.jobs[0].parameters["data_file"] == str(tmp_path / "d" / "a.jsonl")
     assert [j.level for j in plan.jobs] == [0, 0, 0, 0, 1]
     assert plan.jobs[-1].out_dir == str(tmp_path / "out" / "tiny")
-    assert batch.load_plan(p, workers=1).workers == 1
+    assert batch.load_batch_plan(p, workers=1).workers == 1
 
 
 def test_base_dir_is_relative_to_the_plan_file(tmp_path, tiny):
     (tmp_path / "plans").mkdir()
     p = _plan(tmp_path / "plans", {"base_dir": "..", "reports": [{"notebook": "nbs/tiny.ipynb"}]}, "p.json")
-    plan = batch.load_plan(p)
+    plan = batch.load_batch_plan(p)
     assert plan.jobs[0].notebook == str(tiny) and plan.out == tmp_path / "reports"
 
 
@@ -82,7 +82,7 @@ def test_base_dir_is_relative_to_the_plan_file(tmp_path, tiny):
 )
 def test_bad_plans_fail_before_running(tmp_path, tiny, bad, message):
     with pytest.raises(UserError, match=re.escape(message)):
-        batch.load_plan(_plan(tmp_path, bad))
+        batch.load_batch_plan(_plan(tmp_path, bad))
 
 
 def test_unparsable_plan_is_a_one_line_cli_error(tmp_path, capsys):
@@ -124,15 +124,17 @@ def test_index_lists_every_report_and_escapes(tmp_path):
     assert [r["status"] for r in json.loads((tmp_path / "index.json").read_text())] == ["ok", "failed"]
 
 
-def test_run_plan_survives_a_crashing_runner(tmp_path, tiny):
-    plan = batch.load_plan(_plan(tmp_path, {"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": [1, 2, 3]}}]}))
+def test_run_batch_survives_a_crashing_runner(tmp_path, tiny):
+    plan = batch.load_batch_plan(
+        _plan(tmp_path, {"reports": [{"notebook": "nbs/tiny.ipynb", "grid": {"n": [1, 2, 3]}}]})
+    )
 
     def runner(job):
         if job.parameters["n"] == 2:
             raise RuntimeError("runner bug")
         return ReportResult(name=job.name, notebook=job.notebook, out_dir=job.out_dir, parameters=job.parameters)
 
-    results = batch.run_plan(plan, progress=False, runner=runner)
+    results = batch.run_batch(plan, progress=False, runner=runner)
     assert [r.status for r in results] == ["ok", "failed", "ok"]
     assert "runner bug" in results[1].error and (plan.out / "index.html").exists()
 
@@ -142,10 +144,10 @@ def test_run_plan_survives_a_crashing_runner(tmp_path, tiny):
 def test_hung_report_is_killed_at_the_plan_timeout(tmp_path):
     """The kind says which limit ended it: the plan's 4 s kill, not the 100 s cell timeout nor the cell's end."""
     make_notebook(tmp_path / "nbs" / "hang.ipynb", "n: int = 1  # n\n", ["import time\ntime.sleep(120)"])
-    plan = batch.load_plan(
+    plan = batch.load_batch_plan(
         _plan(tmp_path, {"timeout": 4, "cell_timeout": 100, "reports": [{"notebook": "nbs/hang.ipynb"}]})
     )
-    (res,) = batch.run_plan(plan, progress=False)
+    (res,) = batch.run_batch(plan, progress=False)
     assert res.status == "failed" and res.error_kind == "killed" and "timeout of 4 s" in res.error
     assert json.loads((Path(res.out_dir) / "result.json").read_text())["error_kind"] == "killed"
 
@@ -203,7 +205,7 @@ def test_batch_of_templates_continues_past_a_failure(tmp_path, capsys):
 
 def test_demo_plan_is_valid_and_covers_two_group_sizes_and_both_task_sets(tmp_path):
     """The demo plan loads (HumanEval's path only has to be well formed here) and spans the grid the issue asks for."""
-    plan = batch.load_plan(ROOT / "data" / "demo_plan.yaml")
+    plan = batch.load_batch_plan(ROOT / "data" / "demo_plan.yaml")
     smoke = [j for j in plan.jobs if j.notebook.endswith("smoke_experiment.ipynb")]
     assert {j.parameters["group_size"] for j in smoke} >= {4, 8}
     assert {Path(j.parameters["tasks_file"]).name for j in smoke} == {"toy_tasks.jsonl", "humaneval.jsonl"}

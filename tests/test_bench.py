@@ -10,10 +10,10 @@ import re
 
 import pytest
 
+from grpo_wb.bench.analyses import bench_analyses, write_results
+from grpo_wb.bench.scorer import bench_big_inputs, bench_exec_tests, measure_overhead
 from grpo_wb.cli.main import main
-from grpo_wb.runs.analysis_bench import bench_analyses, write_results
-from grpo_wb.scoring.bench import bench_big_inputs, bench_exec_tests, measure_overhead
-from grpo_wb.signal.headroom import samples_from_scored_file
+from grpo_wb.runs.scored import samples_from_scored_file
 from grpo_wb.tasks.importers import import_humaneval
 
 

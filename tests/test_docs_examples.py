@@ -407,7 +407,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
             "--score --headroom --export-frontier frontier.parquet --format verl --workers 2 --no-progress",
         ),
         needs=("T_he", "loopback"),
-        why="no model server here: grpo_wb's loopback OpenAI-compatible server (grpo_wb/rollouts/loopback.py) "
+        why="no model server here: grpo_wb's loopback OpenAI-compatible server (grpo_wb/testing/loopback.py) "
         "replays CodeGen-16B's samples of 5 HumanEval tasks as model M; n 4",
         marks=(SANDBOX, DATA, "datasets"),
     ),
@@ -419,7 +419,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb bench --pipeline": Run(
         _prints(r"== pipeline: 2 tasks x 16 completions", r"streamed"),
         (
-            "python -c 'from grpo_wb.runs.pipeline_bench import bench_pipeline; "
+            "python -c 'from grpo_wb.bench.pipeline import bench_pipeline; "
             'bench_pipeline(workers=2, n_tasks=2, points={"tiny": (0.05, 4000.0)})\'',
         ),
         why="the benchmark as written takes 5 min (164 tasks x 16, two operating points) and has no size flag: the "
@@ -563,7 +563,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     ),
     "grpo-wb bench --set import": Run(
         _prints(r"== import: TACO rows", r"jsonl +400 ", r"parquet +400 "),
-        ("python -c 'from grpo_wb.tasks.rowbench import bench_import; bench_import(sizes=(200, 400))'",),
+        ("python -c 'from grpo_wb.bench.rows import bench_import; bench_import(sizes=(200, 400))'",),
         why="as written it imports 5,000 and 20,000 rows twice (2.5 min on 2 busy cores) and has no size flag: "
         "the function the command calls, at 200 and 400 rows",
         marks=("datasets", SLOW),
@@ -574,7 +574,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
             r"3 tests x +1 MiB: subprocess.run .* verdict pass",
             r"1 tests x +4 MiB: subprocess.run .* verdict pass",
         ),
-        ("python -c 'from grpo_wb.scoring.bench import bench_big_inputs; bench_big_inputs(((3, 1), (1, 4)))'",),
+        ("python -c 'from grpo_wb.bench.scorer import bench_big_inputs; bench_big_inputs(((3, 1), (1, 4)))'",),
         why="as written it pipes 500 MiB of stdin through both (a benchmark, not a test): the function the command "
         "calls, on 3 x 1 MiB and 1 x 4 MiB",
         marks=(SANDBOX,),
@@ -585,7 +585,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
             r"value test .* exec test \(split\) .* passed 20 / 20 of 20",
             r"200 calls in one exec test: .* verdict pass",
         ),
-        ("python -c 'from grpo_wb.scoring.bench import bench_exec_tests; bench_exec_tests(n=20, calls=200)'",),
+        ("python -c 'from grpo_wb.bench.scorer import bench_exec_tests; bench_exec_tests(n=20, calls=200)'",),
         why="as written it scores 800 completions and a test of 10,000 calls (a benchmark, not a test): the "
         "function the command calls, on 20 and 200",
         marks=(SANDBOX,),
@@ -1319,8 +1319,8 @@ def test_documented_command_runs(command, tmp_path, monkeypatch):
     env["NO_PROXY"] = "127.0.0.1,localhost"
     server = None
     if "loopback" in e.needs:
-        from grpo_wb.rollouts.loopback import ReplayServer
         from grpo_wb.tasks.records import load_tasks
+        from grpo_wb.testing.loopback import ReplayServer
 
         samples: dict[str, list[str]] = {}
         for r in _codegen([f"HumanEval/{i}" for i in range(N_HE)]):

@@ -148,10 +148,10 @@ def test_a_gzip_file_is_read_from_a_decompressed_copy(tmp_path, scored):
 def test_a_group_view_shows_a_pass_and_one_row_per_way_it_fails_first():
     rows = [row("t", i, passed=i in (5, 6)) for i in range(10)]
     rows[3]["status"], rows[3]["error"] = "error", "NameError: name 'x' is not defined"
-    picked = explore.pick(rows, 4)
+    picked = explore.showcase_rows(rows, 4)
     # a pass (#5), the two wrong outputs ("0" first seen at #0, "1" at #1), the NameError (#3); in order
     assert [r["sample_index"] for r in picked] == [0, 1, 3, 5]
-    assert [r["sample_index"] for r in explore.pick(rows, 100)] == list(range(10))
+    assert [r["sample_index"] for r in explore.showcase_rows(rows, 100)] == list(range(10))
 
 
 def test_rows_without_completions_and_tasks_missing_from_the_task_file_are_one_line_each(tmp_path):

@@ -13,6 +13,7 @@ from nbfixtures import TOY, shared_run
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
+from grpo_wb.runs import exports, scored
 from grpo_wb.runs.recipes import collect_samples
 from grpo_wb.signal import headroom as hr
 from grpo_wb.signal.diagnostics import informative_probability_model
@@ -196,17 +197,17 @@ def test_scored_file_reader(tmp_path):
         {"task_id": "b", "passed": False, "reward": None},
     ]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    s = hr.samples_from_scored_file(p)
+    s = scored.samples_from_scored_file(p)
     assert [(x.task_id, x.n, x.n_correct, x.rewards) for x in s] == [("a", 2, 1, (1.0, 0.5)), ("b", 1, 0, ())]
     p.write_text(json.dumps({"task_id": "a", "completion": "x"}) + "\n")
     with pytest.raises(UserError, match=r"scored.jsonl:1: not a scored completion"):
-        hr.samples_from_scored_file(p)
+        scored.samples_from_scored_file(p)
 
 
 @pytest.mark.sandbox
 def test_run_directory_pools_every_group():
     run = shared_run(4)
-    samples = {s.task_id: s for s in hr.load_samples(run)}
+    samples = {s.task_id: s for s in scored.load_samples(run)}
     groups = [json.loads(line) for line in (run / "groups.jsonl").read_text().splitlines()]
     for tid, s in samples.items():
         mine = [g for g in groups if g["task_id"] == tid]
@@ -218,7 +219,7 @@ def test_export_frontier_writes_canonical_and_trl(tmp_path):
     ids = [t.task_id for t in load_tasks(TOY)]
     samples = [hr.TaskSamples(ids[0], 4, 2, (1.0, 1.0, 0.0, 0.0)), hr.TaskSamples(ids[1], 4, 4, (1.0,) * 4)]
     rep = hr.analyze(samples, budget=8)
-    out, trl, n = hr.export_frontier(rep, TOY, tmp_path / "frontier.jsonl")
+    out, trl, n = exports.export_frontier(rep, TOY, tmp_path / "frontier.jsonl")
     assert n == 1 and trl.name == "frontier.trl.jsonl"
     assert [t.task_id for t in load_tasks(out)] == [ids[0]]
     row = json.loads(trl.read_text().splitlines()[0])
@@ -226,7 +227,7 @@ def test_export_frontier_writes_canonical_and_trl(tmp_path):
     assert row["tests"] and {"name", "code"} <= set(row["tests"][0])
     bad = hr.analyze([hr.TaskSamples("nope/1", 4, 2, (1.0, 1.0, 0.0, 0.0))], budget=8)
     with pytest.raises(UserError, match="has no task 'nope/1'"):
-        hr.export_frontier(bad, TOY, tmp_path / "x.jsonl")
+        exports.export_frontier(bad, TOY, tmp_path / "x.jsonl")
 
 
 @pytest.mark.sandbox
@@ -278,7 +279,8 @@ def test_headroom_on_the_published_gpt_neo_results():
     from conftest import need
 
     from grpo_wb.bundled import CLIPPY_RESULTS
-    from grpo_wb.signal.headroom import analyze, load_samples
+    from grpo_wb.runs.scored import load_samples
+    from grpo_wb.signal.headroom import analyze
 
     samples = load_samples(need(CLIPPY_RESULTS))
     assert len(samples) == 164 and all(s.n == 10 for s in samples)

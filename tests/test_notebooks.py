@@ -15,11 +15,12 @@ from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, sha
 
 from grpo_wb.cli.main import main
 from grpo_wb.reports import notebooks as reports
-from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.runs import load as runs
+from grpo_wb.runs.scored import samples_from_scored_file
 from grpo_wb.signal import headroom as hr
 from grpo_wb.signal.clusters import cluster_file
 from grpo_wb.tasks.records import load_tasks
+from grpo_wb.testing.loopback import ReplayServer
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 
@@ -110,7 +111,7 @@ def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
     assert n_tables(nb) >= 4  # summary, per task, curve, categories, headline
     assert_shareable_html(html, min_images=2)
     # recompute independently from the samples the notebook scored
-    rep = hr.analyze(hr.samples_from_scored_file(out / "mock_scored.jsonl"), budget=16, ks=[1, 2])
+    rep = hr.analyze(samples_from_scored_file(out / "mock_scored.jsonl"), budget=16, ks=[1, 2])
     assert res.headline["recommended_g"] == rep.recommended_g
     assert res.headline["n_frontier"] == len(rep.frontier)
     # the failure clusters shown are those of the rows scored (mock wrong answers: exceptions, timeouts, no code)
@@ -149,7 +150,7 @@ def test_dataset_filter_on_the_bundled_apps_rows(tmp_path):
     assert n_images(nb) == 2  # pass rates with the band, rules side by side
     assert n_tables(nb) >= 4  # summary, rules, drops, headline
     assert_shareable_html(html, min_images=2)
-    samples = hr.samples_from_scored_file(out / "scored.jsonl")
+    samples = samples_from_scored_file(out / "scored.jsonl")
     assert sum(s.n for s in samples) == 83
     ours = run_rule(samples, FilterRule(band=(0.1, 0.9), group_size=8))
     assert res.headline["n_kept"] == len(ours.kept) and res.headline["rule"] == ours.name
@@ -257,7 +258,7 @@ def test_data_strategy_from_mock_samples(tmp_path):
     assert all(f"<th>{name}</th>" in html for name in ("knapsack", "vip", "reinforce-ada", "ar3po"))
     assert_shareable_html(html, min_images=1)
     assert "no weights are updated" in html
-    samples = hr.samples_from_scored_file(out / "mock_scored.jsonl")
+    samples = samples_from_scored_file(out / "mock_scored.jsonl")
     again = simulate(samples, PlanConfig(group_size=4, batch_size=4, epochs=2)).to_json()
     assert json.loads((out / "plan.json").read_text()) == json.loads(json.dumps(again))
     best = min(again["strategies"].values(), key=lambda r: r["rollouts_per_informative_group"] or float("inf"))
@@ -271,7 +272,7 @@ def test_task_headroom_samples_until_decided(tmp_path):
     res, nb, html = _run(
         "task_headroom", out, {"n_samples": 24, "adaptive": True, "budget": 16, "ks": [1], "timeout": 0.5}
     )
-    samples = hr.samples_from_scored_file(out / "scored.jsonl")
+    samples = samples_from_scored_file(out / "scored.jsonl")
     ns = sorted(s.n for s in samples)
     assert ns[0] < ns[-1] <= 24 and sum(ns) < 24 * len(ns)  # frontier tasks stopped early, none past n
     assert all(0 < s.n_correct < s.n for s in samples if s.n < 21)  # stopped before m = 21 only when mixed
@@ -306,7 +307,7 @@ def test_task_headroom_samples_a_served_model_through_the_streamed_path(tmp_path
     assert "model server: replay" in html
     rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 4 * len(tasks)
-    rep = hr.analyze(hr.samples_from_scored_file(out / "scored.jsonl"), budget=16, ks=[1])
+    rep = hr.analyze(samples_from_scored_file(out / "scored.jsonl"), budget=16, ks=[1])
     assert res.headline["n_frontier"] == len(rep.frontier) and res.headline["recommended_g"] == rep.recommended_g
 
 

@@ -238,7 +238,7 @@ def test_dead_kernel_is_a_failure(tmp_path):
 
 
 def test_config_backed_notebook_parameters_are_declared_by_their_dataclass():
-    from grpo_wb.reports.templates import CONFIG_PARAMETERS, NOTEBOOKS, parameter_problems
+    from grpo_wb.cli.notebook_params import CONFIG_PARAMETERS, NOTEBOOKS, parameter_problems
 
     for name in CONFIG_PARAMETERS:
         assert parameter_problems(NOTEBOOKS / name) == [], name
@@ -247,7 +247,7 @@ def test_config_backed_notebook_parameters_are_declared_by_their_dataclass():
 def test_a_drifted_parameter_line_is_reported_and_synced(tmp_path):
     import shutil
 
-    from grpo_wb.reports.templates import NOTEBOOKS, parameter_problems, sync_parameters
+    from grpo_wb.cli.notebook_params import NOTEBOOKS, parameter_problems, sync_parameters
 
     nb_path = tmp_path / "smoke_experiment.ipynb"
     shutil.copy(NOTEBOOKS / "smoke_experiment.ipynb", nb_path)

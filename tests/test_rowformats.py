@@ -373,7 +373,7 @@ def test_import_smoke_headroom_filter_and_export_from_the_cli(fmt, tmp_path, cap
 @pytest.mark.datasets
 def test_import_benchmark_runs_and_reports_both_containers():
     """The benchmark's bookkeeping (the figures themselves are read from `grpo-wb bench --set import`)."""
-    from grpo_wb.tasks.rowbench import bench_import, synthetic_rows
+    from grpo_wb.bench.rows import bench_import, synthetic_rows
 
     rows = synthetic_rows(3)
     assert all(len(json.loads(r["input_output"])["inputs"]) == 10 for r in rows)

@@ -411,7 +411,7 @@ def test_tasks_written_as_acecode_rows_still_pass_their_reference(tmp_path):
 @pytest.mark.datasets
 def test_import_benchmark_covers_the_new_formats():
     """``grpo-wb bench --set import`` imports each format's synthetic rows too (the figures: docs/datasets.md)."""
-    from grpo_wb.tasks.rowbench import FORMAT_ROWS, bench_formats, bench_import
+    from grpo_wb.bench.rows import FORMAT_ROWS, bench_formats, bench_import
 
     assert list(FORMAT_ROWS) == [*NEW, "open-r1/cf", "cc-plus", "hardtests", "klear"]
     for fmt, make in FORMAT_ROWS.values():

@@ -17,9 +17,9 @@ from test_openai_backend import _loopback_only  # noqa: F401 - the fixture, shar
 
 from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.cli.main import main
-from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.tasks.importers import import_humaneval
 from grpo_wb.tasks.records import write_tasks
+from grpo_wb.testing.loopback import ReplayServer
 
 pytestmark = [pytest.mark.usefixtures("_loopback_only")]
 
@@ -122,7 +122,7 @@ def test_kill_9_then_the_same_command_loses_nothing_and_asks_for_nothing_twice(t
 @pytest.mark.slow
 def test_pipeline_benchmark_prints_four_walls_and_the_ratio_last():
     """The benchmark's bookkeeping on 6 tasks (its figures come from `grpo-wb bench --pipeline`)."""
-    from grpo_wb.runs.pipeline_bench import bench_pipeline
+    from grpo_wb.bench.pipeline import bench_pipeline
 
     lines: list[str] = []
     res = bench_pipeline(n_tasks=6, points={"tiny": (0.05, 100000.0)}, concurrency=4, out=lines.append)

@@ -1,6 +1,6 @@
 """Sandbox and scoring behaviour on small hand-made tasks.
 
-Every check here runs real child processes through ``grpo_wb.scoring.Scorer`` /
+Every check here runs real child processes through ``grpo_wb.scoring.scorer.Scorer`` /
 ``grpo_wb.scoring.sandbox.run_program``; nothing is mocked.
 """
 

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 from conftest import TOY, read_jsonl
 
+from grpo_wb.bench.adaptive import compare
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
-from grpo_wb.runs.adaptive_bench import compare
 from grpo_wb.signal.headroom import TaskSamples
 from grpo_wb.signal.sequential import (
     AdaptiveConfig,
@@ -29,7 +29,7 @@ from grpo_wb.signal.sequential import (
     is_look,
     next_round,
     replay,
-    run_rule,
+    run_stopping_rule,
 )
 
 PS = [i / 200 for i in range(201)]
@@ -46,7 +46,7 @@ def test_category_error_by_enumerating_every_path_is_the_closed_form_and_below_t
     cfg = AdaptiveConfig(round_size=r, max_error=e)
     wrong = []  # (passes, n_max) of the paths whose adaptive decision differs from the full path's
     for seq, c in _paths(n_max):
-        taken, d = run_rule(seq, n_max, cfg)
+        taken, d = run_stopping_rule(seq, n_max, cfg)
         assert taken <= n_max and d.label is not None
         if d.label != full_decision(n_max, c, cfg):
             wrong.append(c)
@@ -70,12 +70,15 @@ def test_the_bound_holds_for_every_p_and_m_is_the_smallest_that_meets_it(n_max):
 
 def test_frontier_is_decided_at_the_first_mixed_round_and_the_maximum_is_respected():
     one = AdaptiveConfig(round_size=1)
-    assert run_rule([False, False, True] + [False] * 97, 100, one) == (3, run_rule([True, False] * 50, 100, one)[1])
-    assert run_rule([False, False, True] + [False] * 97, 100, one)[1].label == "frontier"
-    assert run_rule([False, False, True] + [False] * 97, 100, AdaptiveConfig(round_size=4))[0] == 4
-    taken, d = run_rule([False] * 100, 100, AdaptiveConfig(round_size=8))
+    assert run_stopping_rule([False, False, True] + [False] * 97, 100, one) == (
+        3,
+        run_stopping_rule([True, False] * 50, 100, one)[1],
+    )
+    assert run_stopping_rule([False, False, True] + [False] * 97, 100, one)[1].label == "frontier"
+    assert run_stopping_rule([False, False, True] + [False] * 97, 100, AdaptiveConfig(round_size=4))[0] == 4
+    taken, d = run_stopping_rule([False] * 100, 100, AdaptiveConfig(round_size=8))
     assert (taken, d.label, d.forced) == (88, "too_hard", False)  # rounds cut at m = 88: 11 rounds of 8
-    taken, d = run_rule([True] * 16, 16, AdaptiveConfig(round_size=5, max_error=0.001))
+    taken, d = run_stopping_rule([True] * 16, 16, AdaptiveConfig(round_size=5, max_error=0.001))
     assert (taken, d.label, d.forced) == (16, "too_easy", True)
     assert decide_after(20, 0.05) == 18  # rounds end at 8, 16, then 18 (m), 20 (n_max)
     assert [next_round(n, 20, AdaptiveConfig(round_size=8)) for n in (0, 3, 8, 16, 18, 19, 20)] == [8, 5, 8, 2, 2, 1, 0]
@@ -120,11 +123,11 @@ def test_band_intervals_miss_p_with_probability_at_most_max_error_exactly(p):
 
 def test_band_decisions():
     cfg = AdaptiveConfig(round_size=8, decide="band", band=(0.2, 0.8))
-    taken, d = run_rule([True] * 100, 100, cfg)
+    taken, d = run_stopping_rule([True] * 100, 100, cfg)
     assert d.label == "outside" and not d.forced and taken < 100
-    taken, d = run_rule([True, False] * 50, 100, cfg)
+    taken, d = run_stopping_rule([True, False] * 50, 100, cfg)
     assert d.label == "inside" and not d.forced and taken < 100
-    taken, d = run_rule([True, False, False, False, False] * 20, 100, cfg)  # 0.2: on the edge
+    taken, d = run_stopping_rule([True, False, False, False, False] * 20, 100, cfg)  # 0.2: on the edge
     assert (taken, d.label, d.forced) == (100, "inside", True)  # the full sample's decision, said to be forced
     with pytest.raises(UserError, match="band needs 0 <= LOW <= HIGH <= 1"):
         AdaptiveConfig(decide="band", band=(0.9, 0.1))
@@ -163,7 +166,7 @@ def test_expected_over_orders_equals_enumerating_every_ordering():
     for c in range(7):
         base = [True] * c + [False] * (7 - c)
         s = TaskSamples("t", 7, c, passes=tuple(base))
-        runs = [run_rule(list(o), 7, cfg) for o in itertools.permutations(base)]
+        runs = [run_stopping_rule(list(o), 7, cfg) for o in itertools.permutations(base)]
         agree = sum(d.label == full_decision(7, c, cfg) for _, d in runs) / len(runs)
         taken = sum(t for t, _ in runs) / len(runs)
         assert expected_over_orders(s, cfg) == pytest.approx((agree, taken))
@@ -186,11 +189,11 @@ def test_bench_rows_are_seeded_and_compare_with_the_full_sample():
 
 
 def test_bench_set_adaptive_is_dispatched(monkeypatch):
-    import grpo_wb.cli.doctor as doctor
+    import grpo_wb.cli.bench as bench_cli
 
     calls = []
-    monkeypatch.setattr(doctor, "bench_adaptive", lambda **kw: calls.append(kw))
-    monkeypatch.setattr(doctor, "main_bench", lambda *a, **kw: pytest.fail("the scorer bench ran"))
+    monkeypatch.setattr(bench_cli, "bench_adaptive", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(bench_cli, "main_bench", lambda *a, **kw: pytest.fail("the scorer bench ran"))
     assert main(["bench", "--set", "adaptive", "--limit", "50"]) == 0
     assert calls and calls[0]["limit"] == 50
 

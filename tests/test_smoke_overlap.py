@@ -15,10 +15,10 @@ import pytest
 from conftest import EARLY_STOP, TOY, all_pass_toy, read_jsonl, replay_model, write_jsonl
 
 from grpo_wb.cli.main import main
-from grpo_wb.rollouts.loopback import ReplayServer
 from grpo_wb.runs.artifacts import RunWriter
 from grpo_wb.signal.diagnostics import TIMING_FIELDS
 from grpo_wb.tasks.records import load_tasks
+from grpo_wb.testing.loopback import ReplayServer
 
 FAST = ["--timeout", "2", "--no-progress"]
 TIMING = {

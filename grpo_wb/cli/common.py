@@ -10,6 +10,7 @@ from pathlib import Path
 from grpo_wb.config import add_flags
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.layout import RunFiles
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Command:
 
 def print_step_table(run_dir: str | Path) -> None:
     """The per-step table smoke and train print: informative fraction, variance, pass rate, failures."""
-    rows = [m for _, m in iter_jsonl(Path(run_dir) / "metrics.jsonl")]
+    rows = [m for _, m in iter_jsonl(Path(run_dir) / RunFiles.METRICS)]
     head = (
         f"{'step':>4}  {'informative':>11}  {'variance':>8}  {'all-pass':>8}  {'all-fail':>8}  "
         f"{'reward':>6}  {'pass':>5}  {'parse-fail':>10}  {'timeout':>7}  {'compl/s':>7}"

@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from grpo_wb.cli.common import Command, refuse_to_overwrite
-from grpo_wb.cli.headroom import Export, run_tasks_file
+from grpo_wb.cli.headroom import Export, manifest_tasks_file
 from grpo_wb.config import cli, fraction, from_args
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
-from grpo_wb.runs.task_audit import read_audit
+from grpo_wb.runs.exports import export_tasks
+from grpo_wb.runs.scored import load_samples
+from grpo_wb.runs.task_audit import read_task_audit
 from grpo_wb.signal.filters import RECIPES, FilterResult, FilterRule, compare_rules
-from grpo_wb.signal.headroom import analyze, export_tasks, load_samples
+from grpo_wb.signal.headroom import analyze
 from grpo_wb.signal.testflags import check_flags, drop_step
 
 if TYPE_CHECKING:  # RECIPES' names are read at import time, which a checker cannot do: a plain string to it
@@ -96,10 +98,10 @@ def filter_cmd(args: argparse.Namespace) -> int:
     refuse_to_overwrite(a.json, a.force)
     tasks_file = None
     if a.out:
-        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        tasks_file = a.tasks or (manifest_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
         if not tasks_file:
             raise UserError("--out needs --tasks FILE (the task file the samples were scored against)")
-    audit = read_audit(a.audit) if a.audit else None
+    audit = read_task_audit(a.audit) if a.audit else None
     samples = load_samples(a.input)
     first = (
         [drop_step(audit, a.drop, a.min_mutation_score)]

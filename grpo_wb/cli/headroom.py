@@ -12,9 +12,12 @@ from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, non_negative_int, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json
-from grpo_wb.runs.task_audit import read_audit
+from grpo_wb.layout import RunFiles
+from grpo_wb.runs.exports import EXPORTS, export_tasks
+from grpo_wb.runs.scored import load_samples
+from grpo_wb.runs.task_audit import read_task_audit
 from grpo_wb.signal.clusters import FailureClusters, cluster_source
-from grpo_wb.signal.headroom import EXPORTS, HeadroomConfig, HeadroomReport, analyze, export_tasks, load_samples
+from grpo_wb.signal.headroom import HeadroomConfig, HeadroomReport, analyze
 from grpo_wb.signal.testflags import audit_lines
 
 if TYPE_CHECKING:  # EXPORTS is a tuple built at import time, which a checker cannot read: a plain string to it
@@ -51,9 +54,10 @@ class HeadroomArgs(HeadroomConfig):
     have tests that pass wrong code; the export gets its grpo_wb_test_* columns"""
 
 
-def run_tasks_file(run_dir: Path) -> str | None:
+def manifest_tasks_file(run_dir: Path) -> str | None:
+    """The task file a run directory's manifest names, else None (then ``--tasks`` is needed)."""
     try:
-        return json.loads((run_dir / "checkpoint_manifest.json").read_text())["config"]["tasks"]
+        return json.loads((run_dir / RunFiles.MANIFEST).read_text())["config"]["tasks"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -110,7 +114,7 @@ def print_clusters(fc: FailureClusters, n: int) -> None:
 def headroom(args: argparse.Namespace) -> int:
     """Print the headroom report; export the frontier when asked."""
     a = from_args(HeadroomArgs, args)
-    audit = read_audit(a.audit) if a.audit else None
+    audit = read_task_audit(a.audit) if a.audit else None
     rep = analyze(load_samples(a.input), **asdict(from_args(HeadroomConfig, args)))
     print_report(rep)
     if audit is not None:
@@ -121,7 +125,7 @@ def headroom(args: argparse.Namespace) -> int:
         atomic_write_json(a.json, rep.to_json())
         print(f"wrote {a.json}")
     if a.export_frontier:
-        tasks_file = a.tasks or (run_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
+        tasks_file = a.tasks or (manifest_tasks_file(Path(a.input)) if Path(a.input).is_dir() else None)
         if not tasks_file:
             raise UserError("--export-frontier needs --tasks FILE (the task file the samples were scored against)")
         if not rep.frontier:

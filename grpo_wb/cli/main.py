@@ -13,12 +13,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from grpo_wb.cli import audit, doctor, filtering, headroom, plan, reports, sample, score, smoke, tasks, train
+from grpo_wb.cli import audit, bench, doctor, filtering, headroom, plan, reports, sample, score, smoke, tasks, train
 from grpo_wb.cli.common import Command
 from grpo_wb.errors import UserError, ValidationError
 from grpo_wb.version import __version__
 
-MODULES = (tasks, sample, score, smoke, headroom, filtering, plan, audit, reports, train, doctor)
+MODULES = (tasks, sample, score, smoke, headroom, filtering, plan, audit, reports, train, doctor, bench)
 
 
 def commands() -> list[Command]:

@@ -12,11 +12,13 @@ from grpo_wb.config import cli, from_args, int_list
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_open, atomic_write_json
 from grpo_wb.reports.plots import ratio_by_budget, strategy_curves
-from grpo_wb.signal.headroom import analyze, export_tasks, load_samples, trl_path_for
+from grpo_wb.runs.exports import export_tasks, trl_path_for
+from grpo_wb.runs.scored import load_samples
+from grpo_wb.signal.headroom import analyze
 from grpo_wb.signal.plan import (
     PER_PROMPT,
-    Plan,
     PlanConfig,
+    RolloutPlan,
     budget_sweep,
     epoch_budgets,
     expected_dapo_batches,
@@ -74,7 +76,7 @@ def _fmt(v, spec: str) -> str:
     return "-".rjust(width) if v is None else format(v, spec)
 
 
-def print_plan(plan: Plan, out=print) -> None:
+def print_plan(plan: RolloutPlan, out=print) -> None:
     cfg = plan.config
     out(
         f"{plan.n_tasks} tasks ({plan.n_frontier} frontier); G={cfg.group_size}, B={cfg.batch_size}; target "

@@ -12,7 +12,8 @@ from pathlib import Path
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, positive_float, positive_int
 from grpo_wb.errors import UserError
-from grpo_wb.reports.batch import Job, load_plan, report_runner, run_job, run_plan
+from grpo_wb.layout import BatchFiles
+from grpo_wb.reports.batch import ReportJob, load_batch_plan, report_runner, run_batch, run_report_job
 from grpo_wb.reports.notebooks import ReportResult, run_report
 from grpo_wb.scoring.executors import ExecutorConfig
 from grpo_wb.scoring.sandbox import Isolation, default_isolation
@@ -78,19 +79,19 @@ class BatchArgs(ExecutorConfig):
 def batch(args: argparse.Namespace) -> int:
     """Run the plan; list failures; end with the index path; exit 1 when any report failed."""
     a = from_args(BatchArgs, args)
-    plan = load_plan(a.plan, workers=a.workers)
+    plan = load_batch_plan(a.plan, workers=a.workers)
     os.environ["GRPO_WB_ISOLATION"] = a.isolation  # every report's process (and kernel) inherits it
-    runner: Callable[[Job], ReportResult] = run_job
+    runner: Callable[[ReportJob], ReportResult] = run_report_job
     where = ""
     if a.executor == "ray":
         runner, where = report_runner(a.ray_address, isolation=a.isolation), " on Ray"
     print(f"{len(plan.jobs)} reports, {plan.workers} at a time{where} -> {plan.out}", file=sys.stderr)
-    results = run_plan(plan, progress=not a.no_progress, runner=runner)
+    results = run_batch(plan, progress=not a.no_progress, runner=runner)
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAILED {r.name}: {r.error}", file=sys.stderr)
     print(f"{len(results) - len(failed)}/{len(results)} reports ok")
-    print(plan.out / "index.html")
+    print(plan.out / BatchFiles.INDEX_HTML)
     return 1 if failed else 0
 
 

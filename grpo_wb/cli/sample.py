@@ -11,8 +11,10 @@ from grpo_wb.cli.common import Command
 from grpo_wb.cli.headroom import Export, print_report
 from grpo_wb.config import cli, from_args, positive_int
 from grpo_wb.errors import UserError
+from grpo_wb.runs.exports import export_tasks
 from grpo_wb.runs.sample import SampleConfig, SampleSummary, run_sample
-from grpo_wb.signal.headroom import HeadroomConfig, analyze, count_spread, export_tasks, load_samples
+from grpo_wb.runs.scored import load_samples
+from grpo_wb.signal.headroom import HeadroomConfig, analyze, count_spread
 
 
 @dataclass(kw_only=True)

@@ -235,7 +235,7 @@ def import_cmd(args: argparse.Namespace) -> int:
 
 
 @dataclass(kw_only=True)
-class AuditArgs(TaskAuditConfig):
+class TaskAuditArgs(TaskAuditConfig):
     """``grpo-wb tasks audit``."""
 
     no_progress: bool = False
@@ -243,7 +243,7 @@ class AuditArgs(TaskAuditConfig):
 
 
 def audit_cmd(args: argparse.Namespace) -> int:
-    a = from_args(AuditArgs, args)
+    a = from_args(TaskAuditArgs, args)
     s = run_task_audit(a, progress=not a.no_progress and sys.stderr.isatty())
     n = s["tasks"]
     print(
@@ -299,7 +299,7 @@ COMMANDS = [
     Command(("tasks", "import"), ImportArgs, import_cmd, "convert a public task set to the canonical format"),
     Command(
         ("tasks", "audit"),
-        AuditArgs,
+        TaskAuditArgs,
         audit_cmd,
         "are the tests right? broken, flaky, weak and hackable tests, duplicated and contaminated prompts",
     ),

@@ -1,5 +1,6 @@
 """Reports: the strict papermill runner and HTML (:mod:`.notebooks`), batches of reports and their index
-(:mod:`.batch`), the figures notebooks show (:mod:`.plots`). Imports runs and everything below."""
+(:mod:`.batch`), the figures notebooks show (:mod:`.plots`). Imports runs and everything below, never audit or
+training (peers)."""
 
 import sys
 

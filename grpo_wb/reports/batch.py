@@ -18,7 +18,8 @@ A plan is YAML or JSON::
         after: [smoke]                              # runs once every smoke report has finished
         parameters: {run_dirs: ["reports/smoke-*/run"]}
 
-The whole plan is checked before anything runs: unknown keys, missing
+The whole plan is checked before anything runs (its format, declared once, is
+:class:`~grpo_wb.formats.schema.BatchPlanFile`): unknown keys, missing
 notebooks, unknown or mistyped parameters (strictly, as ``grpo-wb report``)
 and duplicate report names are errors. Each report runs in a child process
 (``python -m grpo_wb.reports.job JOB.json``) so a hung or crashed kernel cannot
@@ -43,14 +44,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
+import lazy_loader
 import yaml
 from tqdm.auto import tqdm
 
 from grpo_wb.errors import UserError, one_line
 from grpo_wb.jsonio import atomic_write_json, atomic_write_text
+from grpo_wb.layout import BatchFiles, ReportFiles
 from grpo_wb.reports.notebooks import (
     RESULT_FILE,
     ReportResult,
@@ -63,13 +66,16 @@ from grpo_wb.reports.notebooks import (
 )
 from grpo_wb.scoring.ray_executor import connect
 
-PLAN_KEYS = {"base_dir", "out", "workers", "cell_timeout", "timeout", "start_timeout", "reports"}
-ENTRY_KEYS = {"id", "notebook", "name", "parameters", "grid", "after"}
+if TYPE_CHECKING:
+    from grpo_wb.formats import schema
+else:  # pydantic and the models take some 0.1 s: loaded by the first plan read, not by `grpo-wb --help`
+    schema = lazy_loader.load("grpo_wb.formats.schema", suppress_warning=True)
+
 _SLUG = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
 @dataclass(frozen=True)
-class Job:
+class ReportJob:
     """One report of a plan, fully expanded; its JSON form is the child process's JOB.json."""
 
     name: str
@@ -96,37 +102,28 @@ class Job:
 
 
 @dataclass
-class Plan:
-    """A checked plan: where the index goes, how many workers, and the jobs."""
+class BatchPlan:
+    """A checked plan (:class:`~grpo_wb.formats.schema.BatchPlanFile` expanded): where the index goes, how many
+    workers, and the jobs."""
 
     out: Path
     """Report root."""
     workers: int
     """Parallel reports."""
-    jobs: list[Job] = field(default_factory=list)
+    jobs: list[ReportJob] = field(default_factory=list)
     """Every report, in plan order."""
 
 
-def _load_plan_file(path: Path) -> dict[str, Any]:
+def _read_plan_file(path: Path) -> Any:
     if not path.is_file():
         raise UserError(f"{path}: no such plan file")
     try:
         text = path.read_text(encoding="utf-8")
-        obj = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         raise UserError(
             f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {one_line(e, first_line=True)}"
         ) from None
-    if not isinstance(obj, dict):
-        raise UserError(f"{path}: a plan is a mapping with a 'reports' list")
-    return obj
-
-
-def _number(plan: dict[str, Any], key: str, default: float, src: Path, integer: bool = False) -> float:
-    v = plan.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or (integer and not isinstance(v, int)):
-        raise UserError(f"{src}: {key} must be a positive {'integer' if integer else 'number'}, got {v!r}")
-    return v
 
 
 def _slug_value(name: str, value: Any) -> str:
@@ -154,80 +151,47 @@ def report_name(template: str | None, stem: str, params: dict[str, Any], grid_ke
     return _slug("-".join([stem] + [shown[k] for k in grid_keys]))
 
 
-def _levels(entries: list[dict[str, Any]], src: Path) -> list[int]:
-    ids = {}
+def _levels(entries: Sequence[schema.ReportEntry], src: Path) -> list[int]:
+    """Each entry's dependency level (1 + the highest of those it comes ``after``); ids unique, no cycle."""
+    ids: dict[str, int] = {}
     for i, e in enumerate(entries):
-        if "id" in e:
-            if not isinstance(e["id"], str) or e["id"] in ids:
-                raise UserError(f"{src}: reports[{i}]: id must be a unique string, got {e['id']!r}")
-            ids[e["id"]] = i
+        if e.id is not None:
+            if e.id in ids:
+                raise UserError(f"{src}: reports[{i}]: id must be a unique string, got {e.id!r}")
+            ids[e.id] = i
     levels: dict[int, int] = {}
 
     def level(i: int, seen: tuple[int, ...]) -> int:
         if i in seen:
             raise UserError(f"{src}: reports[{i}]: 'after' forms a cycle")
         if i not in levels:
-            after = entries[i].get("after", [])
-            if not isinstance(after, list) or not all(isinstance(a, str) for a in after):
-                raise UserError(f"{src}: reports[{i}]: after must be a list of ids")
-            for a in after:
+            for a in entries[i].after:
                 if a not in ids:
                     raise UserError(f"{src}: reports[{i}]: after names unknown id {a!r}")
-            levels[i] = 1 + max((level(ids[a], seen + (i,)) for a in after), default=-1)
+            levels[i] = 1 + max((level(ids[a], seen + (i,)) for a in entries[i].after), default=-1)
         return levels[i]
 
     return [level(i, ()) for i in range(len(entries))]
 
 
-def load_plan(path: str | Path, *, workers: int | None = None) -> Plan:
-    """Read and check a plan; every job's parameters are validated against its notebook here."""
+def load_batch_plan(path: str | Path, *, workers: int | None = None) -> BatchPlan:
+    """Read and check a plan (:class:`~grpo_wb.formats.schema.BatchPlanFile`); every job's parameters are
+    validated against its notebook here."""
     src = Path(path)
-    plan = _load_plan_file(src)
-    unknown = sorted(set(plan) - PLAN_KEYS)
-    if unknown:
-        raise UserError(f"{src}: unknown key {unknown[0]!r} (known: {', '.join(sorted(PLAN_KEYS))})")
-    base = src.parent
-    if "base_dir" in plan:
-        if not isinstance(plan["base_dir"], str):
-            raise UserError(f"{src}: base_dir must be a string")
-        base = base / plan["base_dir"]
-    base = base.resolve()
-    out = plan.get("out", "reports")
-    if not isinstance(out, str) or not out:
-        raise UserError(f"{src}: out must be a directory path")
-    out_dir = Path(os.path.normpath(base / out))
-    n_workers = workers or int(_number(plan, "workers", 2, src, integer=True))
-    cell_timeout = float(_number(plan, "cell_timeout", 300, src))
-    timeout = float(_number(plan, "timeout", 900, src))
-    start_timeout = float(_number(plan, "start_timeout", 60, src))
-    entries = plan.get("reports")
-    if not isinstance(entries, list) or not entries:
-        raise UserError(f"{src}: 'reports' must be a non-empty list")
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            raise UserError(f"{src}: reports[{i}] must be a mapping")
-        bad = sorted(set(e) - ENTRY_KEYS)
-        if bad:
-            raise UserError(f"{src}: reports[{i}]: unknown key {bad[0]!r} (known: {', '.join(sorted(ENTRY_KEYS))})")
-        if not isinstance(e.get("notebook"), str):
-            raise UserError(f"{src}: reports[{i}]: needs a 'notebook' path")
-    levels = _levels(entries, src)
-    jobs: list[Job] = []
+    plan = schema.check_plan(_read_plan_file(src), str(src))
+    base = (src.parent / plan.base_dir).resolve()
+    out_dir = Path(os.path.normpath(base / plan.out))
+    levels = _levels(plan.reports, src)
+    jobs: list[ReportJob] = []
     names: dict[str, int] = {}
-    for i, (e, lvl) in enumerate(zip(entries, levels)):
+    for i, (e, lvl) in enumerate(zip(plan.reports, levels)):
         where = f"{src}: reports[{i}]"
-        nb = Path(os.path.normpath(base / e["notebook"]))
+        nb = Path(os.path.normpath(base / e.notebook))
         try:
             declared = notebook_parameters(nb)
         except UserError as err:
             raise UserError(f"{where}: {err}") from None
-        fixed = e.get("parameters", {}) or {}
-        grid = e.get("grid", {}) or {}
-        if not isinstance(fixed, dict) or not isinstance(grid, dict):
-            raise UserError(f"{where}: parameters and grid must be mappings")
-        for k, vals in grid.items():
-            if not isinstance(vals, list) or not vals:
-                raise UserError(f"{where}: grid.{k} must be a non-empty list of values")
+        fixed, grid = e.parameters or {}, e.grid or {}
         both = sorted(set(fixed) & set(grid))
         if both:
             raise UserError(f"{where}: {both[0]!r} is both a fixed parameter and a grid axis")
@@ -241,7 +205,7 @@ def load_plan(path: str | Path, *, workers: int | None = None) -> Plan:
             if "out_dir" in params:
                 raise UserError(f"{where}: out_dir is set by the batch (OUT/NAME); remove it")
             params = resolve_path_values(params, base)
-            name = report_name(e.get("name"), e.get("id") or nb.stem, params, keys)
+            name = report_name(e.name, e.id or nb.stem, params, keys)
             if name in names:
                 raise UserError(
                     f"{where}: report name {name!r} is already used by reports[{names[name]}]; "
@@ -249,19 +213,19 @@ def load_plan(path: str | Path, *, workers: int | None = None) -> Plan:
                 )
             names[name] = i
             jobs.append(
-                Job(
+                ReportJob(
                     name=name,
                     notebook=str(nb),
                     parameters=params,
                     out_dir=str(out_dir / name),
-                    cell_timeout=cell_timeout,
-                    timeout=timeout,
-                    start_timeout=start_timeout,
+                    cell_timeout=plan.cell_timeout,
+                    timeout=plan.timeout,
+                    start_timeout=plan.start_timeout,
                     level=lvl,
-                    entry=e.get("id") or nb.stem,
+                    entry=e.id or nb.stem,
                 )
             )
-    return Plan(out=out_dir, workers=n_workers, jobs=jobs)
+    return BatchPlan(out=out_dir, workers=workers or plan.workers, jobs=jobs)
 
 
 # ----------------------------------------------------------------------------- running
@@ -289,12 +253,12 @@ def _log_tail(path: Path, n: int = 400) -> str:
     return (lines[-1] if lines else "")[-n:]
 
 
-def run_job(job: Job) -> ReportResult:
+def run_report_job(job: ReportJob) -> ReportResult:
     """Run one report in a child process; a crash, hang or kill still yields a failed result."""
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULT_FILE).unlink(missing_ok=True)
-    spec = out / "job.json"
+    spec = out / ReportFiles.JOB
     atomic_write_json(spec, {**job.to_json(), "base_dir": None})
     log = out / "run.log"
     t0 = time.monotonic()
@@ -330,7 +294,7 @@ def run_job(job: Job) -> ReportResult:
     return res
 
 
-def _failed(job: Job, error_kind: str, error: str, seconds: float = 0.0) -> ReportResult:
+def _failed(job: ReportJob, error_kind: str, error: str, seconds: float = 0.0) -> ReportResult:
     """The result of a job that failed without leaving one of its own."""
     return ReportResult(
         name=job.name,
@@ -344,16 +308,16 @@ def _failed(job: Job, error_kind: str, error: str, seconds: float = 0.0) -> Repo
     )
 
 
-def _render_partial(job: Job, res: ReportResult) -> None:
+def _render_partial(job: ReportJob, res: ReportResult) -> None:
     """Render whatever the killed child left in report.ipynb, so the failure is visible in HTML too."""
-    ipynb = Path(job.out_dir) / "report.ipynb"
+    ipynb = Path(job.out_dir) / ReportFiles.NOTEBOOK
     if not ipynb.exists():
         return
     try:
         import nbformat  # where used, as in .notebooks: every grpo-wb command would pay for it
 
         nb = nbformat.read(str(ipynb), as_version=4)
-        html_path = Path(job.out_dir) / "report.html"
+        html_path = Path(job.out_dir) / ReportFiles.HTML
         atomic_write_text(
             html_path,
             render_html(prepare_for_html(nb, notebook_parameters(job.notebook), job.parameters, res.error), job.name),
@@ -363,8 +327,8 @@ def _render_partial(job: Job, res: ReportResult) -> None:
         pass
 
 
-def run_plan(
-    plan: Plan, *, progress: bool = True, runner: Callable[[Job], ReportResult] = run_job
+def run_batch(
+    plan: BatchPlan, *, progress: bool = True, runner: Callable[[ReportJob], ReportResult] = run_report_job
 ) -> list[ReportResult]:
     """Run every job (level by level, ``plan.workers`` at a time); write the index; results in plan order."""
     results: dict[int, ReportResult] = {}
@@ -466,9 +430,9 @@ def write_index(root: str | Path, results: Sequence[ReportResult], title: str = 
     page = env.from_string(_INDEX).render(
         title=title, rows=rows, results=results, n_failed=n_failed, n_ok=len(results) - n_failed
     )
-    atomic_write_text(root / "index.html", page)
-    atomic_write_json(root / "index.json", [r.to_json() for r in results])
-    return root / "index.html"
+    atomic_write_text(root / BatchFiles.INDEX_HTML, page)
+    atomic_write_json(root / BatchFiles.INDEX_JSON, [r.to_json() for r in results])
+    return root / BatchFiles.INDEX_HTML
 
 
 # ----------------------------------------------------------------------------- on Ray
@@ -477,10 +441,10 @@ def write_index(root: str | Path, results: Sequence[ReportResult], title: str = 
 def report_runner(
     address: str | None = None, *, dashboard: bool = False, isolation: str = "best"
 ) -> Callable[[Any], Any]:
-    """A ``run_plan`` runner that executes each report as a Ray task on any node.
+    """A ``run_batch`` runner that executes each report as a Ray task on any node.
 
     The report's process, kernel and timeout handling are the local ones
-    (:func:`run_job`); Ray places it and retries it once when its node dies.
+    (:func:`run_report_job`); Ray places it and retries it once when its node dies.
     Paths in the plan must be visible at the same place on every node (a shared
     filesystem), as usual for Ray jobs that write files.
     """
@@ -488,7 +452,7 @@ def report_runner(
 
     def run_here(job):
         os.environ["GRPO_WB_ISOLATION"] = isolation  # the report's process inherits it, on whichever node
-        res = run_job(job)
+        res = run_report_job(job)
         res.node = ray.get_runtime_context().get_node_id()
         return res
 

@@ -7,7 +7,7 @@ highlighted by Pygments, a stdio test's expected and actual output as a diff), a
 group of the task clicked, or named in the address (``report.html#task=HumanEval/32``).
 
 A group view shows at most ``per_task`` completions (one per way the task fails first: see
-:func:`grpo_wb.runs.explore.pick`), so a report over 100 samples per task stays a few megabytes; the notebook
+:func:`grpo_wb.runs.explore.showcase_rows`), so a report over 100 samples per task stays a few megabytes; the notebook
 reads any other task's rows from the results file's index.
 """
 
@@ -30,7 +30,15 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from grpo_wb.runs.explore import Rollouts, describe_failure, open_rollouts, pick, sample_label, task_records, ways
+from grpo_wb.runs.explore import (
+    Rollouts,
+    describe_failure,
+    open_rollouts,
+    sample_label,
+    showcase_rows,
+    task_records,
+    ways,
+)
 
 PER_TASK = 8
 """Completions shown per task in a rendered group view."""
@@ -198,7 +206,7 @@ def group_html(ro: Rollouts, record: dict[str, Any], per_task: int = PER_TASK) -
     """One task's section: its counts, its prompt, its failure clusters and up to ``per_task`` completions."""
     tid = record["task_id"]
     rows = ro.group(tid)
-    shown = pick(rows, per_task)
+    shown = showcase_rows(rows, per_task)
     failing = ways(rows)
     table = "".join(
         f"<tr><td>{k}</td><td>{_e(kind)}</td><td><code>{_e(shape)}</code></td><td>{_e(test)}</td>"

@@ -44,19 +44,27 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import lazy_loader
 import yaml
 
 from grpo_wb.errors import UserError, exception_line, one_line
+from grpo_wb.formats import PARAMETER_TYPES
 from grpo_wb.jsonio import atomic_write_json, atomic_write_text
+from grpo_wb.layout import ReportFiles
+
+if TYPE_CHECKING:
+    from grpo_wb.formats import schema
+else:  # pydantic and the models take some 0.1 s: loaded by the first value checked, not by `grpo-wb --help`
+    schema = lazy_loader.load("grpo_wb.formats.schema", suppress_warning=True)
 
 KERNEL_NAME = "python3"
-TYPES = ("int", "float", "str", "bool", "list", "dict")
+TYPES = tuple(PARAMETER_TYPES)
 PATH_SUFFIXES = ("_file", "_dir", "_path", "_files", "_dirs", "_paths")
 OUT_DIR_PARAM = "out_dir"
-HEADLINE_FILE = "headline.json"
-RESULT_FILE = "result.json"
+HEADLINE_FILE = ReportFiles.HEADLINE
+RESULT_FILE = ReportFiles.RESULT
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
@@ -201,23 +209,9 @@ def coerce_cli_value(param: NotebookParameter, raw: str) -> Any:
 
 
 def check_value(param: NotebookParameter, value: Any) -> Any:
-    """Check a typed value (from a plan or the API) against the declared type; ints pass for floats."""
-    t = param.type
-    ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "str": isinstance(value, str),
-        "bool": isinstance(value, bool),
-        "list": isinstance(value, list),
-        "dict": isinstance(value, dict),
-    }.get(t, False)
-    if not ok:
-        raise UserError(f"parameter {param.name!r} expects {t}, got {type(value).__name__} {value!r}")
-    if t == "float":
-        value = float(value)
-        if not math.isfinite(value):
-            raise UserError(f"parameter {param.name!r} must be finite, got {value!r}")
-    return value
+    """Check a typed value (from a plan or the API) against the declared type
+    (:data:`~grpo_wb.formats.schema.PARAMETER_VALUES`: strict, a float finite; ints pass for floats)."""
+    return schema.check_parameter(param.name, param.type, value)
 
 
 def validate_parameters(
@@ -458,7 +452,7 @@ def run_report(
         params[OUT_DIR_PARAM] = str(out)
     for stale in (HEADLINE_FILE, RESULT_FILE):
         (out / stale).unlink(missing_ok=True)
-    ipynb, html_path = out / "report.ipynb", out / "report.html"
+    ipynb, html_path = out / ReportFiles.NOTEBOOK, out / ReportFiles.HTML
     title = name or nb_path.stem
     cell_seconds = max(1, math.ceil(cell_timeout))  # nbclient's timeout trait is an int
     res = ReportResult(name=title, notebook=str(nb_path), out_dir=str(out), parameters=params)

@@ -265,7 +265,7 @@ def compare_bars(
     table: pd.DataFrame,
     metrics: Sequence[str] = ("informative_fraction", "reward_variance_fraction", "pass_rate", "parse_failure_rate"),
 ) -> Figure:
-    """Grouped bars of the per-run means (rows of :func:`grpo_wb.runs.compare_table`)."""
+    """Grouped bars of the per-run means (rows of :func:`grpo_wb.runs.load.compare_table`)."""
     fig = _figure((10, 3.5))
     ax = fig.subplots()
     x = np.arange(len(metrics))
@@ -336,7 +336,7 @@ def filter_comparison(results: pd.DataFrame) -> Figure:
 
 
 def strategy_curves(curves: pd.DataFrame) -> Figure:
-    """Rollouts spent against informative groups gathered, one line per strategy (``Plan.curves_frame``): the
+    """Rollouts spent against informative groups gathered, one line per strategy (``RolloutPlan.curves_frame``): the
     steeper the line, the less a strategy pays for each group that teaches something."""
     fig = _figure((7.5, 4.2))
     ax = fig.subplots()

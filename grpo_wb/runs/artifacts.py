@@ -29,13 +29,14 @@ from grpo_wb.jsonio import (
     iter_jsonl,
     repair_jsonl_tail,
 )
+from grpo_wb.layout import RunFiles
 from grpo_wb.scoring.scorer import ScoredCompletion
 from grpo_wb.signal.advantages import AdvantageConfig
 from grpo_wb.signal.diagnostics import StepMetrics, build_groups, run_summary, step_metrics
 from grpo_wb.version import __version__
 
-STEP_FILES = ("metrics.jsonl", "groups.jsonl", "rollouts.jsonl")
-ARTIFACTS = (*STEP_FILES, "last_rollouts.jsonl", "summary.json", "checkpoint_manifest.json")
+STEP_FILES = RunFiles.STEP_FILES
+ARTIFACTS = RunFiles.ARTIFACTS
 
 
 class RunWriter:
@@ -45,7 +46,7 @@ class RunWriter:
     def __init__(self, run_dir: str | Path, *, extra_logs: Sequence[str] = ()):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.history: list[dict[str, Any]] = self._read("metrics.jsonl")
+        self.history: list[dict[str, Any]] = self._read(RunFiles.METRICS)
         self.extra_logs = tuple(extra_logs)
         self._files = {name: JsonlAppender(self.run_dir / name) for name in (*STEP_FILES, *extra_logs)}
 
@@ -104,11 +105,11 @@ class RunWriter:
             for grp, g in zip(groups, groups_scored)
             for s, a in zip(g, grp.advantages)
         ]
-        atomic_write_jsonl(self.run_dir / "last_rollouts.jsonl", rollouts)
-        self._files["rollouts.jsonl"].write_many(rollouts)
+        atomic_write_jsonl(self.run_dir / RunFiles.LAST_ROLLOUTS, rollouts)
+        self._files[RunFiles.ROLLOUTS].write_many(rollouts)
         for grp in groups:
-            self._files["groups.jsonl"].write({"step": step, **grp.to_json()})
-        self._files["metrics.jsonl"].write(metrics.to_json())
+            self._files[RunFiles.GROUPS].write({"step": step, **grp.to_json()})
+        self._files[RunFiles.METRICS].write(metrics.to_json())
         self.history.append(metrics.to_json())
         return metrics
 
@@ -119,15 +120,15 @@ class RunWriter:
     def write_summary(self, **fields: Any) -> dict[str, Any]:
         """summary.json: the history's fractions and means, then the run's own ``fields``."""
         summary = {**run_summary(self.history), **fields}
-        atomic_write_json(self.run_dir / "summary.json", summary)
+        atomic_write_json(self.run_dir / RunFiles.SUMMARY, summary)
         return summary
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """checkpoint_manifest.json: ``manifest``, the digests of the run's files and the versions that wrote
         them."""
-        files = (*STEP_FILES, "last_rollouts.jsonl", *self.extra_logs, "summary.json")
+        files = (*STEP_FILES, RunFiles.LAST_ROLLOUTS, *self.extra_logs, RunFiles.SUMMARY)
         atomic_write_json(
-            self.run_dir / "checkpoint_manifest.json",
+            self.run_dir / RunFiles.MANIFEST,
             {
                 **manifest,
                 "files": file_hashes(self.run_dir, files),

@@ -32,9 +32,9 @@ import lazy_loader
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_open, fast_loads
+from grpo_wb.runs.scored import check_scored_row
 from grpo_wb.signal.advantages import compute_advantages
 from grpo_wb.signal.clusters import RUN_ROLLOUTS, FailureClusters, failure_kind, rows_file, task_signature
-from grpo_wb.signal.headroom import check_scored_row
 from grpo_wb.tasks.records import load_tasks
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ def ways(rows: Sequence[dict[str, Any]]) -> list[tuple[tuple[str, ...], int, int
     return [(w, k, first[w]) for w, k in count.most_common()]
 
 
-def pick(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+def showcase_rows(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """Up to ``k`` rows that show a group: a pass, one row per way it fails (the most common way first), a
     second pass, then the rest in order; returned in the group's order."""
     passes = [i for i, r in enumerate(rows) if r.get("passed") is True][:2]

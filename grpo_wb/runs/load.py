@@ -26,6 +26,7 @@ import lazy_loader
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.layout import RunFiles
 from grpo_wb.rollouts.types import describe_source
 from grpo_wb.scoring.scorer import STATUSES
 
@@ -110,23 +111,25 @@ def load_run(path: str | Path) -> Run:
     p = Path(path)
     if not p.is_dir():
         raise UserError(f"{p}: no such run directory")
-    for name in ("metrics.jsonl", "groups.jsonl"):
+    for name in (RunFiles.METRICS, RunFiles.GROUPS):
         if not (p / name).exists():
             raise UserError(f"{p}: not a grpo_wb run directory (no {name})")
-    steps = pd.DataFrame(_read_jsonl(p / "metrics.jsonl"))
+    steps = pd.DataFrame(_read_jsonl(p / RunFiles.METRICS))
     if steps.empty:
         raise UserError(f"{p}: the run has no completed steps")
-    groups = _with_derived(pd.DataFrame(_read_jsonl(p / "groups.jsonl")))
+    groups = _with_derived(pd.DataFrame(_read_jsonl(p / RunFiles.GROUPS)))
     rollouts = (
-        pd.DataFrame(_read_jsonl(p / "last_rollouts.jsonl")) if (p / "last_rollouts.jsonl").exists() else pd.DataFrame()
+        pd.DataFrame(_read_jsonl(p / RunFiles.LAST_ROLLOUTS))
+        if (p / RunFiles.LAST_ROLLOUTS).exists()
+        else pd.DataFrame()
     )
     return Run(
         path=p,
         steps=steps,
         groups=groups,
         rollouts=rollouts,
-        summary=_read_json(p / "summary.json"),
-        manifest=_read_json(p / "checkpoint_manifest.json"),
+        summary=_read_json(p / RunFiles.SUMMARY),
+        manifest=_read_json(p / RunFiles.MANIFEST),
     )
 
 
@@ -137,7 +140,7 @@ def find_runs(patterns: Sequence[str]) -> list[Path]:
     found: list[Path] = []
     for pat in patterns:
         hits = sorted(Path(h) for h in glob.glob(str(pat))) if glob.has_magic(str(pat)) else [Path(pat)]
-        hits = [h for h in hits if (h / "metrics.jsonl").exists()]
+        hits = [h for h in hits if (h / RunFiles.METRICS).exists()]
         if not hits:
             raise UserError(f"{pat}: matches no run directory (a directory holding metrics.jsonl)")
         for h in hits:

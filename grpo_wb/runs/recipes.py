@@ -15,25 +15,21 @@ from typing import Any, cast
 from grpo_wb.config import from_dict
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import atomic_write_json, atomic_write_jsonl, read_json
+from grpo_wb.layout import RecipeFiles, RunFiles
 from grpo_wb.rollouts.factory import make_backend
 from grpo_wb.rollouts.mock import MockBackend
 from grpo_wb.rollouts.types import RolloutRequest, describe_source
 from grpo_wb.runs.load import Run, find_runs, load_run
 from grpo_wb.runs.sample import SampleConfig, run_sample
+from grpo_wb.runs.scored import load_samples, read_scored_file
 from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.rewards import RewardConfig, RewardKind
 from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import Scorer, ScoreRequest, sample_requests
 from grpo_wb.signal.clusters import FailureClusters, cluster_file, rows_file
 from grpo_wb.signal.filters import FilterResult, FilterRule
-from grpo_wb.signal.headroom import (
-    HeadroomReport,
-    TaskSamples,
-    load_samples,
-    read_scored_file,
-    samples_from_scored_rows,
-)
-from grpo_wb.signal.plan import Plan, PlanConfig
+from grpo_wb.signal.headroom import HeadroomReport, TaskSamples, samples_from_scored_rows
+from grpo_wb.signal.plan import PlanConfig, RolloutPlan
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowformats import import_rows
 
@@ -140,8 +136,8 @@ def collect_samples(
             SampleConfig,
             {
                 "tasks": tasks_file,
-                "out": str(Path(out_dir) / "samples.jsonl"),
-                "scored": str(Path(out_dir) / "scored.jsonl"),
+                "out": str(Path(out_dir) / RecipeFiles.SAMPLES),
+                "scored": str(Path(out_dir) / RecipeFiles.SCORED),
                 "n": n_samples,
                 "seed": seed,
                 "backend": backend,
@@ -162,19 +158,19 @@ def collect_samples(
         rows = read_scored_file(cfg.scored_path())
         return samples_from_scored_rows(rows), describe_source(backend_obj.describe())
     if input_path and Path(input_path).is_dir():  # a run: its manifest says where (as runs.load.source does)
-        manifest_path = Path(input_path) / "checkpoint_manifest.json"
+        manifest_path = Path(input_path) / RunFiles.MANIFEST
         manifest = read_json(manifest_path) if manifest_path.exists() else {}
         return load_samples(input_path), describe_source(manifest.get("backend", {}))
     if input_path:
         rows = read_scored_file(input_path)
         return samples_from_scored_rows(rows), f"scored completions in {Path(input_path).name}" + _models(rows)
     if samples_file:
-        out = Path(out_dir) / "scored.jsonl" if out_dir else None
+        out = Path(out_dir) / RecipeFiles.SCORED if out_dir else None
         rows = score_samples_file(tasks_file, samples_file, reward=reward, timeout=timeout, out=out)
         return samples_from_scored_rows(rows), describe_source({"backend": "replay", "path": samples_file}) + _models(
             rows
         )
-    out = Path(out_dir) / "mock_scored.jsonl" if out_dir else None
+    out = Path(out_dir) / RecipeFiles.MOCK_SCORED if out_dir else None
     rows = score_mock_samples(tasks_file, n_samples, seed=seed, reward=reward, timeout=timeout, out=out)
     return samples_from_scored_rows(rows), describe_source({"backend": "mock"})
 
@@ -236,7 +232,7 @@ def import_dataset(
 ) -> tuple[Path, list[str]]:
     """dataset_filter.ipynb's import: rows into ``out_dir/tasks.jsonl`` (bad rows left out and counted); return
     that path and the lines that say what was read, left out and noticed."""
-    tasks_file = Path(out_dir) / "tasks.jsonl"
+    tasks_file = Path(out_dir) / RecipeFiles.TASKS
     src, summary = import_rows(
         row_format,
         rows_file,
@@ -279,9 +275,9 @@ def plan_config(**parameters: Any) -> PlanConfig:
     return from_dict(PlanConfig, parameters, source="parameters")
 
 
-def write_plan(plan: Plan, out_dir: str | Path) -> Path:
+def write_plan(plan: RolloutPlan, out_dir: str | Path) -> Path:
     """``out_dir/plan.json``: what ``grpo-wb plan --json`` writes."""
-    path = Path(out_dir) / "plan.json"
+    path = Path(out_dir) / RecipeFiles.PLAN
     atomic_write_json(path, plan.to_json())
     return path
 
@@ -291,7 +287,7 @@ def scored_rows(input_path: str, out_dir: str | Path) -> Path:
     scored rows it wrote into ``out_dir``."""
     if input_path:
         return rows_file(input_path)
-    for name in ("scored.jsonl", "mock_scored.jsonl"):
+    for name in (RecipeFiles.SCORED, RecipeFiles.MOCK_SCORED):
         if (Path(out_dir) / name).exists():
             return Path(out_dir) / name
     raise UserError(f"{out_dir}: no scored rows (scored.jsonl or mock_scored.jsonl)")

@@ -33,6 +33,7 @@ from tqdm.std import tqdm
 from grpo_wb.config import check_at_least_one, cli, fraction, from_dict, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import sha256_file
+from grpo_wb.layout import RunFiles
 from grpo_wb.rollouts.factory import BackendConfig, make_backend
 from grpo_wb.rollouts.stream import request_concurrency, stream_calls
 from grpo_wb.rollouts.types import Backend, Completion, RolloutRequest, describe_source
@@ -208,7 +209,7 @@ class SmokeRun:
             return False
         if not self.resume or not existing:
             return False
-        manifest_path = self.out / "checkpoint_manifest.json"
+        manifest_path = self.out / RunFiles.MANIFEST
         if not manifest_path.exists():
             raise UserError(f"{manifest_path}: missing, cannot resume this run")
         try:
@@ -248,7 +249,7 @@ class SmokeRun:
             writer.truncate_from(start)  # groups of a step whose metrics line never landed
             if start:
                 self.log(f"resuming {self.out} at step {start}")
-            prev_summary = self._read_json("summary.json")
+            prev_summary = self._read_json(RunFiles.SUMMARY)
             if start and prev_summary and prev_summary.get("stopped_early"):
                 self.log(
                     f"{self.out}: the run already stopped early ({prev_summary.get('stop_reason')}); nothing to do"

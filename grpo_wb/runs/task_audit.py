@@ -51,6 +51,7 @@ from tqdm.std import tqdm
 from grpo_wb.config import cli, fraction, from_dict, non_negative_int, positive_float, positive_int
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json, iter_jsonl, read_json, repair_jsonl_tail, sha256_file
+from grpo_wb.layout import TaskAuditFiles
 from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
 from grpo_wb.scoring.extraction import as_reply, extract_answer
 from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
@@ -62,7 +63,12 @@ from grpo_wb.tasks.probes import input_variants, suite_stats, trivial_programs
 from grpo_wb.tasks.records import Task, TestCase, load_tasks
 from grpo_wb.version import __version__
 
-TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = "tasks.jsonl", "overlap.json", "summary.json", "settings.json"
+TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = (
+    TaskAuditFiles.TASKS,
+    TaskAuditFiles.OVERLAP,
+    TaskAuditFiles.SUMMARY,
+    TaskAuditFiles.SETTINGS,
+)
 _IMPORT = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
 _CHUNK = 24
 
@@ -712,7 +718,7 @@ def _add_overlap(rec: dict[str, Any], dups: Mapping[str, list[str]], cont: Mappi
         rec["flags"].append("contaminated")
 
 
-def read_audit(folder: str | Path) -> dict[str, dict[str, Any]]:
+def read_task_audit(folder: str | Path) -> dict[str, dict[str, Any]]:
     """An audit's per-task records by task id (for headroom, filter and the report)."""
     p = Path(folder) / TASKS_FILE
     if not p.exists():
@@ -739,7 +745,7 @@ def audit_tasks(
     cfg = from_dict(
         TaskAuditConfig, {"tasks": str(tasks_file), "out": str(folder), **settings}, source="task_audit parameters"
     )
-    return run_task_audit(cfg), read_audit(folder)
+    return run_task_audit(cfg), read_task_audit(folder)
 
 
 def _short(text: Any, n: int = 80) -> str:

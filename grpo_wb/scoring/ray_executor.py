@@ -1,6 +1,6 @@
 """Scoring and batch reports on a Ray cluster, behind the local executor's interface.
 
-:class:`RayScorer` is a drop-in for :class:`~grpo_wb.scoring.Scorer` (same
+:class:`RayScorer` is a drop-in for :class:`~grpo_wb.scoring.scorer.Scorer` (same
 ``score``/``isolation``/``executed``/``cache_hits``/``close``): one long-lived
 actor per node holds that node's warm, isolated worker pool — a plain local
 ``Scorer``, so the sandbox and verdict code are the local ones, not a copy.

@@ -160,7 +160,7 @@ class TrainerRule:
     prelude: str | None
     """What runs before the code (None: the task's own)."""
     output_match: str
-    """How stdout is compared (:data:`grpo_wb.tasks.records.OUTPUT_MATCHES`)."""
+    """How stdout is compared (:data:`grpo_wb.formats.schema.OutputMatch`)."""
     call_compare: str | None = None
     """How a call-based result is compared (a function of :mod:`grpo_wb.scoring.verdicts`; None: the task's own)."""
     cpp_code: Callable[[str], str] | None = None

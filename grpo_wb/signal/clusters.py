@@ -25,6 +25,7 @@ from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.layout import RunFiles
 from grpo_wb.signal.headroom import dataframe
 
 KINDS = ("wrong answer", "exception", "timeout", "no code", "sandbox")
@@ -197,7 +198,7 @@ class FailureClusters:
         return sorted(out, key=lambda s: (-s.samples, s.task_id))
 
 
-def iter_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+def iter_rollout_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     """A scored results file's rows, one at a time (malformed lines are the readers' concern elsewhere)."""
     for _, obj in iter_jsonl(path, fast=True):
         if isinstance(obj, dict):
@@ -206,10 +207,10 @@ def iter_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def cluster_file(path: str | Path) -> FailureClusters:
     """The failure clusters of a scored results file, read in one pass."""
-    return FailureClusters().add_all(iter_rows(path))
+    return FailureClusters().add_all(iter_rollout_rows(path))
 
 
-RUN_ROLLOUTS = ("rollouts.jsonl", "last_rollouts.jsonl")
+RUN_ROLLOUTS = (RunFiles.ROLLOUTS, RunFiles.LAST_ROLLOUTS)
 """A run directory's scored rows: every step's (``rollouts.jsonl``), else the last step's (runs before it)."""
 
 

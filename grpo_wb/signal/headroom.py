@@ -36,18 +36,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from grpo_wb.config import cli, int_list, positive_int
 from grpo_wb.errors import UserError
-from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 from grpo_wb.signal.diagnostics import informative_probability, informative_probability_model, pass_at_k
-from grpo_wb.signal.testflags import Audit, audit_columns
-from grpo_wb.tasks.records import load_tasks, write_tasks
-from grpo_wb.tasks.rowexport import EXPORT_FORMATS, export_rows, trl_record
 
 G_MIN, G_MAX = 2, 32
 DEFAULT_BUDGET = 256
@@ -107,7 +102,7 @@ def dataframe(*args, **kwargs):
     return pandas.DataFrame(*args, **kwargs)
 
 
-def _merge(
+def add_group(
     acc: dict[str, list],
     task_id: str,
     n: int,
@@ -127,7 +122,7 @@ def _merge(
         slot[4].extend(None if r is None else float(r) for r in rewards)
 
 
-def _finish(acc: dict[str, list]) -> list[TaskSamples]:
+def pooled_samples(acc: dict[str, list]) -> list[TaskSamples]:
     out = []
     while acc:  # each task's lists freed as its tuples are made: the peak is one copy, not two
         t, (n, c, r, p, raw, why) = next(iter(acc.items()))
@@ -174,81 +169,7 @@ def samples_from_scored_rows(rows: Iterable[dict[str, Any]]) -> list[TaskSamples
                 slot[4].append(f)
         if not slot[5] and row.get("unrewardable"):
             slot[5] = str(row["unrewardable"])
-    return _finish(acc)
-
-
-def samples_from_scored_file(path: str | Path) -> list[TaskSamples]:
-    """Read a ``grpo-wb score`` results file, streamed; a line without task_id/passed is an error naming it."""
-    return samples_from_scored_rows(iter_scored_file(path, fast=True))
-
-
-def check_scored_row(obj: Any, path: str | Path, lineno: int) -> dict[str, Any]:
-    """``obj`` when it is a scored completion (string task_id, boolean passed, numeric or null reward), else a
-    UserError naming the file and line."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("task_id"), str) or not isinstance(obj.get("passed"), bool):
-        raise UserError(
-            "not a scored completion (needs string task_id and boolean passed; is this the output of `grpo-wb score`?)",
-            path=str(path),
-            line=lineno,
-        )
-    r = obj.get("reward")
-    if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
-        raise UserError(f"reward must be a number or null, got {r!r}", path=str(path), line=lineno)
-    return obj
-
-
-def iter_scored_file(path: str | Path, *, fast: bool = False) -> Iterator[dict[str, Any]]:
-    """The rows of a ``grpo-wb score`` results file, each checked (task_id, passed, reward), one at a time;
-    ``fast``: parsed by orjson (for readers of those fields only: see :func:`grpo_wb.jsonio.iter_jsonl`)."""
-    n = 0
-    for lineno, obj in iter_jsonl(path, fast=fast):
-        n += 1
-        yield check_scored_row(obj, path, lineno)
-    if not n:
-        raise UserError("no scored completions in file", path=str(path))
-
-
-def read_scored_file(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a ``grpo-wb score`` results file, each checked, in file order, all in memory (for callers that
-    need every field; the estimates stream: :func:`samples_from_scored_file`)."""
-    return list(iter_scored_file(path))
-
-
-def samples_from_run(run_dir: str | Path) -> list[TaskSamples]:
-    """Pool every group a smoke run logged (groups.jsonl): n = sum of group sizes per task."""
-    path = Path(run_dir) / "groups.jsonl"
-    if not path.exists():
-        raise UserError(f"{run_dir}: not a grpo_wb run directory (no groups.jsonl)")
-    acc: dict[str, list] = {}
-    for lineno, g in iter_jsonl(path):
-        try:
-            n, c = g["n_total"], g["n_correct"]
-            if (
-                type(n) is not int
-                or type(c) is not int
-                or not 0 <= c <= n
-                or n < 1
-                or not isinstance(g["task_id"], str)
-            ):
-                raise ValueError
-            _merge(acc, g["task_id"], n, c, g["rewards"])
-        except (KeyError, TypeError, ValueError):
-            raise UserError(
-                "not a group record (needs task_id, n_total >= 1, 0 <= n_correct <= n_total, rewards)",
-                path=str(path),
-                line=lineno,
-            ) from None
-    if not acc:
-        raise UserError(f"{path}: the run logged no groups")
-    return _finish(acc)
-
-
-def load_samples(source: str | Path) -> list[TaskSamples]:
-    """A run directory or a scored completions file, whichever ``source`` is."""
-    p = Path(source)
-    if p.is_dir():
-        return samples_from_run(p)
-    return samples_from_scored_file(p)
+    return pooled_samples(acc)
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -639,86 +560,3 @@ def export_columns(t: TaskHeadroom, group_size: int) -> dict[str, Any]:
         "grpo_wb_category": t.category,
         "grpo_wb_trainer_reward": "unsupported" if t.unrewardable else "supported",
     }
-
-
-def _tasks_for(task_ids: Sequence[str], tasks_file: str | Path) -> list:
-    by_id = {t.task_id: t for t in load_tasks(tasks_file)}
-    missing = [t for t in task_ids if t not in by_id]
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise UserError(
-            f"{tasks_file}: has no task {missing[0]!r}{more} from the analysed samples; "
-            "pass the task file the samples were scored against"
-        )
-    return [by_id[t] for t in task_ids]
-
-
-EXPORTS = ("canonical",) + EXPORT_FORMATS
-
-
-def export_tasks(
-    report: HeadroomReport,
-    task_ids: Sequence[str],
-    tasks_file: str | Path,
-    out: str | Path,
-    *,
-    fmt: str = "canonical",
-    group_size: int | None = None,
-    audit: Audit | None = None,
-    extra: dict[str, dict[str, Any]] | None = None,
-) -> str:
-    """Write the chosen tasks and say what was written, in one line.
-
-    ``canonical``: the task records plus a TRL dataset beside them (``.trl.jsonl``). The other formats are
-    rows (see :mod:`grpo_wb.tasks.rowexport`) with the ``grpo_wb_*`` columns at G (default: the recommended
-    G, else G_MIN). With a test ``audit`` (``grpo-wb tasks audit``'s records), rows also get the
-    ``grpo_wb_test_*`` columns and canonical records carry them in their metadata; ``extra`` columns per task
-    (``plan``'s ``grpo_wb_rollouts``) go the same way.
-    """
-    if fmt not in EXPORTS:
-        raise UserError(f"unknown export format {fmt!r} (choose {', '.join(EXPORTS)})")
-    chosen = _tasks_for(task_ids, tasks_file)
-    extra = extra or {}
-
-    def tested(tid: str) -> dict[str, Any]:
-        return {**(audit_columns(audit.get(tid)) if audit is not None else {}), **extra.get(tid, {})}
-
-    if fmt == "canonical":
-        chosen = [
-            dataclasses.replace(t, metadata={**t.metadata, **tested(t.task_id)})
-            if audit is not None or t.task_id in extra
-            else t
-            for t in chosen
-        ]
-        trl = trl_path_for(out)
-        write_tasks(out, chosen)
-        atomic_write_jsonl(trl, [trl_record(t) for t in chosen])
-        return f"{len(chosen)} tasks to {out} (canonical) and {trl} (TRL dataset)"
-    g = group_size or report.recommended_g or G_MIN
-    by_id = {t.task_id: t for t in report.tasks}
-    kind = export_rows(
-        chosen, fmt, out, {t.task_id: {**export_columns(by_id[t.task_id], g), **tested(t.task_id)} for t in chosen}
-    )
-    return f"{len(chosen)} {fmt} rows to {out} ({kind}; grpo_wb_* columns at G={g})"
-
-
-def trl_path_for(path: str | Path) -> Path:
-    """Where the TRL dataset goes next to a canonical export: ``frontier.jsonl`` -> ``frontier.trl.jsonl``."""
-    p = Path(path)
-    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.stem
-    return p.with_name(stem + ".trl.jsonl")
-
-
-def export_frontier(
-    report: HeadroomReport, tasks_file: str | Path, out: str | Path, *, allow_empty: bool = False
-) -> tuple[Path, Path, int]:
-    """Write the frontier tasks in the canonical format and as a TRL dataset; return both paths and the count.
-
-    No frontier task is an error unless ``allow_empty`` (then nothing is written and the count is 0).
-    """
-    out = Path(out)
-    if not report.frontier and not allow_empty:
-        raise UserError("no frontier tasks to export: every task is too easy or too hard in these samples")
-    if report.frontier:
-        export_tasks(report, report.frontier, tasks_file, out)
-    return out, trl_path_for(out), len(report.frontier)

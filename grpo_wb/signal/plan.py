@@ -266,7 +266,7 @@ class StrategyResult:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RolloutPlan:
     """The simulation: what was simulated on, the closed forms it can be checked against, each strategy."""
 
     config: PlanConfig
@@ -424,7 +424,7 @@ def _pools(samples: Sequence[TaskSamples], rng: random.Random) -> dict[str, list
     return out
 
 
-def simulate(samples: Sequence[TaskSamples], cfg: PlanConfig) -> Plan:
+def simulate(samples: Sequence[TaskSamples], cfg: PlanConfig) -> RolloutPlan:
     """Simulate every strategy of ``cfg`` on the recorded samples (deterministic for ``cfg.seed``)."""
     if not samples:
         raise UserError("no tasks to plan over")
@@ -440,7 +440,7 @@ def simulate(samples: Sequence[TaskSamples], cfg: PlanConfig) -> Plan:
         rng = random.Random(cfg.seed)
         pools = _pools(samples, rng)
         results[name] = _run(name, samples, pools, cfg, frontier, target, max_steps, rng)
-    return Plan(cfg, len(samples), len(frontier), target, q, results, all_pass_shares(samples))
+    return RolloutPlan(cfg, len(samples), len(frontier), target, q, results, all_pass_shares(samples))
 
 
 ALLOCATIONS = ("knapsack", "vip")
@@ -786,7 +786,7 @@ class _Greso:
         )
 
 
-def closed_form_frame(plan: Plan):
+def closed_form_frame(plan: RolloutPlan):
     """Simulated figures next to their closed forms (``none`` and ``dapo`` when simulated)."""
     g, rows = plan.config.group_size, []
     if "none" in plan.strategies:
@@ -811,7 +811,7 @@ def closed_form_frame(plan: Plan):
     return dataframe(rows).set_index("figure")
 
 
-def headline(plan: Plan, source: str | None = None) -> dict[str, Any]:
+def headline(plan: RolloutPlan, source: str | None = None) -> dict[str, Any]:
     """What a batch index shows: the cheapest strategy per informative group and its figures."""
     ranked = sorted(
         (r for r in plan.strategies.values() if r.rollouts_per_informative_group is not None),

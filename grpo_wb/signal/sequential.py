@@ -176,7 +176,7 @@ def decide(n: int, c: int, n_max: int, cfg: AdaptiveConfig) -> Decision:
     return Decision(full_decision(n, c, cfg), forced=True) if n == n_max else Decision(None)
 
 
-def run_rule(outcomes: Sequence[bool], n_max: int, cfg: AdaptiveConfig) -> tuple[int, Decision]:
+def run_stopping_rule(outcomes: Sequence[bool], n_max: int, cfg: AdaptiveConfig) -> tuple[int, Decision]:
     """Draw ``outcomes`` round by round (each round :func:`next_round` long) until the rule decides:
     ``(samples taken, decision)``. ``outcomes`` holds at least ``n_max`` draws."""
     n = c = 0
@@ -248,7 +248,7 @@ def replay(samples: Sequence[TaskSamples], cfg: AdaptiveConfig, *, shuffles: int
         full = full_decision(s.n, s.n_correct, cfg)
         for _ in range(max(1, shuffles)):
             seq = base if not shuffles else rng.sample(base, len(base))
-            taken, d = run_rule(seq, s.n, cfg)
+            taken, d = run_stopping_rule(seq, s.n, cfg)
             rows.append(TaskReplay(s.task_id, s.n, taken, d.label or "", full, d.forced))
     return ReplaySummary(
         orders="file" if not shuffles else f"{shuffles} shuffles (seed {seed})",

@@ -142,11 +142,11 @@ class ParsedRow:
     prelude: str = ""
     """Imports run before the completion (APPS's harness imports for APPS-family rows)."""
     language: str = "python"
-    """What the programs are written in (``python`` or ``cpp``: :data:`grpo_wb.tasks.records.LANGUAGES`)."""
+    """What the programs are written in (``python`` or ``cpp``: :data:`grpo_wb.formats.schema.Language`)."""
     checker: str | None = None
     """The row's special judge (Python source), run on each test's output instead of comparing it."""
     checker_style: str = "open-r1"
-    """How that checker is called (:data:`grpo_wb.tasks.records.CHECKER_STYLES`)."""
+    """How that checker is called (:data:`grpo_wb.formats.schema.CheckerStyle`)."""
     time_limit: float | None = None
     """The row's seconds per test."""
     memory_limit_mb: int | None = None

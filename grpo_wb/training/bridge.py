@@ -3,7 +3,7 @@
 :class:`ExecutionReward` is a reward function with TRL's calling convention
 (``prompts``, ``completions``, every dataset column as a keyword, ``trainer_state``,
 ``log_metric``, ...). It scores each completion exactly as ``grpo-wb smoke`` does
-(same extraction, same long-lived sandboxed :class:`~grpo_wb.scoring.Scorer`, same
+(same extraction, same long-lived sandboxed :class:`~grpo_wb.scoring.scorer.Scorer`, same
 :class:`~grpo_wb.scoring.rewards.RewardConfig`) and returns one float per completion, or
 ``None`` where the sandbox failed (TRL then leaves that completion out of its group).
 
@@ -42,13 +42,14 @@ from typing import Any
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import iter_jsonl, sha256_file
+from grpo_wb.layout import RunFiles
 from grpo_wb.runs.artifacts import ARTIFACTS, RunWriter
+from grpo_wb.scoring.trainer_reward import ExecutionReward, ScoredBatch, completion_text, execution_reward, prompt_text  # noqa: F401 - re-exported: the bridge is where users import them from
 from grpo_wb.signal.advantages import AdvantageConfig, ScaleRewards
-from grpo_wb.training.reward import ExecutionReward, ScoredBatch, completion_text, execution_reward, prompt_text  # noqa: F401 - re-exported: the bridge is where users import them from
 
 TRL_EPSILON = 1e-4
 """The std epsilon TRL's GRPOTrainer adds (hard-coded there)."""
-RUN_ARTIFACTS = (*ARTIFACTS, "trl_log.jsonl")
+RUN_ARTIFACTS = (*ARTIFACTS, RunFiles.TRL_LOG)
 
 
 # ----------------------------------------------------------------------------- groups and run artifacts
@@ -116,7 +117,7 @@ def compare_logged_advantages(
     Returns the number of steps compared and the largest differences, or None without parquet files.
     """
     files = sorted((Path(output_dir) / "completions").glob("completions_*.parquet"))
-    gpath = Path(run_dir) / "groups.jsonl"
+    gpath = Path(run_dir) / RunFiles.GROUPS
     if not files or not gpath.exists():
         return None
     import pandas as pd  # where used: the reward, which every training process imports, never needs it
@@ -254,7 +255,7 @@ class _MetricsCallback:
             )
         }
         if self._main:
-            self.writer = RunWriter(self.run_dir, extra_logs=("trl_log.jsonl",))
+            self.writer = RunWriter(self.run_dir, extra_logs=(RunFiles.TRL_LOG,))
             self._write_manifest(state)
         return control
 
@@ -269,7 +270,7 @@ class _MetricsCallback:
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if self._main and self.writer is not None and logs:
-            self.writer.log("trl_log.jsonl", {"step": state.global_step, **{k: _plain(v) for k, v in logs.items()}})
+            self.writer.log(RunFiles.TRL_LOG, {"step": state.global_step, **{k: _plain(v) for k, v in logs.items()}})
         return control
 
     def on_save(self, args, state, control, **kwargs):

@@ -18,6 +18,7 @@ from typing import Any
 
 from grpo_wb.errors import UserError, exception_line, one_line
 from grpo_wb.jsonio import read_json
+from grpo_wb.layout import RunFiles
 from grpo_wb.rollouts.sampling import SamplingConfig
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.training.bridge import RUN_ARTIFACTS, ExecutionReward, GrpoWbMetricsCallback, list_checkpoints
@@ -140,4 +141,4 @@ def run_training(cfg: TrlTrainConfig, *, overwrite: bool = False) -> dict[str, A
         trainer.train()
     finally:
         reward.close()
-    return read_json(out / "summary.json")
+    return read_json(out / RunFiles.SUMMARY)

@@ -1,8 +1,8 @@
 """``grpo-wb bench --set analyses``: reading a results file of millions of rows, streamed, against keeping every row.
 
 A results file holds each completion's text; the estimates need a pass and a reward per sample. The streamed
-reader (:func:`grpo_wb.signal.headroom.samples_from_scored_file`, orjson, a few bytes a sample) is timed beside the
-anchor, the reader that keeps every row (:func:`~grpo_wb.signal.headroom.read_scored_file`, what the estimates read
+reader (:func:`grpo_wb.runs.scored.samples_from_scored_file`, orjson, a few bytes a sample) is timed beside the
+anchor, the reader that keeps every row (:func:`~grpo_wb.runs.scored.read_scored_file`, what the estimates read
 before), each in a fresh process so that its peak RSS is its own (the seconds are the reading; ``analyze``'s on
 the samples read are printed apart), on synthetic files shaped like a real one
 (CodeGen-16B's HumanEval rows: a completion of some 300 characters, a failure record, 10,000 tasks). The
@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from grpo_wb.runs.explore import RolloutIndex, open_rollouts
+from grpo_wb.runs.scored import read_scored_file, samples_from_scored_file
 from grpo_wb.signal.clusters import cluster_file
-from grpo_wb.signal.headroom import analyze, read_scored_file, samples_from_scored_file, samples_from_scored_rows
+from grpo_wb.signal.headroom import analyze, samples_from_scored_rows
 
 ROW_TEMPLATE = {
     "task_id": "",
@@ -126,7 +127,7 @@ def _child(kind: str, path: str) -> None:
 def measure(kind: str, path: Path) -> dict[str, Any]:
     """One reader in a fresh interpreter: rows read, seconds and peak RSS."""
     out = subprocess.run(
-        [sys.executable, "-c", f"from grpo_wb.runs.analysis_bench import _child; _child({kind!r}, {str(path)!r})"],
+        [sys.executable, "-c", f"from grpo_wb.bench.analyses import _child; _child({kind!r}, {str(path)!r})"],
         capture_output=True,
         text=True,
         check=True,

@@ -4,6 +4,9 @@ Such a parameter is declared by the dataclass (its name, its type, its help); th
 default, smaller for a quick run. :func:`parameter_problems` says where a notebook's ``parameters`` cell has
 drifted from the dataclass, :func:`sync_parameters` rewrites those lines, and the recipes the notebooks call
 check the values as strictly as the CLI checks the flags of the same names.
+
+It lives beside the command line because it is the same kind of thing: a front end whose inputs are derived from
+the config dataclasses of every room below (runs, signal, audit), so it may import them all.
 """
 
 from __future__ import annotations
@@ -115,6 +118,6 @@ def sync_parameters(path: str | Path) -> bool:
     return True
 
 
-if __name__ == "__main__":  # python -m grpo_wb.reports.templates: bring the notebooks in line
+if __name__ == "__main__":  # python -m grpo_wb.cli.notebook_params: bring the notebooks in line
     for name in CONFIG_PARAMETERS:
         print(("synced " if sync_parameters(NOTEBOOKS / name) else "in line: ") + name)

