@@ -148,12 +148,12 @@ class Task:
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form extra information (source, difficulty, mock skill, ...)."""
     language: str = "python"
-    """``python`` or ``cpp`` (:data:`LANGUAGES`): the language of the completions and references."""
+    """``python`` or ``cpp`` (:data:`grpo_wb.formats.schema.Language`): what completions and references are in."""
     checker: str | None = None
     """A stdio task's special judge (Python, or C++ for ``testlib``) run on each test's output; None:
     ``output_match``."""
     checker_style: str = "open-r1"
-    """How the checker is called and read (:data:`CHECKER_STYLES`)."""
+    """How the checker is called and read (:data:`grpo_wb.formats.schema.CheckerStyle`)."""
     time_limit: float | None = None
     """The dataset's seconds per test: a C++ run's limit on each test; a Python task's deadline, times the tests."""
     memory_limit_mb: int | None = None
