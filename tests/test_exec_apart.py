@@ -259,7 +259,7 @@ def test_the_entry_point_answers_plain_values_only(scorer):
         "    __hash__ = int.__hash__\n\ndef magic(i):\n    return _Any(0)\n",
     )
     assert_no_reward(scorer, r)
-    assert "NotBuiltin" in r.error, r.error
+    assert r.error == "AssertionError", r.error  # it crossed as the int it is (0), read by int's own methods
 
 
 # ----------------------------------------------------------------------------- what tests do, across two processes
@@ -344,7 +344,6 @@ SEMANTICS = {
     "callbacks given handles": "assert apply(lambda s: len(s), [Stack.make(1), Stack.make(1, 2)]) == [1, 2]",
     "builtins given": "assert apply(str, [1]) == ['1'] and apply(len, ['ab']) == [2]",
     "large values": "assert len(add(list(range(300000)), [1])) == 300001",
-    "values nested past the encoding's depth": "x = deep(100)\nfor _ in range(100):\n    x = x[0]\nassert x == []",
     "changes in place": "xs = [3, 1, 2]\nsort_in_place(xs)\nd = {}\nfill(d)\nassert xs == [1, 2, 3] and d == {'k': 1}",
 }
 

@@ -218,8 +218,9 @@ def test_environment_is_scrubbed(monkeypatch):
 
 
 CWD_PROBE = make_task(
-    "import os\nassert False, 'CWD=%s|HOME=%s|FILES=%s|PREV_GONE=%s|' % (os.getcwd(), "
-    "os.environ.get('HOME'), _FILES, globals().get('_PREV_GONE'))",
+    # the test reads the candidate's names by name: only names a test reads reach it (tester_scope)
+    "import os\ntry:\n    prev = _PREV_GONE\nexcept NameError:\n    prev = None\n"
+    "assert False, 'CWD=%s|HOME=%s|FILES=%s|PREV_GONE=%s|' % (os.getcwd(), os.environ.get('HOME'), _FILES, prev)",
     task_id="iso/cwd",
 )
 

@@ -157,6 +157,8 @@ def _program(task: Task, ref: str) -> tuple[str | None, str]:
         return None, f"does not compile: {e.msg} (line {e.lineno})"
     except ValueError as e:
         return None, f"does not compile: {e}"
+    except (RecursionError, MemoryError):
+        return None, "does not compile: nested too deeply for the compiler"
     return ext.program, ""
 
 
@@ -485,7 +487,10 @@ def _decide(
     # mutation testing
     if mutants is not None:
         mres = got.get("mutant", {})
-        killed = [j for j, r in mres.items() if not r.passed and r.status != "sandbox_error"]
+        # a mutant that never loaded was not killed by the tests: none of them ran (a reference that checks its own
+        # code at load makes every mutant so, and its tests would look strong)
+        stillborn = sorted(j for j, r in mres.items() if _stillborn(r))
+        killed = [j for j, r in mres.items() if not r.passed and r.status != "sandbox_error" and j not in stillborn]
         survived = sorted(j for j, r in mres.items() if r.passed)
         agree = got.get("agree", {})
         equivalent = [j for j in survived if j in agree and agree[j].passed]
@@ -510,11 +515,17 @@ def _decide(
             "score": score,
             "score_without_equivalent": adjusted,
             "killed_by": dict(Counter(mres[j].status for j in killed)),
+            "stillborn": len(stillborn),
             "survivors": [survivor(j) for j in survived if j not in equivalent],
             "equivalent": [survivor(j) for j in equivalent],
         }
-        if adjusted is not None and adjusted < cfg.weak_below:
-            flags.append("weak")
+        if adjusted is not None and adjusted < cfg.weak_below or adjusted is None and stillborn:
+            flags.append("weak")  # no mutant the tests could judge: their strength is not shown
+        if len(stillborn) * 2 > len(mres):
+            rec["notes"].append(
+                f"{len(stillborn)} of {len(mres)} mutants did not load: the mutation score rests on the others "
+                "(a reference that checks its own code at load does this)"
+            )
         if not mutants:
             rec["notes"].append("no mutation site in the reference")
     stats = rec["tests"]
@@ -522,6 +533,11 @@ def _decide(
         flags.append("few_tests")
     if stats["only_prompt_examples"]:
         flags.append("only_examples")
+
+
+def _stillborn(r: ScoredCompletion) -> bool:
+    """A mutant that failed before any test ran: an exception or an exit while its program loaded."""
+    return r.status == "error" and r.tests_passed == 0 and not r.failure and "during the tests" not in r.error
 
 
 def find_overlap(tasks: list[Task], against: Iterable[str], threshold: float = 0.7) -> dict[str, Any]:

@@ -70,6 +70,7 @@ from typing import IO, Any, Literal, cast
 
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable
+from grpo_wb.scoring import tester_scope
 from grpo_wb.scoring.worker import wb_protocol as protocol
 
 WORKER = str(Path(__file__).with_name("worker") / "main.py")
@@ -968,11 +969,16 @@ def build_job(
     limits: SandboxLimits = SandboxLimits(),
     script: bool = False,
     stream: bool = False,
+    trusted: Sequence[str] = (),
+    entry_kind: str | None = None,
 ) -> dict[str, Any]:
     """The job a worker receives; ``tests`` are already planned (``values``, ``stdio`` or ``exec``).
 
-    ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``)."""
-    return {
+    ``stream``: the worker forwards events as they arrive and obeys a ``stop`` (see ``WorkerPool.run``).
+    ``trusted``: the task's own code its exec tests may use (:func:`tester_scope.trusted_text`); ``entry_kind``:
+    ``class``, ``function`` or None (:func:`tester_scope.entry_kind`). A split job's tester gets these and the names
+    its tests need from the candidate (:mod:`grpo_wb.scoring.tester_scope`)."""
+    job: dict[str, Any] = {
         "program": program,
         "entry_point": entry_point,
         "tests": tests,
@@ -982,6 +988,20 @@ def build_job(
         "script": script,
         "stream_after": STREAM_AFTER if stream else None,
     }
+    if protocol.needs_tester(job):
+        setup, module = tester_scope.split_setup(test_setup)
+        codes = [setup, check or ""]
+        for t in tests:
+            codes.append(t.get("code") or "")
+            codes.extend(t.get("exprs") or ())
+        job.update(
+            test_setup=setup,
+            trusted=list(trusted),
+            wanted=tester_scope.wanted_names(codes),
+            entry_kind=entry_kind,
+            solution_module=module,
+        )
+    return job
 
 
 CXX_ENV = "GRPO_WB_CXX"

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from grpo_wb.bundled import TESTLIB, bundled
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
+from grpo_wb.scoring import tester_scope
 from grpo_wb.scoring.extraction import Extraction, extract_answer
 from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
@@ -505,7 +506,28 @@ def testlib_header() -> str:
 
 
 class CheckerUnavailable(Exception):
-    """The task's checker could not run (the sandbox failed it): the completion gets ``sandbox_error``."""
+    """The task's checker could not run (the sandbox failed it), or it fails on a test's own expected output: the
+    completion gets ``sandbox_error``."""
+
+
+EXPECTED_CHECKS_KEPT = 1 << 16
+"""How many (task, test) answers of :meth:`Scorer._accepts_expected` a scorer keeps, the least recently used dropped
+first (a dropped one is checked again when asked)."""
+
+
+def _on_expected(ev: Mapping[str, Any] | None, timed_out: bool) -> tuple[bool | None, str]:
+    """What the checker's ``checked`` event on a test's own expected output says: ``(accepted, a note)``, accepted
+    None where it did not decide (it ran out of time, or said nothing)."""
+    if ev is None:
+        return None, "the checker did not decide the test's expected output" + (" in time" if timed_out else "")
+    said = str(ev.get("message") or "")[:300]
+    if ev.get("ok") is True:
+        return True, "it accepts the test's expected output"
+    if ev.get("broken"):
+        return False, "it fails on the test's expected output too" + (f": {said}" if said else "")
+    if ev.get("timed_out"):
+        return None, "it ran out of time on the test's expected output"
+    return False, "it rejects the test's expected output" + (f": {said}" if said else "")
 
 
 class ToolchainMissing(UserError):
@@ -648,6 +670,9 @@ def _task_fingerprint(task: Task) -> str:
                 task.checker_style,
                 task.time_limit,
                 task.memory_limit_mb,
+                # what a split job's tester runs beside the tests (tester_scope)
+                tester_scope.trusted_text(task.prompt, task.prelude),
+                _entry_kind(task),
             ]
         )
     )
@@ -656,6 +681,11 @@ def _task_fingerprint(task: Task) -> str:
         text(t.input)
         text(t.output)
     return h.hexdigest()
+
+
+def _entry_kind(task: Task) -> str | None:
+    """Whether the task's entry point is a class or a function, from its prompt or references (tester_scope)."""
+    return tester_scope.entry_kind(task.entry_point, task.prompt, task.canonical_solution or "", *task.solutions)
 
 
 def _cache_key(fingerprint: str, program: str, limits: SandboxLimits) -> str:
@@ -774,6 +804,12 @@ class Scorer:
         self._toolchain_ok: str | None = None
         self.compiles = 0
         self.compile_hits = 0
+        # whether a task's checker accepts a test's own expected output, by (task, test index): asked when the
+        # checker failed on a completion's output (:meth:`_accepts_expected`)
+        self._expected_checks: OrderedDict[tuple[str, int], tuple[bool | None, str]] = OrderedDict()
+        self._expected_inflight: dict[tuple[str, int], Future] = {}
+        self.expected_checks = 0
+        """Tests whose expected output the checker was run on (at most once per task and test)."""
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -969,7 +1005,87 @@ class Scorer:
             self._toolchain_ok = compiler
 
     def _checked(self, task: Task, outputs: dict[int, str], limits: SandboxLimits) -> dict[int, tuple[bool, str]]:
-        """The task's checker on each output, in a job of its own (the expected outputs reach only that job)."""
+        """The task's checker on each output, in a job of its own (the expected outputs reach only that job).
+
+        A checker that fails on an output (testlib's FAIL, a crash: ``broken``) has rejected that output when it
+        accepts the test's own expected output (:meth:`_accepts_expected`): what a completion prints cannot make its
+        answer the task's fault. One that fails on the expected output too, or does not accept it, is the task's
+        (:class:`CheckerUnavailable`: ``sandbox_error``)."""
+        events, timed_out = self._checker_events(task, outputs, limits)
+        results: dict[int, tuple[bool, str]] = {}
+        broken: dict[int, str] = {}
+        for i, ev in sorted(events.items()):
+            message = str(ev.get("message") or "")
+            if ev.get("broken"):
+                broken[i] = message[:300]
+            else:
+                results[i] = (ev.get("ok") is True, message)
+        if broken:
+            expected = self._accepts_expected(task, sorted(broken), limits)
+            for i, message in broken.items():
+                accepted, said = expected[i]
+                if accepted is not True:
+                    raise CheckerUnavailable(f"the checker failed on test {task.tests[i].name}: {message} ({said})")
+                why = "the checker crashed or failed on this output, not on the expected one"
+                results[i] = (False, f"{why}: {message}" if message else why)
+        if timed_out:
+            for i in outputs:
+                results.setdefault(i, (False, "the checker ran out of time"))
+        return results
+
+    def _accepts_expected(
+        self, task: Task, indices: list[int], limits: SandboxLimits
+    ) -> dict[int, tuple[bool | None, str]]:
+        """Whether the task's checker accepts each test's own expected output, checked as the output (in a checker
+        job, never in a completion's process), with a note that says so: True, False (it fails on it or rejects
+        it), None (undecided: it ran out of time). Run once per task and test in this scorer (a thread asking for a
+        test being checked waits for that check); an undecided answer is not kept (the neighbours' load may have
+        caused it), nor a check the sandbox failed."""
+        fingerprint = self._plan(task).fingerprint
+        got: dict[int, tuple[bool | None, str]] = {}
+        mine: dict[int, Future] = {}
+        theirs: dict[int, Future] = {}
+        with self._lock:
+            for i in indices:
+                key = (fingerprint, i)
+                hit = self._expected_checks.get(key)
+                if hit is not None:
+                    self._expected_checks.move_to_end(key)
+                    got[i] = hit
+                elif key in self._expected_inflight:
+                    theirs[i] = self._expected_inflight[key]
+                else:
+                    mine[i] = self._expected_inflight[key] = Future()
+        if mine:
+            try:
+                events, timed_out = self._checker_events(task, {i: task.tests[i].output for i in mine}, limits)
+            except BaseException as e:
+                with self._lock:
+                    for i, fut in mine.items():
+                        self._expected_inflight.pop((fingerprint, i))
+                        fut.set_exception(e)
+                raise
+            with self._lock:
+                self.expected_checks += len(mine)
+                for i, fut in mine.items():
+                    answer = _on_expected(events.get(i), timed_out)
+                    if answer[0] is not None:
+                        self._expected_checks[(fingerprint, i)] = answer
+                        while len(self._expected_checks) > EXPECTED_CHECKS_KEPT:
+                            self._expected_checks.popitem(last=False)
+                    self._expected_inflight.pop((fingerprint, i))
+                    fut.set_result(answer)
+                    got[i] = answer
+        for i, fut in theirs.items():
+            got[i] = fut.result()
+        return got
+
+    def _checker_events(
+        self, task: Task, outputs: dict[int, str], limits: SandboxLimits
+    ) -> tuple[dict[int, dict[str, Any]], bool]:
+        """Run the task's checker on (input, expected output, ``outputs[i]``) of each test ``i``, in a job of its
+        own: its ``checked`` event by test, and whether the job ran out of time. A checker the sandbox could not run
+        (or that does not compile) is :class:`CheckerUnavailable`."""
         cases = [
             {"index": i, "input": task.tests[i].input, "expected": task.tests[i].output, "actual": out}
             for i, out in sorted(outputs.items())
@@ -1001,19 +1117,12 @@ class Scorer:
             raise CheckerUnavailable(f"the checker did not run: {type(e).__name__}: {e}") from None
         if out.sandbox_error or out.worker_died:
             raise CheckerUnavailable(f"the checker did not run: {out.sandbox_error or out.worker_died}")
-        results: dict[int, tuple[bool, str]] = {}
-        for ev in out.events:
-            if ev.get("event") == protocol.CHECKED and type(ev.get("index")) is int:
-                if ev.get("broken"):  # testlib's FAIL, or a checker that crashed: the task's judge is at fault
-                    raise CheckerUnavailable(
-                        f"the checker failed on test {task.tests[ev['index']].name}: "
-                        f"{str(ev.get('message') or '')[:300]}"
-                    )
-                results[ev["index"]] = (ev.get("ok") is True, str(ev.get("message") or ""))
-        if out.timed_out:
-            for i in outputs:
-                results.setdefault(i, (False, "the checker ran out of time"))
-        return results
+        events = {
+            ev["index"]: ev
+            for ev in out.events
+            if ev.get("event") == protocol.CHECKED and type(ev.get("index")) is int and ev["index"] in outputs
+        }
+        return events, out.timed_out
 
     def _execute(
         self,
@@ -1051,6 +1160,8 @@ class Scorer:
                 check=task.check if send_check else None,
                 limits=limits,
                 stream=stream,
+                trusted=tester_scope.trusted_text(task.prompt, task.prelude),
+                entry_kind=_entry_kind(task),
             )
         try:
             for _ in range(2):  # a worker that died is retried once, in a fresh one

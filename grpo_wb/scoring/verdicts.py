@@ -587,7 +587,7 @@ def value_size(v: Any, limit: int = MAX_ITEMS) -> int:
             seen += 1
         elif t in (str, bytes):
             seen += 1 + len(x)
-        elif t in (list, tuple, set, frozenset):
+        elif t in (list, tuple, set, frozenset) or isinstance(x, tuple):  # a namedtuple is the tuple it is
             seen += 1
             if len(x) > limit:
                 raise EvalBudget(f"a value of {len(x)} elements is more than the scorer evaluates")

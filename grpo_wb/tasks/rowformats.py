@@ -191,15 +191,19 @@ def decode_compressed_json(text: str, name: str) -> Any:
         return json.loads(text)
     except (json.JSONDecodeError, TypeError):
         pass
+    except RecursionError:
+        raise RowError(f"{name} is JSON nested too deeply to read") from None
     try:
         inner = _NoGlobals(io.BytesIO(zlib.decompress(base64.b64decode(text)))).load()
-    except Exception as e:  # binascii, zlib and pickle each raise their own
+    except Exception as e:  # binascii, zlib and pickle each raise their own (RecursionError among them)
         raise RowError(f"{name} is neither JSON nor base64/zlib/pickle ({type(e).__name__})") from None
     if isinstance(inner, (bytes, str)):
         try:
             return json.loads(inner)
         except json.JSONDecodeError as e:
             raise RowError(f"{name} decodes to text that is not JSON ({e.msg})") from None
+        except RecursionError:
+            raise RowError(f"{name} decodes to JSON nested too deeply to read") from None
     return inner
 
 
@@ -1260,6 +1264,8 @@ def parse_row(
         raise
     except (AttributeError, KeyError, TypeError, ValueError, IndexError) as e:  # a field of the wrong shape
         raise RowError(f"malformed {fmt} row ({type(e).__name__}: {one_line(e, 120)})") from None
+    except RecursionError:
+        raise RowError(f"malformed {fmt} row (nested too deeply to read)") from None
 
 
 # ----------------------------------------------------------------------------- tasks

@@ -15,8 +15,8 @@ import warnings
 
 import wb_native
 import wb_protocol as protocol
-from wb_remote import _Function as _RemoteFunction
-from wb_values import NotBuiltin, encode
+import wb_remote
+from wb_values import NotBuiltin, encode, plain_of
 
 
 def _short(exc):
@@ -68,6 +68,8 @@ def compile_ahead(job):
     for i, test in enumerate(job.get("tests", ())):
         for src in test.get("exprs", ()):  # value tests' calls
             _ahead(src, f"<test {i}>", "eval")
+    for i, src in enumerate(job.get("trusted") or ()):  # a split job's prelude and prompt, run in its tester
+        _ahead(src, f"<task {i}>", "exec")
     _ahead(job["program"], "<candidate>", "exec")
 
 
@@ -126,6 +128,24 @@ def run_harness(job, emit, tester=None):
     run_tests(job, emit, ns, entry, entry)  # value tests only: the scorer judges what the calls returned
 
 
+ITERATED_MAX = 100_000
+"""Most items of an iterator a value test's call returned that are read (the scorer compares what they were)."""
+
+
+def _as_value(obj):
+    """A value test's answer that is not a builtin value: an iterator as the items it yields (read here, in the
+    candidate's process: the scorer gets them as an iterator over those items), an instance of a subclass of a
+    builtin type as the value it is (``wb_values.plain_of``); anything else is not a value."""
+    if wb_remote._is_iterator(obj):
+        items = []
+        for x in obj:
+            if len(items) == ITERATED_MAX:
+                raise NotBuiltin(f"an iterator of more than {ITERATED_MAX} items")
+            items.append(encode(x, hook=_as_value))
+        return {"$": "iterated", "v": items}
+    return plain_of(obj)
+
+
 def find_entry(ns, name):
     """The function the tests call. LeetCode style: a class Solution with the entry point as a method is what is
     called, as APPS's, TACO's, prime_code's and LiveCodeBench's harnesses call Solution().fn, before any
@@ -147,9 +167,10 @@ def serve_candidate(job, server):
     try:
         exec(_compile(job["program"], "<candidate>", "exec"), ns)
         entry = find_entry(ns, job["entry_point"])
-        # a function must answer plain values; a class entry point (KodCode's ``from solution import Stack``)
-        # makes instances the tests inspect themselves: there is no plain value to insist on
-        hello = {"loaded": server.listing(ns), "entry": server.describe(entry), "guard": not isinstance(entry, type)}
+        described = server.describe(entry)
+        if described.get("$") == "builtin":  # ``sort_list = sorted``: still the candidate's to call, not ours
+            described = {"$": "function", "v": [server.export(entry), described["v"]]}
+        hello = {"loaded": server.listing(ns), "entry": described}
     except BaseException as e:  # SystemExit included: leaving early passes nothing
         server.send({"load_error": _short(e)})
         return
@@ -157,25 +178,64 @@ def serve_candidate(job, server):
     server.serve()
 
 
+def trusted_namespace(job):
+    """The namespace the tests start from: the tester's own builtins and the task's trusted text (its prelude, the
+    prompt's helpers: ``tester_scope.trusted_text``), each statement run on its own."""
+    ns = {"__name__": "__candidate__", "__builtins__": builtins}
+    for i, src in enumerate(job.get("trusted") or ()):
+        try:
+            exec(_compile(src, f"<task {i}>", "exec"), ns)
+        except BaseException:  # the task's text, not the candidate's: a statement that cannot run defines nothing
+            pass
+    return ns
+
+
+class _SolutionModule(types.ModuleType):
+    """``import solution`` in a test module: the candidate's module-level names, each read when a test asks for it
+    and crossing as a name the tests read (:data:`wb_remote.NAMED`)."""
+
+    def __init__(self, tester, listing):
+        super().__init__("solution")
+        self.__dict__["_grpo_wb"] = (tester, listing)
+
+    def __getattr__(self, name):
+        tester, listing = self.__dict__["_grpo_wb"]
+        if name.startswith("__") or name not in listing:
+            raise AttributeError(f"module 'solution' has no attribute {name!r}")
+        value = tester.decode(listing[name], wb_remote.NAMED)
+        self.__dict__[name] = value
+        return value
+
+
 def run_split(job, emit, tester):
     """The tester's side of a split job: the candidate's process loads the program; the tests run here, on
-    proxies of its objects (:mod:`wb_remote`)."""
+    proxies of its objects (:mod:`wb_remote`), in a namespace of the task's names (:func:`trusted_namespace`) with,
+    from the candidate, only its entry point (:meth:`wb_remote.Tester.entry`) and the names the tests read that
+    nothing else defines (``job["wanted"]``)."""
     try:
         hello = tester.recv()
         if "load_error" in hello:
             emit({"event": protocol.LOAD_ERROR, "error": str(hello["load_error"])[:300]})
             return
-        names = {str(k): tester.decode(v) for k, v in dict(hello["loaded"]).items()}
-        entry = tester.decode(hello["entry"])
+        listing = hello.get("loaded")
+        if type(listing) is not dict:
+            raise wb_remote.DecodeError("an unreadable listing")
+        entry = tester.entry(hello.get("entry"), job.get("entry_kind"))
     except BaseException as e:
         emit({"event": protocol.LOAD_ERROR, "error": f"the candidate's process: {_short(e)}"})
         return
     emit({"event": protocol.LOADED})
-    guarded = entry
-    if hello.get("guard") and isinstance(entry, _RemoteFunction):
-        guarded = _RemoteFunction(tester, entry.h, entry.__name__, value=True)
-    ns = {**names, "__name__": "__candidate__", "__builtins__": builtins}
-    run_tests(job, emit, ns, entry, guarded)
+    ns = trusted_namespace(job)
+    for name in job.get("wanted") or ():
+        if name not in ns and name in listing:
+            try:
+                ns[name] = tester.decode(listing[name], wb_remote.NAMED)
+            except Exception:  # a name that cannot cross is not there: the test that reads it fails
+                pass
+    if job.get("solution_module"):
+        sys.modules["solution"] = _SolutionModule(tester, listing)
+    ns[job["entry_point"]] = entry
+    run_tests(job, emit, ns, entry, entry)
 
 
 def run_tests(job, emit, ns, entry, guarded):
@@ -186,9 +246,7 @@ def run_tests(job, emit, ns, entry, guarded):
 
     def fresh_ns(exec_test=False):
         tns = dict(ns)
-        tns["candidate"] = guarded if exec_test and guard else entry
-        if exec_test and guard:
-            tns[job["entry_point"]] = guarded
+        tns["candidate"] = tns[job["entry_point"]] = guarded if exec_test and guard else entry
         if setup is not None:
             exec(setup, tns)
         return tns
@@ -200,7 +258,7 @@ def run_tests(job, emit, ns, entry, guarded):
             try:
                 tns = fresh_ns()
                 for src in test["exprs"]:
-                    values.append(encode(eval(_compile(src, f"<test {i}>", "eval"), tns)))
+                    values.append(encode(eval(_compile(src, f"<test {i}>", "eval"), tns), hook=_as_value))
                 ev = {"event": protocol.VALUES, "index": i, "values": values}
             except NotBuiltin as e:
                 ev = {"event": protocol.VALUES, "index": i, "error": f"NotBuiltin: {e}"}

@@ -83,7 +83,8 @@ and accepts stdout ``1`` or ``100``; Klear-CodeTest cuts the checker at its ``de
 HardTests calls ``output_judging_function(input_str, candidate_output, reference_output)`` with the texts as they are
 (no newline translation) and accepts a true value; a testlib checker (C++, compiled) runs as ``checker INPUT OUTPUT
 ANSWER`` and accepts with exit code 0, while its FAIL (exit 3: the checker or the answer is wrong) or a death by a
-signal is the checker's own failure (``broken``). Any other non-zero exit is a rejection."""
+signal is the checker's own failure (``broken``): the scorer then runs it on the test's expected output, and one that
+accepts that has rejected the candidate's output. Any other non-zero exit is a rejection."""
 TESTLIB_FAIL = 3
 """testlib's exit code for ``_fail`` without EJUDGE/CONTESTER/TESTSYS."""
 MAX_CHECKER_OUTPUT = 4096
@@ -140,6 +141,7 @@ def run_checker(job, emit):
                 ev["message"] = f"the checker ended with {_ended(proc.returncode)}"
         except subprocess.TimeoutExpired:
             ev["message"] = f"the checker ran past {job['check_timeout']:g} s"
+            ev["timed_out"] = True
         except OSError as e:
             ev["message"] = f"the checker could not start: {e}"
         finally:

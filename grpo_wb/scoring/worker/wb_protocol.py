@@ -100,8 +100,9 @@ def event_line(ev):
     return (json.dumps(ev) + "\n").encode()
 
 
-TESTER_KEYS = ("tests", "test_setup", "check")
-"""What a split job's tester reads itself and the worker never holds."""
+TESTER_KEYS = ("tests", "test_setup", "check", "wanted", "entry_kind", "solution_module")
+"""What a split job's tester reads itself and the worker never holds (the task's ``trusted`` text, its prelude and
+the prompt's code, is no secret: the worker compiles it ahead with the program)."""
 
 
 def needs_tester(job):

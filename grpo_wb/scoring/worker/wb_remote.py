@@ -27,7 +27,7 @@ import sys
 import types
 
 import wb_protocol as protocol
-from wb_values import DecodeError, NotBuiltin, decode_value, encode
+from wb_values import DecodeError, NotBuiltin, decode_value, encode, plain_of
 
 MAX_MESSAGE = 256 << 20
 """The largest message either end reads: past it the link is broken (the test fails)."""
@@ -83,6 +83,18 @@ OPS.update(
 applied in the candidate's process (its own methods answer)."""
 
 
+VALUE, BACK, OBJECT, NAMED = "value", "back", "object", "named"
+"""How the tester decodes what the candidate's process sends (the tester decides; the sender is not trusted):
+
+* ``VALUE``: plain values and the standard library's value types only, and iterators whose items are ``VALUE``
+  again: the entry point's answers, comparisons, ``len``, ``bool``, ``str``, ``hash``, ...;
+* ``BACK``: plain values, and handles the tester already holds: an argument a call changed in place;
+* ``OBJECT``: also handles of functions, methods, classes, and objects of the classes the tests hold (named, imported,
+  or the entry point): a helper's, a method's or an attribute's answer. Any other object is refused (its builtin
+  value is used where it is an instance of a subclass of a builtin type);
+* ``NAMED``: a module-level name of the candidate's that a test reads: an object of any class.
+"""
+
 MUTABLE = (list, dict, set)
 """Arguments a call may change in place: sent back after it (:meth:`_Peer.request`)."""
 
@@ -94,6 +106,10 @@ def _sync(old, new):
     elif type(old) is dict and type(new) is dict or type(old) is set and type(new) is set:
         old.clear()
         old.update(new)
+
+
+_NEXT = {"op": ("next",), "callattr": ("__next__",)}
+"""The requests that may end an iteration with ``StopIteration``: an iterator's ``next``."""
 
 
 class Gone(Exception):
@@ -167,10 +183,11 @@ class _Peer:
             self._break("an unreadable message")
         return msg
 
-    def request(self, msg, sent=None):
-        """Send ``msg``; serve the other end until its answer comes; the answer decoded (or its exception raised).
-        ``sent``: the ``(args, kwargs)`` the message carries, whose lists, dicts and sets the answer updates in
-        place as the call left them there (a function that sorts its argument in place, or must not change it)."""
+    def request(self, msg, sent=None, mode=OBJECT):
+        """Send ``msg``; serve the other end until its answer comes; the answer decoded in ``mode`` (or its
+        exception raised). ``sent``: the ``(args, kwargs)`` the message carries, whose lists, dicts and sets the
+        answer updates in place as the call left them there (a function that sorts its argument in place, or must
+        not change it): what comes back is decoded as plain values (:data:`BACK`), like any other answer."""
         if self.broken:
             raise Gone(self.broken)
         self.send(msg)
@@ -182,12 +199,19 @@ class _Peer:
                 try:
                     if sent is not None and type(reply.get("back")) is list:
                         for key, enc in reply["back"]:
-                            _sync(sent[0][key] if type(key) is int else sent[1][key], self.decode(enc))
-                    return self.decode(reply["ok"])
+                            _sync(sent[0][key] if type(key) is int else sent[1][key], self.decode(enc, BACK))
+                    return self.decode(reply["ok"], mode)
                 except (DecodeError, RecursionError, MemoryError, TypeError, ValueError, IndexError, KeyError) as e:
                     raise DecodeError(f"the candidate's answer: {e}") from None
             elif "exc" in reply:
-                raise self.exception(reply["exc"])
+                exc = self.exception(reply["exc"])
+                if isinstance(exc, (StopIteration, StopAsyncIteration)) and msg.get("name") not in _NEXT.get(
+                    msg.get("op"), ()
+                ):
+                    # only an iterator's ``next`` ends an iteration: raised by a call, it would end the test's
+                    # ``all(map(...))`` early (PEP 479 makes it a RuntimeError in a generator for the same reason)
+                    exc = RuntimeError(f"the candidate's call raised {type(exc).__name__}")
+                raise exc
             else:
                 self._break("an unexpected message")
 
@@ -199,10 +223,7 @@ class _Peer:
                 back = []
                 for k, v in (*enumerate(sent[0]), *sent[1].items()):
                     if type(v) in MUTABLE:
-                        try:
-                            back.append([k, self.encode(v)])
-                        except NotBuiltin:  # grew too large to send: the caller keeps its own
-                            pass
+                        back.append([k, self.encode_back(v)])
                 if back:
                     reply["back"] = back
             return reply
@@ -246,10 +267,33 @@ class Server(_Peer):
         except NotBuiltin:  # too large or too deep to send: the tester works on it where it is
             return self.describe(value)
 
+    def encode_value(self, value):
+        """An answer that must be a plain value (the entry point's, an item of the iterator it returned): an
+        iterator crosses as a handle whose items are plain values again; :class:`NotBuiltin` for anything else."""
+        return encode(value, budget=[LINK_ITEMS], hook=self._value_hook)
+
+    def _value_hook(self, obj):
+        if _is_iterator(obj):
+            return {"$": "iter", "v": self.export(obj)}
+        return plain_of(obj, budget=[LINK_ITEMS])
+
+    def encode_back(self, value):
+        """An argument a call changed in place, as plain values; objects the tester already holds as handles."""
+        try:
+            return encode(value, budget=[LINK_ITEMS], hook=self._back_hook)
+        except NotBuiltin as e:
+            return {"$": "unsendable", "v": str(e)[:200]}
+
+    def _back_hook(self, obj):
+        if id(obj) in self.exported:
+            return {"$": "held", "v": self.exported[id(obj)]}
+        return plain_of(obj, budget=[LINK_ITEMS])
+
     def describe(self, obj):
-        """The handle the tester gets for one of this process's objects."""
+        """The handle the tester gets for one of this process's objects (with the builtin value it is, when it is
+        an instance of a subclass of a builtin type: the tester uses that unless its tests name the class)."""
         name = _builtin_name(obj)
-        if name:
+        if name and isinstance(obj, type):
             return {"$": "builtin", "v": name}
         if isinstance(obj, types.ModuleType):
             return {"$": "module", "v": obj.__name__}
@@ -259,17 +303,21 @@ class Server(_Peer):
             return {"$": "callback", "v": obj.h}
         if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
             return {"$": "function", "v": [self.export(obj), str(getattr(obj, "__name__", "function"))]}
+        if _is_iterator(obj):
+            return {"$": "iter", "v": self.export(obj)}
         cls = type(obj)
-        return {
-            "$": "object",
-            "v": [
-                self.export(obj),
-                self.describe(cls) if not _builtin_name(cls) else {"$": "class", "v": [None, cls.__name__, None]},
-            ],
-        }
+        desc = [
+            self.export(obj),
+            self.describe(cls) if not _builtin_name(cls) else {"$": "class", "v": [None, cls.__name__, None]},
+        ]
+        try:
+            desc.append(plain_of(obj, budget=[LINK_ITEMS]))
+        except (NotBuiltin, RecursionError):
+            pass
+        return {"$": "object", "v": desc}
 
-    def decode(self, obj):
-        return decode_value(obj, hook=self._resolve)
+    def decode(self, obj, mode=OBJECT):
+        return decode_value(obj, hook=self._resolve)  # the tester's values and handles: no mode to apply here
 
     def _resolve(self, tag, v):
         if tag == "ref" and type(v) is int and v in self.objects:
@@ -286,17 +334,18 @@ class Server(_Peer):
         op = msg["op"]
         if op == "call":
             result, sent = self.call_in(msg, self.objects[msg["h"]])
+        elif op == "callattr":
+            result, sent = self.call_in(msg, getattr(self.objects[msg["h"]], msg["name"]))
+        elif op == "op":
+            result, sent = self.call_in(msg, OPS[msg["name"]])
+        else:
+            result = sent = None
+        if op in ("call", "callattr", "op"):
             if msg.get("value"):
                 try:
-                    return encode(result, budget=[LINK_ITEMS]), sent
+                    return self.encode_value(result), sent
                 except NotBuiltin as e:  # the entry point answers with plain values only
                     raise TypeError(f"NotBuiltin: {e}") from None
-            return self.encode(result), sent
-        if op == "callattr":
-            result, sent = self.call_in(msg, getattr(self.objects[msg["h"]], msg["name"]))
-            return self.encode(result), sent
-        if op == "op":
-            result, sent = self.call_in(msg, OPS[msg["name"]])
             return self.encode(result), sent
         if op == "attr":
             obj = self.objects[msg["h"]]
@@ -343,6 +392,19 @@ class Server(_Peer):
         return out
 
 
+_ITERATOR_MODULES = ("builtins", "itertools", "collections", "_collections", "enum", "re", "csv")
+
+
+def _is_iterator(obj):
+    """A generator, or an iterator of the standard library's (``map``, ``zip``, ``itertools.chain``, a list's
+    iterator): it crosses as an iterator whose items cross one by one (a class of the candidate's with
+    ``__next__`` crosses as its object)."""
+    t = type(obj)
+    if isinstance(obj, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+        return isinstance(obj, types.GeneratorType)
+    return getattr(t, "__module__", None) in _ITERATOR_MODULES and hasattr(t, "__next__") and hasattr(t, "__iter__")
+
+
 def _text(e):
     try:
         return str(e)[:2000]
@@ -374,7 +436,15 @@ class Tester(_Peer):
     def encode(self, value):
         return encode(value, budget=[LINK_ITEMS], hook=self._ref)
 
+    def encode_back(self, value):
+        try:
+            return self.encode(value)
+        except NotBuiltin as e:
+            return {"$": "unsendable", "v": str(e)[:200]}
+
     def _ref(self, obj):
+        if isinstance(obj, CheckedIterator) and obj.peer is self:
+            return {"$": "ref", "v": obj.h}
         if isinstance(obj, RemoteObject) and type(obj)._peer is self:
             return {"$": "ref", "v": object.__getattribute__(obj, "_h")}
         if isinstance(obj, _Function) and obj.peer is self:
@@ -396,18 +466,29 @@ class Tester(_Peer):
             return {"$": "callback", "v": self.export(obj)}
         raise NotBuiltin(f"a test's {type(obj).__name__} cannot cross into the candidate's process")
 
-    def decode(self, obj):
-        return decode_value(obj, hook=self._proxy)
+    def decode(self, obj, mode=OBJECT):
+        return decode_value(obj, hook=lambda tag, v: self._proxy(tag, v, mode))
 
-    def _proxy(self, tag, v):
-        if tag == "builtin" and type(v) is str and hasattr(builtins, v):
+    def _proxy(self, tag, v, mode):
+        if tag == "iter" and type(v) is int and mode != BACK:
+            key = ("iter", v)
+            if key not in self.proxies:
+                self.proxies[key] = CheckedIterator(self, v, VALUE if mode == VALUE else OBJECT)
+            return self.proxies[key]
+        if mode == BACK:
+            if tag == "held" and type(v) is int and v in self.proxies:
+                return self.proxies[v]
+            raise DecodeError(f"an argument was changed in place to hold {_what(tag, v)}, not a plain value")
+        if mode == VALUE:
+            raise DecodeError(f"the answer is {_what(tag, v)}, not a plain value")
+        if tag == "builtin" and type(v) is str and isinstance(getattr(builtins, v, None), type):
+            # a builtin type (``int``, ``ValueError``) is the tester's own; a builtin function the candidate names
+            # (``decode = eval``) crosses as its function, called in its process: never the tester's ``eval``
             return getattr(builtins, v)
         if tag == "module" and type(v) is str:
-            try:
-                __import__(v)
+            if v in sys.modules:  # never an import the candidate chose
                 return sys.modules[v]
-            except BaseException:
-                raise DecodeError(f"module {v!r} (the candidate's) cannot be imported here") from None
+            raise DecodeError(f"module {v!r} (the candidate's) is not loaded here")
         if tag == "class" and type(v) is list and len(v) == 3:
             return self.local_class(*v)
         if tag == "function" and type(v) is list and len(v) == 2 and type(v[0]) is int:
@@ -416,22 +497,37 @@ class Tester(_Peer):
             return self.proxies[v[0]]
         if tag == "method" and type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is str:
             return _Method(self, v[0], v[1])
-        if tag == "object" and type(v) is list and len(v) == 2 and type(v[0]) is int:
-            if v[0] not in self.proxies:
-                cls = self.decode(v[1])
-                if isinstance(cls, type) and issubclass(cls, _RemoteErrorAttrs):  # an exception, returned
-                    inst = cls()
-                    inst.__dict__["_h"] = v[0]
-                elif isinstance(cls, RemoteType) and cls._peer is self:
-                    inst = object.__new__(cls)
-                    object.__setattr__(inst, "_h", v[0])
-                else:
-                    raise DecodeError("an object handle without its class")
-                self.proxies[v[0]] = inst
-            return self.proxies[v[0]]
+        if tag == "object" and type(v) is list and len(v) in (2, 3) and type(v[0]) is int:
+            if v[0] in self.proxies:
+                return self.proxies[v[0]]
+            if mode != NAMED and not self._held_class(v[1]):
+                if len(v) == 3:  # an instance of a subclass of a builtin type: the value it is
+                    return self.decode(v[2], VALUE)
+                raise DecodeError(
+                    f"the answer is {_what(tag, v)}: only plain values, and objects of the classes the tests "
+                    f"use, cross from the candidate"
+                )
+            cls = self.decode(v[1])
+            if isinstance(cls, type) and issubclass(cls, _RemoteErrorAttrs):  # an exception, returned
+                inst = cls()
+                inst.__dict__["_h"] = v[0]
+            elif isinstance(cls, RemoteType) and cls._peer is self:
+                inst = object.__new__(cls)
+                object.__setattr__(inst, "_h", v[0])
+            else:
+                raise DecodeError("an object handle without its class")
+            self.proxies[v[0]] = inst
+            return inst
         if tag == "callback" and type(v) is int and v in self.objects:
             return self.objects[v]
         raise DecodeError(f"unknown handle {tag!r}")
+
+    def _held_class(self, desc):
+        """Whether an object's class (as described) is one the tests already hold."""
+        if type(desc) is not dict or desc.get("$") != "class" or type(desc.get("v")) is not list:
+            return False
+        h = desc["v"][0] if desc["v"] else None
+        return type(h) is int and h in self.classes
 
     def local_class(self, h, name, exc):
         """The local stand-in for one of the candidate's classes (cached: one per class)."""
@@ -455,9 +551,12 @@ class Tester(_Peer):
             return Gone("an unreadable exception")
         try:
             cls = self.decode(desc.get("cls"))
-            args = self.decode(desc.get("args"))
         except (DecodeError, RecursionError, TypeError, ValueError) as e:
             return DecodeError(f"the candidate's exception: {e}")
+        try:
+            args = self.decode(desc.get("args"), VALUE)
+        except (DecodeError, RecursionError, TypeError, ValueError):
+            args = ()
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             return DecodeError(f"the candidate raised a non-exception {cls!r}")
         try:
@@ -485,10 +584,52 @@ class Tester(_Peer):
         msg = {"op": "call", "h": h, **self.args_out(args, kwargs)}
         if value:
             msg["value"] = True
-        return self.request(msg, (args, kwargs))
+        return self.request(msg, (args, kwargs), VALUE if value else OBJECT)
 
-    def op(self, name, *args):
-        return self.request({"op": "op", "name": name, **self.args_out(args, {})}, (args, {}))
+    def op(self, name, *args, mode=OBJECT):
+        msg = {"op": "op", "name": name, **self.args_out(args, {})}
+        if mode == VALUE:
+            msg["value"] = True
+        return self.request(msg, (args, {}), mode)
+
+    def entry(self, desc, kind):
+        """The task's entry point, as the tests call it. A function (or anything callable but a class: an object
+        with ``__call__``, a ``Solution`` method) answers plain values only (:data:`VALUE`), and so does a class
+        where the task's entry point is a function; a class entry point (KodCode's ``Stack``) makes objects the
+        tests inspect. The tester decides from the task (``kind``), not from what the candidate says it is."""
+        if type(desc) is not dict or type(desc.get("v")) is not list or not desc["v"]:
+            raise DecodeError("an unreadable entry point")
+        tag, h = desc.get("$"), desc["v"][0]
+        if tag == "class" and kind != "function":
+            return self.decode(desc)
+        if tag in ("function", "object", "class") and type(h) is int:
+            return _Function(self, h, str(desc["v"][1] if tag != "object" else "entry point")[:200], value=True)
+        raise DecodeError("the entry point is not callable")
+
+
+def _what(tag, v):
+    """How a refused handle is named in the test's error."""
+    if tag == "object" and type(v) is list and len(v) > 1 and type(v[1]) is dict and type(v[1].get("v")) is list:
+        name = v[1]["v"][1] if len(v[1]["v"]) > 1 else "?"
+        return f"a {str(name)[:80]} object"
+    return f"a {str(tag)[:40]}"
+
+
+class CheckedIterator:
+    """An iterator of the candidate's process (a generator the entry point returned, a ``map``, the iterator of one
+    of its objects): each item crosses on its own, decoded as the answers it came with were (``mode``)."""
+
+    def __init__(self, peer, h, mode):
+        self.peer, self.h, self.mode = peer, h, mode
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.peer.op("next", self, mode=self.mode)
+
+    def __repr__(self):
+        return "<iterator (in the candidate's process)>"
 
 
 class _RemoteErrorAttrs:
@@ -573,7 +714,7 @@ class RemoteObject:
 
     def __repr__(self):
         try:
-            return type(self)._peer.op("repr", self)
+            return type(self)._peer.op("repr", self, mode=VALUE)
         except Exception:
             return f"<{type(self).__name__} object (in the candidate's process)>"
 
@@ -584,25 +725,33 @@ class RemoteObject:
         return _Method(type(self)._peer, object.__getattribute__(self, "_h"), "__exit__")(*exc)
 
 
+_VALUED = ("len", "bool", "hash", "str", "repr", "format", "int", "float", "index", "contains")
+"""Operators whose answer Python requires to be of a builtin type: decoded as :data:`VALUE`."""
+
+
 def _forward(op, swap=False):
+    mode = VALUE if op in _VALUED else OBJECT
+
     def method(self, *args):
         peer = type(self)._peer
         if swap:
-            return peer.op(op, args[0], self)
-        return peer.op(op, self, *args)
+            return peer.op(op, args[0], self, mode=mode)
+        return peer.op(op, self, *args, mode=mode)
 
     method.__name__ = op
     return method
 
 
-def _compare(op):
+def _compare(op, mode=OBJECT, swap=False):
+    """A comparison or arithmetic between two of the candidate's objects asks the candidate (its class is under
+    test); with a value of the test's it is not asked: the test's value never reaches the candidate's ``__eq__``
+    or ``__sub__`` (``==`` is then identity, ``<`` and ``-`` a TypeError, as between unrelated types)."""
+
     def method(self, other):
         peer = type(self)._peer
-        try:
-            peer.encode(other)
-        except NotBuiltin:
+        if not (isinstance(other, RemoteObject) and type(other)._peer is peer):
             return NotImplemented
-        return peer.op(op, self, other)
+        return peer.op(op, other, self, mode=mode) if swap else peer.op(op, self, other, mode=mode)
 
     return method
 
@@ -628,16 +777,19 @@ for _name, _op in (
     ("__index__", "index"),
     ("__round__", "round"),
     ("__format__", "format"),
+):
+    setattr(RemoteObject, _name, _forward(_op))
+for _name, _op in (
     ("__iadd__", "iadd"),
     ("__isub__", "isub"),
     ("__imul__", "imul"),
     ("__ior__", "ior"),
     ("__iand__", "iand"),
 ):
-    setattr(RemoteObject, _name, _forward(_op))
+    setattr(RemoteObject, _name, _compare(_op))
 for _op in _COMPARISONS:
-    setattr(RemoteObject, f"__{_op}__", _compare(_op))
+    setattr(RemoteObject, f"__{_op}__", _compare(_op, VALUE))
 for _op in _BINARY:
     _dunder = _op.rstrip("_")
     setattr(RemoteObject, f"__{_dunder}__", _compare(_op))
-    setattr(RemoteObject, f"__r{_dunder}__", _forward(_op, swap=True))
+    setattr(RemoteObject, f"__r{_dunder}__", _compare(_op, swap=True))
