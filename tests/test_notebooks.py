@@ -11,7 +11,7 @@ import nbformat
 import papermill as pm
 import pytest
 from conftest import ROW_FIXTURES, import_argv
-from nbfixtures import NOTEBOOKS, assert_shareable_html, n_images, n_tables, shared_run
+from nbfixtures import NOTEBOOKS, assert_shareable_html, fetched, n_images, n_tables, shared_run
 
 from grpo_wb.cli.main import main
 from grpo_wb.reports import notebooks as reports
@@ -27,8 +27,9 @@ pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 TEMPLATES = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_eight_templates_exist():
+def test_the_nine_templates_exist():
     assert {p.name for p in TEMPLATES} == {
+        "forecast_check.ipynb",
         "smoke_experiment.ipynb",
         "task_headroom.ipynb",
         "compare_runs.ipynb",
@@ -125,6 +126,16 @@ def test_task_headroom_from_mock_samples_exports_the_frontier(tmp_path):
 
 
 @pytest.mark.slow
+def test_forecast_check_holds_a_run_without_learning(tmp_path):
+    # the default: mock samples measure the rates, a mock smoke run (no weights change) is the run
+    res, nb, html = _run("forecast_check", tmp_path / "fc", {"steps": 4, "n": 8})
+    assert n_images(nb) == 1 and n_tables(nb) >= 1
+    assert_shareable_html(html, min_images=1)
+    h = res.headline
+    assert h["steps"] == 4 and h["judged_steps"] == 4 and h["inside_band"] >= 3, h
+    assert h["dapo"]["expected_batches"] >= 1 and h["dapo"]["simulated"]["batches_per_step"] >= 1
+
+
 def test_compare_runs_with_given_run_dirs_and_a_glob(tmp_path):
     a, b = shared_run(2), shared_run(4)
     pattern = str(a.parent.parent / "g4" / "ru*")
@@ -173,6 +184,7 @@ def test_rollout_explorer_over_a_run_directory(tmp_path):
     assert res.headline["completions"] == len(rows) and res.headline["tasks"] == len({r["task_id"] for r in rows})
     assert html.count('class="wbx-card"') <= 3 * res.headline["tasks"]
     assert " completions from <code>rollouts.jsonl</code>" in html  # named, not with the machine's path
+    assert fetched(html) == [], fetched(html)  # the explorer's DataTables is embedded: the page fetches nothing
 
 
 @pytest.mark.slow

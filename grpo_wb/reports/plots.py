@@ -105,6 +105,38 @@ def informative_by_step(steps: pd.DataFrame, threshold: float | None = None) -> 
     return fig
 
 
+def forecast_band(frame: pd.DataFrame) -> Figure:
+    """Each step's forecast zero-spread fraction with its band (and the re-forecast's), and what the run logged
+    (``signal.forecast.forecast_frame``): a realized point outside its band is marked."""
+    fig = _figure((10, 3.5))
+    ax = fig.subplots()
+    if frame.empty:
+        return _empty(fig, ax, "no steps")
+    ax.fill_between(frame["step"], frame["lo"], frame["hi"], alpha=0.25, step="mid", label="forecast band")
+    ax.plot(frame["step"], frame["forecast"], drawstyle="steps-mid", label="forecast before training")
+    if "re_lo" in frame:
+        ax.plot(frame["step"], frame["re_lo"], ":", color="#555555", drawstyle="steps-mid", label="re-forecast band")
+        ax.plot(frame["step"], frame["re_hi"], ":", color="#555555", drawstyle="steps-mid")
+    real = frame[frame["realized"].notna()]
+    inside = real["inside"].astype(bool)
+    ax.scatter(real["step"][inside], real["realized"][inside], color="#2ca02c", zorder=3, label="realized, inside")
+    ax.scatter(
+        real["step"][~inside],
+        real["realized"][~inside],
+        color="#d62728",
+        marker="x",
+        zorder=3,
+        label="realized, outside",
+    )
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("step")
+    ax.set_ylabel("groups with zero reward spread")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("frac_reward_zero_std: forecast and realized")
+    fig.tight_layout()
+    return fig
+
+
 def status_breakdown(status: pd.DataFrame) -> Figure:
     """Stacked completions per task by status (pass / fail / error / timeout / parse failure / sandbox error)."""
     fig = _figure((9, _height(min(len(status), MAX_ROWS))))

@@ -302,3 +302,39 @@ def run_tasks_file(run: Run, tasks_file: str = "") -> str:
     """The task file a run used (its manifest's), else ``tasks_file``, for the explorer's prompts."""
     used = str(run.config.get("tasks") or "")
     return used if used and Path(used).exists() else tasks_file
+
+
+def forecast_inputs(
+    before: str,
+    run_dir: str,
+    *,
+    out_dir: str | Path,
+    tasks_file: str,
+    n: int = 16,
+    group_size: int = 4,
+    batch_size: int = 4,
+    steps: int = 6,
+    mock_skill: float = 0.5,
+    seed: int = 0,
+) -> tuple[str, str]:
+    """forecast_check.ipynb's inputs: the given pass rates (a scored file or a run) and run, else ``n`` scored mock
+    samples per task and a mock smoke run of ``steps`` steps at the same skill (no weights change: the forecast
+    should hold at every step)."""
+    out = Path(out_dir)
+    if not before:
+        before = str(out / RecipeFiles.MOCK_SCORED)
+        score_mock_samples(tasks_file, n, seed=seed + 1, mock_skill=mock_skill, out=before)
+    if not run_dir:
+        run_dir = str(
+            open_or_run(
+                "",
+                out_dir=out,
+                tasks_file=tasks_file,
+                group_size=group_size,
+                batch_size=batch_size,
+                steps=steps,
+                seed=seed,
+                mock_skill=mock_skill,
+            ).path
+        )
+    return before, run_dir

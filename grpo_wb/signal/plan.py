@@ -346,16 +346,20 @@ class RolloutPlan:
         )
 
 
-def expected_dapo_batches(q: float, batch_size: int, max_batches: int = 10_000) -> float | None:
+def expected_dapo_batches(
+    q: float, batch_size: int, max_batches: int = 10_000, gen_batch_size: int | None = None
+) -> float | None:
     """E[generation batches per step] when each drawn prompt is informative with probability q, independently:
-    ``sum_k P(Binomial(k B, q) < B)`` (the step ends at the first k whose kB prompts held B informative groups)."""
+    ``sum_k P(Binomial(k gen, q) < B)`` (the step ends at the first k whose k batches of ``gen_batch_size`` prompts,
+    B by default, held B informative groups)."""
     from scipy.stats import binom  # here, not at the top: every grpo-wb command would pay for scipy.stats
 
     if q <= 0:
         return None
+    gen = gen_batch_size or batch_size
     total, k = 0.0, 0
     while k < max_batches:
-        p = 1.0 if k == 0 else float(binom.cdf(batch_size - 1, k * batch_size, q))
+        p = 1.0 if k == 0 else float(binom.cdf(batch_size - 1, k * gen, q))
         total += p
         if p < 1e-12:
             break

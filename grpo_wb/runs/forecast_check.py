@@ -1,0 +1,152 @@
+"""Headroom's forecast beside a run's realized zero-spread fractions (``signal.forecast``), read from its files.
+
+The forecast's pass rates come from a scored file (or a run) measured before training; the run gives each step's
+groups (``groups.jsonl``: which tasks it drew, and how many of each group passed) and the realized
+``frac_reward_zero_std``: TRL's own logged value where the run is a TRL run (``trl_log.jsonl``), else the one
+grpo_wb computed the same way (``metrics.jsonl``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_wb.errors import UserError
+from grpo_wb.formats import schema
+from grpo_wb.jsonio import iter_jsonl
+from grpo_wb.layout import RunFiles
+from grpo_wb.runs.scored import load_samples
+from grpo_wb.signal.forecast import DapoForecast, StepForecast, coverage, dapo_forecast, reforecast, zero_std_forecast
+from grpo_wb.signal.plan import PlanConfig, simulate
+
+
+@dataclass
+class ForecastCheck:
+    """A run's steps, forecast before training and re-forecast from its own rollouts, beside what it logged."""
+
+    group_size: int
+    """G: completions per group in the run."""
+    pre: list[StepForecast]
+    """Each step forecast from the pass rates measured before training."""
+    re: list[StepForecast]
+    """Each step forecast from those and the run's rollouts before it."""
+    source: str
+    """Where the realized values come from (TRL's log or grpo_wb's metrics)."""
+    dapo: DapoForecast | None = None
+    """DAPO's generation batches forecast from the same rates (with :attr:`dapo_simulated`)."""
+    dapo_simulated: dict[str, Any] = field(default_factory=dict)
+    """``plan.simulate``'s DAPO sampler replayed on the same recorded samples: batches per step, cap hits."""
+
+    def headline(self) -> dict[str, Any]:
+        inside, judged = coverage(self.pre)
+        re_inside, _ = coverage(self.re)
+        out: dict[str, Any] = {
+            "steps": len(self.pre),
+            "group_size": self.group_size,
+            "inside_band": inside,
+            "judged_steps": judged,
+            "inside_band_reforecast": re_inside,
+            "realized_from": self.source,
+        }
+        if self.dapo is not None:
+            out["dapo"] = {**self.dapo.to_json(), "simulated": self.dapo_simulated}
+        return out
+
+
+def _step_groups(run_dir: Path) -> dict[int, list[tuple[str, int, int]]]:
+    path = run_dir / RunFiles.GROUPS
+    if not path.exists():
+        raise UserError(f"{run_dir}: not a grpo_wb run directory (no {RunFiles.GROUPS})")
+    steps: dict[int, list[tuple[str, int, int]]] = {}
+    for lineno, obj in iter_jsonl(path):
+        g = schema.check_group(obj)
+        if g is None or not isinstance(obj.get("step"), int):
+            raise UserError("not a group record of a run step", path=str(path), line=lineno)
+        steps.setdefault(obj["step"], []).append((g.task_id, g.n_total, g.n_correct))
+    if not steps:
+        raise UserError(f"{path}: the run logged no groups")
+    return steps
+
+
+def _realized(run_dir: Path) -> tuple[dict[int, float], str]:
+    """Each step's ``frac_reward_zero_std``: TRL's own log where it has it, else grpo_wb's metrics."""
+    for name, label in ((RunFiles.TRL_LOG, "TRL's log"), (RunFiles.METRICS, "grpo_wb's metrics")):
+        path = run_dir / name
+        if not path.exists():
+            continue
+        found = {
+            int(obj["step"]): float(obj["frac_reward_zero_std"])
+            for _, obj in iter_jsonl(path)
+            if isinstance(obj, dict)
+            and isinstance(obj.get("step"), int)
+            and isinstance(obj.get("frac_reward_zero_std"), (int, float))
+        }
+        if found:
+            return found, label
+    return {}, "nothing logged"
+
+
+def forecast_check(
+    before: str | Path,
+    run_dir: str | Path,
+    *,
+    window: int | None = None,
+    confidence: float = 0.95,
+    sims: int = 4000,
+    seed: int = 0,
+    max_num_gen_batches: int = 10,
+) -> ForecastCheck:
+    """Hold the pass rates of ``before`` (a scored file or a run) against the run in ``run_dir``."""
+    run = Path(run_dir)
+    samples = load_samples(before)
+    counts = {s.task_id: (s.n, s.n_correct) for s in samples}
+    steps = _step_groups(run)
+    order = sorted(steps)
+    sizes = {n for groups in steps.values() for _, n, _ in groups}
+    if len(sizes) != 1:
+        raise UserError(f"{run}: groups of several sizes ({sorted(sizes)}): one G per run is forecast")
+    (g,) = sizes
+    realized, source = _realized(run)
+    values = [realized.get(s) for s in order]
+    pre = zero_std_forecast(
+        counts,
+        [[t for t, _, _ in steps[s]] for s in order],
+        g,
+        realized=values,
+        confidence=confidence,
+        sims=sims,
+        seed=seed,
+        steps=order,
+    )
+    re = reforecast(
+        counts,
+        [steps[s] for s in order],
+        g,
+        realized=values,
+        window=window,
+        confidence=confidence,
+        sims=sims,
+        seed=seed,
+    )
+    re = [StepForecast(s, f.groups, f.expected, f.lo, f.hi, f.realized, f.unknown) for s, f in zip(order, re)]
+    batch = max(len(v) for v in steps.values())
+    dapo = dapo_forecast(counts, g, batch, max_num_gen_batches=max_num_gen_batches)
+    sim = simulate(
+        samples,
+        PlanConfig(
+            group_size=g,
+            batch_size=batch,
+            epochs=10_000,  # the steps bound the simulation: enough of them for its rates
+            max_steps=max(len(order), 200),
+            strategies=["dapo"],
+            max_num_gen_batches=max_num_gen_batches,
+            seed=seed,
+        ),
+    ).strategies["dapo"]
+    simulated = {
+        "steps": len(sim.batch_counts),
+        "batches_per_step": sim.generation_batches_per_step,
+        "cap_hit_rate": sim.cap_hits / len(sim.batch_counts) if sim.batch_counts else None,
+    }
+    return ForecastCheck(g, pre, re, source, dapo, simulated)
