@@ -8,20 +8,28 @@ process or any it starts (below), so the unit tier stays free of bubblewrap and 
 that runs code is marked as such.
 """
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from grpo_wb.bundled import TOY_TASKS
-from grpo_wb.scoring.sandbox import FAILURES_ENV, FORBID_ENV
+from grpo_wb.scoring.sandbox import CACHE_ENV, FAILURES_ENV, FORBID_ENV
 from grpo_wb.tasks.rowformats import RowImportSummary, iter_row_tasks
 from grpo_wb.tasks.rows import RowSource
 
 pytest_plugins = ["pytester"]  # tests/test_tiers.py runs the tier guard in an inner session
+
+# the session's own cache (precompiled headers, compiled C++ programs): never the user's, empty at the start, so
+# counts of compiles mean the same on every run; subprocesses inherit it
+_CACHE = tempfile.mkdtemp(prefix="grpo_wb_test_cache_")
+os.environ[CACHE_ENV] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = TOY_TASKS

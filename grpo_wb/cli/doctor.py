@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from grpo_wb.cli.common import Command
 from grpo_wb.scoring.sandbox import describe_isolation, isolation_report
-from grpo_wb.scoring.scorer import cpp_toolchain
+from grpo_wb.scoring.scorer import cpp_caches, cpp_toolchain
 from grpo_wb.version import __version__
 
 
@@ -53,6 +53,7 @@ def doctor(args: argparse.Namespace) -> int:
             "before it reads them; calls cross by value"
         )
     print(f"C++ tasks: {cpp_toolchain()[1]}")
+    print(f"C++ compiles: {cpp_caches()}")
     missing = rep.get("missing") or []
     print("--isolation strict: " + ("would run" if not missing else "would refuse: not proved " + "; ".join(missing)))
     if rep.get("mode") != "bwrap":

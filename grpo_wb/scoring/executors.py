@@ -33,6 +33,8 @@ class SandboxConfig:
     """wall-clock seconds to compile one C++ program (g++, in the sandbox, with a run's other limits)"""
     site_packages: bool = False
     """let completions import the installed packages (default: the standard library only)"""
+    compile_cache: bool = True
+    """keep compiled C++ programs on disk across runs, with a precompiled bits/stdc++.h ($GRPO_WB_CACHE_DIR)"""
     isolation: Isolation = field(default_factory=default_isolation)
     """best: the strongest isolation here (bubblewrap, else unshare), a weaker one said out loud, none refused;
     strict: refuse unless each worker proves all of grpo-wb doctor's list; none: no namespaces, asked for by name
@@ -52,6 +54,8 @@ class SandboxConfig:
             memory_bytes=self.memory_mb << 20,
             compile_timeout=self.compile_timeout,
             site_packages=self.site_packages,
+            compile_cache=self.compile_cache,
+            precompiled_header=self.compile_cache,
             isolation=self.isolation,
         )
 

@@ -52,6 +52,7 @@ import math
 import os
 import pwd
 import queue
+import resource
 import select
 import shutil
 import signal
@@ -127,6 +128,12 @@ class SandboxLimits:
     check_timeout: float = 10.0
     """Wall-clock seconds a task's checker may take on one test (open-r1 runs ``timeout 10 python3 checker.py``;
     HardTests' judge gets 10 s); past it the test is rejected."""
+    compile_cache: bool = True
+    """keep compiled C++ programs on disk ($GRPO_WB_CACHE_DIR, else $XDG_CACHE_HOME/grpo_wb), by source, flags and
+    compiler, so no source is compiled twice across runs (bwrap and unshare sandboxes only)"""
+    precompiled_header: bool = True
+    """precompile bits/stdc++.h once per compiler (in the sandbox, kept beside the compile cache) and offer it
+    read-only to compile jobs whose source starts by including it (bwrap and unshare sandboxes only)"""
     hash_seed: int = 0
     """``PYTHONHASHSEED`` of every worker: fixed, so a verdict that depends on set order is reproducible
     (``grpo-wb tasks audit`` varies it to find the tests that do)."""
@@ -211,18 +218,46 @@ def _ancestors(path: str) -> list[str]:
 
 def _visible(limits: SandboxLimits) -> list[str]:
     """What a child must be able to read: the interpreter, the standard library, the worker's modules (and
-    the site-packages dirs with ``site_packages``, the audit's ``ro_binds``)."""
+    the site-packages dirs with ``site_packages``, the audit's ``ro_binds``, the precompiled headers' directory)."""
     return [
         sys.base_prefix,
         os.path.dirname(_interpreter()),
         os.path.dirname(WORKER),
         *(_site_dirs() if limits.site_packages else []),
         *limits.ro_binds,
+        *([pch_root()] if limits.precompiled_header else []),
     ]
 
 
-def bwrap_command(limits: SandboxLimits) -> list[str] | None:
-    """The bubblewrap prefix for a worker, or None when bwrap is not installed."""
+CACHE_ENV = "GRPO_WB_CACHE_DIR"
+"""Where grpo_wb keeps what outlives a run (default ``$XDG_CACHE_HOME/grpo_wb``, else ``~/.cache/grpo_wb``): ``pch/``,
+the precompiled headers, and ``cxx/``, the compile cache. Written by the scorer only; no job can write it."""
+
+
+def cache_root() -> str:
+    """The cache directory (:data:`CACHE_ENV`), not created."""
+    base = os.environ.get(CACHE_ENV)
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "grpo_wb")
+    return os.path.abspath(base)
+
+
+def pch_root() -> str:
+    """The precompiled headers' directory (``pch/<key>/bits/stdc++.h.gch``), mounted read-only in every worker
+    (it exists before any worker starts: a header built later appears through the mount)."""
+    return os.path.join(cache_root(), "pch")
+
+
+def _make_cache_dirs(limits: SandboxLimits) -> None:
+    """The cache's directories, made before a worker mounts them: readable (never writable) by a child's uid."""
+    if limits.precompiled_header:
+        os.makedirs(pch_root(), mode=0o755, exist_ok=True)
+
+
+def bwrap_command(limits: SandboxLimits, worker: bool = True) -> list[str] | None:
+    """The bubblewrap prefix for a worker (``worker=False``: a one-off command that keeps no capability), or None
+    when bwrap is not installed."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None
@@ -280,6 +315,7 @@ def bwrap_command(limits: SandboxLimits) -> list[str] | None:
             x
             for c in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
             for x in ("--cap-add", c)
+            if worker
         ]
     return cmd
 
@@ -554,6 +590,8 @@ class Worker:
             # modes make it reachable in their own mount namespace)
             self._lease = _UidLease(_UID_BASE + index)
         child_uid = self._lease.uid if self._lease else None
+        if mode != "fork":
+            _make_cache_dirs(limits)
         self._tmp: str | None = None
         job_root = "/tmp/grpo_wb_jobs"
         if mode == "fork":
@@ -575,7 +613,14 @@ class Worker:
             "caller_uid": os.getuid(),
             "private_tmp": mode != "fork",
             "wipe_after_job": ["/dev/shm"] if mode != "fork" and limits.shm_bytes else [],
-            "mounts": {"visible": _visible(limits), "tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes}
+            "mounts": {
+                "visible": _visible(limits),
+                "tmp_bytes": limits.tmp_bytes,
+                "shm_bytes": limits.shm_bytes,
+                # the host's files stay visible in this mode: the cache (precompiled headers, compiled programs)
+                # is bound read-only over itself, so a child of the caller's own uid cannot write it either
+                "readonly": [cache_root()] if os.path.isdir(cache_root()) else [],
+            }
             if mode == "unshare"
             else None,
             "child_filter": _hex(child_filter()),
@@ -1020,10 +1065,14 @@ def compile_job(
     *,
     headers: dict[str, str] | None = None,
     timeout: float | None = None,
+    pch: str | None = None,
+    pch_probe: bool = False,
 ) -> dict[str, Any]:
     """A job that compiles one C++ source in the sandbox (``worker/wb_native.py``), bounded as a test is but by
     ``timeout`` (default ``limits.compile_timeout``); ``headers`` (name: text) are written next to the source (a
-    checker's ``testlib.h``). Its ``compiled`` event carries the program or the compiler's message."""
+    checker's ``testlib.h``); ``pch``: the directory (read-only in the sandbox) of a precompiled ``bits/stdc++.h``,
+    searched first (``pch_probe``: g++'s ``-H`` says whether it was used). Its ``compiled`` event carries the
+    program or the compiler's message."""
     return {
         "program": source,
         "language": "cpp",
@@ -1031,8 +1080,75 @@ def compile_job(
         "cxx": compiler,
         "tests": [],
         "headers": headers or {},
+        "pch": pch,
+        "pch_probe": pch_probe,
         "limits": SandboxLimits(**{**asdict(limits), "timeout": timeout or limits.compile_timeout}).for_child(),
     }
+
+
+PCH_HEADER = "bits/stdc++.h"
+"""The header precompiled: what almost every competitive C++ solution includes first."""
+PCH_BUILD_TIMEOUT = 300.0
+"""Wall-clock seconds for building the precompiled header (some 6-15 s of g++ on a 2-core machine)."""
+_PCH_SCRIPT = (
+    'd=$(mktemp -d) && cd "$d" && printf "#include <%s>\\n" "$1" > h.h && shift'
+    ' && "$@" -x c++-header h.h -o h.gch >&2 && cat h.gch; rc=$?; cd / && rm -rf "$d"; exit $rc'
+)
+
+
+def build_pch(compiler: str, limits: SandboxLimits, mode: str, out: IO[bytes]) -> str | None:
+    """Precompile :data:`PCH_HEADER` with :data:`wb_protocol.CXX_FLAGS` in a one-off sandbox of ``mode``
+    (bubblewrap: the workers' namespaces, read-only filesystem and seccomp filter, no capability; ``unshare``: its
+    namespaces), writing it to ``out`` (a file of the scorer's): the sandbox prints the header on its stdout and
+    writes nothing of the scorer's. Its input is the system's own header, no completion's code. Returns None, or
+    why it failed. ``fork`` mode gets none (a completion could write the cache there)."""
+    _refuse_if_forbidden()
+    big = SandboxLimits(**{**asdict(limits), "tmp_bytes": 1 << 30, "precompiled_header": False})
+    argv = ["sh", "-c", _PCH_SCRIPT, "sh", PCH_HEADER, compiler, *protocol.CXX_FLAGS]
+    seccomp_fd = None
+    if mode == "bwrap":
+        prefix = bwrap_command(big, worker=False)
+        if prefix is None:
+            return "bubblewrap (bwrap) is not on PATH"
+        bpf = userns_filter()
+        if isinstance(bpf, bytes):
+            seccomp_fd = _filter_fd(bpf)
+            prefix += ["--seccomp", str(seccomp_fd)]
+        argv = prefix + argv
+    elif mode == "unshare":
+        argv = [shutil.which("unshare") or "unshare", *(() if os.getuid() == 0 else ("--user", "--map-root-user"))]
+        argv += [*UNSHARE, "sh", "-c", _PCH_SCRIPT, "sh", PCH_HEADER, compiler, *protocol.CXX_FLAGS]
+    else:
+        return f"no precompiled header in {mode} mode (a completion could write it there)"
+
+    def limit() -> None:  # the one-off sandbox's own limits: a header's compile, nothing more
+        resource.setrlimit(resource.RLIMIT_AS, (max(limits.memory_bytes, 4 << 30),) * 2)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30,) * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (int(PCH_BUILD_TIMEOUT),) * 2)
+
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=PCH_BUILD_TIMEOUT,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            preexec_fn=limit,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return f"the build ran past {PCH_BUILD_TIMEOUT:g} s"
+    except OSError as e:
+        return f"the build could not start: {e}"
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+        return f"the build failed (exit code {proc.returncode}): {said}"
+    return None
 
 
 def checker_job(

@@ -34,6 +34,7 @@ import os
 import reprlib
 import socket
 import subprocess
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -46,6 +47,7 @@ from grpo_wb.bundled import TESTLIB, bundled
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import encodable, iter_jsonl
 from grpo_wb.scoring import tester_scope
+from grpo_wb.scoring.compile_cache import CompileStore, Entry, Precompiled, compiler_identity, ensure_pch, pch_eligible
 from grpo_wb.scoring.extraction import Extraction, extract_answer
 from grpo_wb.scoring.feed import NOTHING, Feed
 from grpo_wb.scoring.rewards import RewardConfig, compute_reward
@@ -58,6 +60,7 @@ from grpo_wb.scoring.sandbox import (
     Watch,
     WorkerPool,
     build_job,
+    build_pch,
     checker_job,
     compile_job,
     cxx_compiler,
@@ -501,7 +504,7 @@ the checker is compiled once per task."""
 
 @functools.lru_cache(maxsize=1)
 def testlib_header() -> str:
-    """testlib.h as the project carries it (``data/external/testlib``)."""
+    """testlib.h as the project carries it (``grpo_wb/data/testlib``)."""
     return gzip.decompress(bundled(TESTLIB).read_bytes()).decode("utf-8")
 
 
@@ -554,6 +557,8 @@ class Compiled:
     """How long the compile job took."""
     stderr_tail: str = ""
     """The compile job's stderr (the compiler writes its messages elsewhere: :attr:`error`)."""
+    warnings: str = ""
+    """What the compiler said about a program it compiled."""
 
 
 def compile_cpp(
@@ -564,14 +569,18 @@ def compile_cpp(
     *,
     headers: dict[str, str] | None = None,
     timeout: float | None = None,
+    pch: str | None = None,
+    pch_probe: bool = False,
 ) -> Compiled:
-    """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`; ``headers`` and
-    ``timeout``: :func:`~grpo_wb.scoring.sandbox.compile_job`), judged here from its ``compiled`` event, as a run is
-    from its events. A compiler that cannot start in the sandbox is :class:`ToolchainMissing`."""
+    """Compile ``source`` in one of ``pool``'s workers (``g++`` with :data:`wb_protocol.CXX_FLAGS`; ``headers``,
+    ``timeout`` and the precompiled header's directory ``pch``: :func:`~grpo_wb.scoring.sandbox.compile_job`),
+    judged here from its ``compiled`` event, as a run is from its events. A compiler that cannot start in the
+    sandbox is :class:`ToolchainMissing`."""
     timeout = timeout or limits.compile_timeout
+    job = compile_job(source, limits, compiler, headers=headers, timeout=timeout, pch=pch, pch_probe=pch_probe)
     try:
         for _ in range(2):  # a worker that died is retried once, in a fresh one
-            out = pool.run(compile_job(source, limits, compiler, headers=headers, timeout=timeout))
+            out = pool.run(job)
             if not out.worker_died:
                 break
     except SandboxUnavailable:
@@ -595,10 +604,11 @@ def compile_cpp(
         return Compiled(
             None, "error", "compile error: " + str(ev.get("error") or "the compiler failed"), seconds, out.stderr_tail
         )
-    return Compiled(base64.b64decode(ev["binary"]), seconds=seconds)
+    return Compiled(base64.b64decode(ev["binary"]), seconds=seconds, warnings=str(ev.get("warnings") or ""))
 
 
 _HELLO = '#include <iostream>\nint main() { std::string s; std::cin >> s; std::cout << s << "\\n"; }\n'
+_PCH_PROBE = "#include <bits/stdc++.h>\nint main() { std::vector<int> v{2, 1}; std::sort(v.begin(), v.end()); }\n"
 
 
 def cpp_toolchain(limits: SandboxLimits = SandboxLimits()) -> tuple[bool, str]:
@@ -629,6 +639,21 @@ def cpp_toolchain(limits: SandboxLimits = SandboxLimits()) -> tuple[bool, str]:
         return False, str(e)
     finally:
         pool.close()
+
+
+def cpp_caches(limits: SandboxLimits = SandboxLimits()) -> str:
+    """Whether C++ compiles here use the precompiled ``bits/stdc++.h`` and the compile cache on disk, measured by
+    a scorer's first compile (``grpo-wb doctor``; the header is built the first time)."""
+    compiler = cxx_compiler()
+    if compiler is None:
+        return "no C++ compiler"
+    try:
+        with Scorer(limits, workers=1) as sc:
+            sc._check_toolchain(compiler, limits)
+            store = f"on, {sc.store.root} ({sc.store.size() >> 20} MiB)" if sc.store else "off"
+            return f"precompiled bits/stdc++.h {sc.pch_note}; compile cache on disk {store}"
+    except (ToolchainMissing, SandboxUnavailable) as e:
+        return str(e)
 
 
 def _stop_on_failure(plans: list[PlannedTest], check_sent: bool) -> Watch:
@@ -804,6 +829,16 @@ class Scorer:
         self._toolchain_ok: str | None = None
         self.compiles = 0
         self.compile_hits = 0
+        self.compile_seconds = 0.0
+        """Seconds of compile jobs this scorer ran (their own measure)."""
+        self.disk_hits = 0
+        """Compiles answered by the compile cache on disk (counted in :attr:`compile_hits` too)."""
+        self.store: CompileStore | None = None
+        """The compile cache on disk, from the first C++ compile on (bwrap and unshare sandboxes, ``compile_cache``)."""
+        self.pch: Precompiled | None = None
+        """The precompiled ``bits/stdc++.h`` compile jobs are offered, from the first C++ compile on."""
+        self.pch_note = "not checked yet (no C++ compile)"
+        """Whether the precompiled header is in use, and why not."""
         # whether a task's checker accepts a test's own expected output, by (task, test index): asked when the
         # checker failed on a completion's output (:meth:`_accepts_expected`)
         self._expected_checks: OrderedDict[tuple[str, int], tuple[bool | None, str]] = OrderedDict()
@@ -944,14 +979,18 @@ class Scorer:
                 f"(g++, or ${CXX_ENV}): install g++ (`make sandbox` does, as root on Debian/Ubuntu)"
             )
         self._check_toolchain(compiler, limits)
+        # the precompiled header only where nothing precedes its include, and never beside a task's own headers
+        pch = self.pch if self.pch is not None and not headers and pch_eligible(source) else None
+        # The key: whatever the program depends on. Not the timeout: a compile that ran out of time is not kept,
+        # and a compile error does not depend on it (running out of memory does: the address space is in it).
         h = hashlib.sha256(
             json.dumps(
                 [
-                    compiler,
+                    compiler_identity(compiler),
                     protocol.CXX_FLAGS,
-                    timeout or limits.compile_timeout,
                     limits.memory_bytes,
                     sorted(headers or {}),
+                    pch.key if pch else None,
                 ]
             ).encode()
         )
@@ -975,14 +1014,34 @@ class Scorer:
                 self.compile_hits += 1
             return got
         try:
-            got = compile_cpp(self.sandbox, source, limits, compiler, headers=headers, timeout=timeout)
+            entry = self.store.get(key) if self.store is not None else None
+            if entry is not None:
+                got = Compiled(entry.binary, entry.status, entry.error, entry.seconds)
+            else:
+                got = compile_cpp(
+                    self.sandbox,
+                    source,
+                    limits,
+                    compiler,
+                    headers=headers,
+                    timeout=timeout,
+                    pch=pch.include_dir if pch else None,
+                )
         except BaseException as e:
             with self._lock:
                 self._compiling.pop(key).set_exception(e)
             raise
+        keep = got.status != "timeout" and got.status != "sandbox_error"
+        if entry is None and keep and self.store is not None:
+            self.store.put(key, Entry(got.binary, got.status, got.error, got.seconds))
         with self._lock:
-            self.compiles += 1
-            if got.status != "timeout" and got.status != "sandbox_error":
+            if entry is None:
+                self.compiles += 1
+                self.compile_seconds += got.seconds
+            else:
+                self.compile_hits += 1
+                self.disk_hits += 1
+            if keep:
                 self._binaries[key] = got
                 self._binary_bytes += len(got.binary or b"")
                 while self._binary_bytes > COMPILE_CACHE_BYTES:
@@ -1003,6 +1062,51 @@ class Scorer:
                     f"sandbox ({got.status}: {got.error[:300]})"
                 )
             self._toolchain_ok = compiler
+            self._open_caches(compiler, limits)
+
+    def _open_caches(self, compiler: str, limits: SandboxLimits) -> None:
+        """The compile cache on disk and the precompiled header, where the sandbox keeps them out of every job's
+        reach (bubblewrap: the header's directory bound read-only, the cache not mounted; ``unshare``: both bound
+        read-only); not in ``fork`` mode, where a completion could write them. A header that cannot be built or
+        is not used is said once, and every compile is the plain one."""
+        mode = self.sandbox.started_mode or self.sandbox.mode
+        guarded = mode in ("bwrap", "unshare")
+        self.store = None
+        if limits.compile_cache and guarded:
+            try:
+                self.store = CompileStore()
+            except OSError as e:
+                print(f"grpo_wb: the compile cache on disk is off ({e})", file=sys.stderr)
+        self.pch = None
+        if not limits.precompiled_header:
+            self.pch_note = "off (precompiled_header=False)"
+            return
+        if not guarded:
+            self.pch_note = f"off in {mode} mode (a completion could write it there)"
+            return
+        pre, how = ensure_pch(compiler, lambda out: build_pch(compiler, limits, mode, out))
+        if pre is None:
+            self.pch_note = f"not in use: it could not be built ({how})"
+            print(
+                f"grpo_wb: the precompiled bits/stdc++.h is {self.pch_note}; C++ compiles read it whole",
+                file=sys.stderr,
+            )
+            return
+        probe = compile_cpp(
+            self.sandbox, _PCH_PROBE, limits, compiler, pch=pre.include_dir, pch_probe=True, timeout=60.0
+        )
+        if probe.binary is None or not any(
+            line.startswith("! ") and line.endswith(".gch") for line in probe.warnings.splitlines()
+        ):
+            said = (probe.error or probe.warnings).strip().splitlines()[:2]
+            self.pch_note = f"not in use: g++ did not take it ({' | '.join(said)[:300]})"
+            print(
+                f"grpo_wb: the precompiled bits/stdc++.h is {self.pch_note}; C++ compiles read it whole",
+                file=sys.stderr,
+            )
+            return
+        self.pch = pre
+        self.pch_note = f"in use ({how}: {pre.include_dir})"
 
     def _checked(self, task: Task, outputs: dict[int, str], limits: SandboxLimits) -> dict[int, tuple[bool, str]]:
         """The task's checker on each output, in a job of its own (the expected outputs reach only that job).

@@ -61,6 +61,10 @@ def setup(cfg):
             _mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
             _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
             os.close(fd)
+    for p in m.get("readonly") or ():  # the scorer's cache: visible, never writable, whatever the child's uid
+        if os.path.isdir(p):
+            _mount(p, p, None, MS_BIND | MS_REC)
+            _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,size={m['tmp_bytes']}")
     if os.path.isdir("/var/tmp"):
         _mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")

@@ -7,6 +7,8 @@ the child's uid.
   base64, or
   the compiler's message. The candidate's code does not run in it; g++ is bounded as a test is (the job's wall-clock
   deadline, address space, CPU seconds, file size, processes).
+  With ``job["pch"]`` the directory holding the precompiled ``bits/stdc++.h`` (read-only, built by the scorer) is
+  searched first.
 * A **run job** (``job["binary"]``) writes the program the scorer sent back (never a file a job left: the scorer
   keeps the compile cache, keyed by the source) and runs it once per test, stdin from the test's input, stdout to a
   file read back up to the harness's cap; one :data:`wb_protocol.STDOUT` event per test, as a Python script's.
@@ -155,6 +157,15 @@ def run_checker(job, emit):
         emit(ev)
 
 
+def _pch_flags(job):
+    """Where the precompiled ``bits/stdc++.h`` is (``job["pch"]``: a directory mounted read-only, searched first, so
+    g++ finds ``bits/stdc++.h.gch`` there and uses it only when it is valid for this compile, else goes on to the
+    header itself); ``-H`` (``pch_probe``) lists what the compile included, ``!`` marking a precompiled header used."""
+    if not job.get("pch"):
+        return []
+    return ["-Winvalid-pch", "-I", job["pch"], *(["-H"] if job.get("pch_probe") else [])]
+
+
 def compile_cpp(job, emit):
     t0 = time.perf_counter()
     _write("main.cpp", job["program"].encode("utf-8", "surrogatepass"), 0o600)
@@ -164,7 +175,8 @@ def compile_cpp(job, emit):
     err = os.open(".cxx_messages", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         proc = subprocess.run(
-            [job.get("cxx") or "g++", *protocol.CXX_FLAGS, *(["-I."] if headers else []), "-o", "main", "main.cpp"],
+            [job.get("cxx") or "g++", *protocol.CXX_FLAGS, *_pch_flags(job), *(["-I."] if headers else [])]
+            + ["-o", "main", "main.cpp"],
             stdin=subprocess.DEVNULL,
             stdout=err,
             stderr=err,
