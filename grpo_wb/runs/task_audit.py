@@ -11,11 +11,14 @@ and wastes rollouts; one whose tests pass wrong programs pays the policy for wro
   a first failing test or an output that changes between runs (set order, randomness, time).
 - **weak**: mutation testing of the first passing reference (:mod:`grpo_wb.tasks.mutants`); the mutation score is
   killed / run. Some survivors are *equivalent* to the reference (undecidable in general). To tell most of them
-  apart, each survivor of a function task is run beside the reference on the tests' own inputs and small variants
-  of them (:func:`~grpo_wb.tasks.probes.input_variants`): one that answers some input differently is a real gap,
-  kept with that input as its ``witness`` (a test the task lacks); one that agrees on all is reported apart as
-  likely equivalent. ``weak`` means killed / (run - likely equivalent) is below ``weak_below``. Script tasks'
-  survivors are not compared (their inputs have no type to vary), so there they are an upper bound.
+  apart, each survivor of a function task is run beside the reference on inputs that explore the input space
+  (:func:`~grpo_wb.tasks.inputs.explore_inputs`, up to ``equivalence_inputs``; only those the task answers: the
+  reference returns in time, the same twice, and its other references agree): one that answers some input
+  differently is a real gap, kept with that input as its ``witness`` and the reference's answer there (a test the
+  task lacks: ``add_witness_tests`` writes the set back with them); one that agrees on all is reported apart as
+  likely equivalent, with how many inputs it met. ``weak`` means killed / (run - likely equivalent) is below
+  ``weak_below``. Script tasks' survivors are not compared (their inputs have no type to vary), so there they are
+  an upper bound.
   A mutant gets 10 times the reference's time (at least a second, at most the task's limit), as mutation
   tools do, so mutants that loop cost little.
 - **false_positive**: a labelled wrong program (the task's ``wrong_solutions``, ``--wrong FILE``) passes; the rate
@@ -35,6 +38,7 @@ A task that cannot be audited in part (no reference, an unparsable one) says so 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import re
@@ -54,13 +58,15 @@ from grpo_wb.jsonio import JsonlAppender, atomic_write_json, iter_jsonl, read_js
 from grpo_wb.layout import TaskAuditFiles
 from grpo_wb.scoring.executors import ExecutorConfig, JudgeConfig, SandboxConfig, open_scorer
 from grpo_wb.scoring.extraction import as_reply, extract_answer
+from grpo_wb.scoring.rules import judged_task, trainer_rule
 from grpo_wb.scoring.scorer import ScoredCompletion, ScoreRequest
 from grpo_wb.signal.headroom import dataframe
 from grpo_wb.signal.testflags import FLAGS
+from grpo_wb.tasks.inputs import explore_inputs
 from grpo_wb.tasks.mutants import mutants as make_mutants
 from grpo_wb.tasks.overlap import EVAL_SETS, contamination, load_eval_set, near_duplicates
-from grpo_wb.tasks.probes import input_variants, suite_stats, trivial_programs
-from grpo_wb.tasks.records import Task, TestCase, load_tasks
+from grpo_wb.tasks.probes import suite_stats, trivial_programs
+from grpo_wb.tasks.records import Task, TestCase, load_tasks, write_tasks
 from grpo_wb.version import __version__
 
 TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = (
@@ -71,6 +77,8 @@ TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = (
 )
 _IMPORT = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '?([\w.]+)'?")
 _CHUNK = 24
+MAX_EQUIVALENCE_INPUTS = 2048
+"""The most inputs ``--equivalence-inputs`` explores (a domain program says which it answers in one line)."""
 
 
 def eval_sets(s: str) -> list[str]:
@@ -106,6 +114,10 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
     """fewer tests than this are few (DeepCoder drops problems with fewer than 5)"""
     time_factor: float = field(default=4.0, metadata=cli(type=positive_float))
     """a reference that times out is run again with this many times the limit"""
+    equivalence_inputs: int = field(default=256, metadata=cli(type=non_negative_int, metavar="N"))
+    """inputs a surviving mutant must answer as the reference does to be called likely equivalent (0: none)"""
+    add_witness_tests: str | None = field(default=None, metadata=cli(metavar="OUT"))
+    """write the task set to OUT with a test per witness input (the reference's answer there) added to its task"""
     seed: int = 0
     """which mutants are drawn"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int, metavar="N"))
@@ -115,6 +127,8 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
         super().__post_init__()
         if not 0.0 <= self.weak_below <= 1.0:
             raise UserError(f"--weak-below must be in [0, 1], got {self.weak_below}")
+        if self.equivalence_inputs > MAX_EQUIVALENCE_INPUTS:
+            raise UserError(f"--equivalence-inputs is at most {MAX_EQUIVALENCE_INPUTS}, got {self.equivalence_inputs}")
         for name in self.against:
             if name not in EVAL_SETS:
                 raise UserError(f"unknown evaluation set {name!r} (choose from {', '.join(EVAL_SETS)})")
@@ -123,6 +137,7 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
         """What must match for an audit folder to be resumed."""
         keep = (
             "mutants",
+            "equivalence_inputs",
             "repeat",
             "against",
             "weak_below",
@@ -198,12 +213,15 @@ def _cause(res: ScoredCompletion, site_packages: bool) -> str:
     return f"{res.status}: {res.error}"
 
 
-_AGREE = """import copy, signal, sys
+_PROGRAM = """import ast, copy, io, json, signal, sys, time
 sys.setrecursionlimit(10000)
-PRELUDE, REFERENCE, MUTANT, ENTRY, INPUTS = {args}
+PRELUDE, ENTRY, PROGRAMS, INPUTS, SECONDS = {args}
+_OUT = sys.stdout
+CALL_S = {call_s!r}
+DEADLINE = time.perf_counter() + SECONDS
 
 
-class _Slow(Exception):
+class _Slow(BaseException):  # not an Exception: a program's `except Exception` does not swallow it
     pass
 
 
@@ -216,62 +234,183 @@ signal.signal(signal.SIGALRM, _alarm)
 
 def load(src):
     ns = {{"__name__": "_grpo_wb_program"}}
-    exec(compile(PRELUDE + "\\n" + src, "<program>", "exec"), ns)
-    return ns.get(ENTRY)
-
-
-def call(f, args):
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    sys.stdout = io.StringIO()
     try:
-        return ("value", f(*copy.deepcopy(args)))
+        exec(compile(PRELUDE + "\\n" + src, "<program>", "exec"), ns)
+    except BaseException:
+        return None
+    finally:
+        sys.stdout = _OUT
+    f = ns.get(ENTRY)
+    return f if callable(f) else None
+
+
+def call(f, args, limit):
+    sys.stdout = io.StringIO()  # what the program prints is not this program's answer
+    t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return ("value", f(*copy.deepcopy(args)), time.perf_counter() - t0)
     except _Slow:
-        return ("slow", None)
-    except Exception as e:
-        return ("raises", type(e).__name__)
+        return ("slow", None, limit)
+    except BaseException as e:
+        return ("raises", type(e).__name__, time.perf_counter() - t0)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout = _OUT
 
 
 def same(a, b):
     try:
         return bool(a == b) or repr(a) == repr(b)
-    except Exception:
+    except BaseException:
         return repr(a) == repr(b)
 
 
-ref, mut = load(REFERENCE), load(MUTANT)
-if not callable(ref) or not callable(mut):
+def literal(v):
+    try:
+        return ast.literal_eval(repr(v)) == v
+    except BaseException:
+        return False
+
+
+{body}"""
+
+_DOMAIN = """fs = [load(p) for p in PROGRAMS]
+ref, others = fs[0], [f for f in fs[1:] if f is not None]
+if ref is None:
     print("not comparable")
     sys.exit()
-tried = 0
-for args in INPUTS:
-    want = call(ref, args)
-    if want[0] != "value":
-        continue  # the reference does not answer it: outside the task's inputs
+tried = raises = slow = disagree = 0
+bits = 0
+for k, args in enumerate(INPUTS):
+    if time.perf_counter() > DEADLINE:
+        break
     tried += 1
-    got = call(mut, args)
-    if not (got[0] == "value" and same(want[1], got[1])):
-        print("differs on", ENTRY + repr(args)[:300], "reference:", repr(want[1])[:200],
-              "mutant:", (repr(got[1]) if got[0] == "value" else got[0] + " " + str(got[1]))[:200])
-        sys.exit()
-print("same" if tried else "no input")
+    kind, want, _ = call(ref, args, CALL_S)
+    if kind != "value":
+        raises += kind == "raises"
+        slow += kind == "slow"
+        continue
+    again = call(ref, args, CALL_S)  # twice, then the other references: one answer, or not the task's input
+    if not (again[0] == "value" and same(want, again[1])) or not all(
+        o[0] == "value" and same(want, o[1]) for o in (call(g, args, CALL_S) for g in others)
+    ):
+        disagree += 1
+        continue
+    bits |= 1 << k
+print("domain", tried, raises, slow, disagree, format(bits, "x"))
 """
 
+_COMPARE = """ref, mut = load(PROGRAMS[0]), load(PROGRAMS[1])
+if ref is None or mut is None:
+    print("not comparable")
+    sys.exit()
+met, found = 0, []
+for k, args in enumerate(INPUTS):
+    if time.perf_counter() > DEADLINE:
+        break
+    kind, want, dt = call(ref, args, CALL_S)
+    if kind != "value":
+        continue
+    got = call(mut, args, min(1.0, max(0.2, 10 * dt)))
+    if not found:
+        met += 1
+    if not (got[0] == "value" and same(want, got[1])):
+        lit = literal(want) and len(repr(want)) <= 250
+        found.append((k, lit, want, got))
+        if lit and len(repr(args)) + len(repr(want)) < 200 or len(found) >= 8:
+            break
+if not found:
+    print("same", met)
+    sys.exit()
+k, lit, want, got = min(found, key=lambda f: (not f[1], len(repr(INPUTS[f[0]])) + len(repr(f[2]))))
+theirs = repr(got[1]) if got[0] == "value" else got[0] + " " + str(got[1])
+print("differs", k, met, int(lit), json.dumps([repr(want)[:250], theirs[:100]], ensure_ascii=False))
+"""
 
-def agreement_program(task: Task, reference: str, mutant: str, inputs: list[tuple]) -> str:
-    """A program that runs the reference and a mutant on ``inputs`` and prints ``same`` or the first input they
-    answer differently (inputs the reference raises on or takes over half a second for are left out)."""
-    return _AGREE.format(args=repr((task.prelude, reference, mutant, task.entry_point, inputs)))
+CALL_SECONDS = 0.2
+"""How long the reference may take on one explored input (past it, the input is outside what the task answers)."""
 
 
-def _agree_task(task: Task, timeout: float) -> Task:
+def _sandbox_program(task: Task, body: str, programs: list[str], inputs: list[tuple], seconds: float) -> str:
+    return _PROGRAM.format(
+        args=repr((task.prelude, task.entry_point, programs, inputs, seconds)), call_s=CALL_SECONDS, body=body
+    )
+
+
+def domain_program(task: Task, refs: list[str], inputs: list[tuple], seconds: float) -> str:
+    """A program that runs the references (``refs[0]`` first, twice) on ``inputs`` until ``seconds`` are spent and
+    prints ``domain TRIED RAISES SLOW DISAGREE HEXMASK``: the mask's bit k is set where input k is one the task
+    answers (the first reference answers it within :data:`CALL_SECONDS`, the same twice, and the others agree)."""
+    return _sandbox_program(task, _DOMAIN, refs, inputs, seconds)
+
+
+def agreement_program(task: Task, reference: str, mutant: str, inputs: list[tuple], seconds: float) -> str:
+    """A program that runs the reference and a mutant on ``inputs`` and prints ``same MET`` (agreed on MET inputs),
+    or ``differs K MET LITERAL [REFERENCE'S, MUTANT'S]``: the input (by index) they answer differently, the shortest
+    of the first few whose answer is a literal a test can hold."""
+    return _sandbox_program(task, _COMPARE, [reference, mutant], inputs, seconds)
+
+
+_SENTINEL = "(read by the audit)\n"
+
+
+def _probe_task(task: Task, timeout: float) -> Task:
+    """A task whose one stdio test never passes: the program's output is read from the failure, not judged."""
     return Task(
         task_id=task.task_id,
         prompt="",
         entry_point="",
-        tests=(TestCase(name="agree", type="stdio", input="", output="same\n"),),
+        tests=(TestCase(name="probe", type="stdio", input="", output=_SENTINEL),),
         timeout=timeout,
     )
+
+
+def _printed(res: ScoredCompletion | None) -> str:
+    """What a probe program printed ('' when it did not end normally)."""
+    if res is None or res.status != "fail":
+        return ""
+    return str(res.failure.get("actual") or "").strip()
+
+
+def parse_domain(res: ScoredCompletion | None) -> dict[str, Any] | None:
+    """A domain program's counts and the indices of the inputs the task answers; None if it did not say."""
+    m = re.fullmatch(r"domain (\d+) (\d+) (\d+) (\d+) ([0-9a-f]+)", _printed(res))
+    if not m:
+        return None
+    bits = int(m.group(5), 16)
+    tried = int(m.group(1))
+    return {
+        "tried": tried,
+        "reference_raises": int(m.group(2)),
+        "reference_slow": int(m.group(3)),
+        "references_disagree": int(m.group(4)),
+        "defined": [k for k in range(tried) if bits >> k & 1],
+    }
+
+
+def parse_agreement(res: ScoredCompletion | None) -> dict[str, Any] | None:
+    """An agreement program's verdict: ``{"same": True, "met": n}`` or the witness; None if it did not say."""
+    out = _printed(res)
+    m = re.fullmatch(r"same (\d+)", out)
+    if m:
+        return {"same": int(m.group(1)) > 0, "met": int(m.group(1))}
+    m = re.fullmatch(r"differs (\d+) (\d+) ([01]) (\[.*\])", out, re.S)
+    if not m:
+        return None
+    try:
+        want, theirs = json.loads(m.group(4))
+    except (ValueError, TypeError):
+        return None
+    return {
+        "same": False,
+        "k": int(m.group(1)),
+        "met": int(m.group(2)),
+        "literal": m.group(3) == "1",
+        "reference": want,
+        "mutant": theirs,
+    }
 
 
 class _Run:
@@ -305,6 +444,24 @@ class _Run:
 
     def score(self, k: int, reqs: list[ScoreRequest]) -> list[ScoredCompletion]:
         return list(self.scorers[k].score(reqs)) if reqs else []
+
+
+def _as_judged(task: Task, judge: Any, programs: list[str]) -> tuple[Task, list[str]]:
+    """The task and programs as the scorer runs them under ``judge``: the rule's prelude, and the code its extraction
+    takes from each program sent as a reply (the prompt's imports put back, as for a completion)."""
+    rule = trainer_rule(task, judge)
+    out = []
+    for p in programs:
+        reply = as_reply(p, task.language)
+        ext = rule.extract(reply, task) if rule else extract_answer(task.prompt, task.entry_point, reply, task.language)
+        out.append(ext.program or p)
+    return judged_task(task, rule), out
+
+
+def _probe_seconds(task: Task, limit: float) -> float:
+    """The wall-clock limit of a program that compares references and mutants on explored inputs (it stops
+    exploring at half of it and says what it has)."""
+    return max(3.0, task.timeout or limit)
 
 
 def _req(task: Task, program: str, probe: str, i: int) -> ScoreRequest:
@@ -357,6 +514,7 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
     # second pass: references again (other hash seeds), slow references with more time, mutants of a passing one
     again: list[list[ScoreRequest]] = [[] for _ in range(cfg.repeat)]
     mutant_src: dict[str, list[Any]] = {}
+    explored: dict[str, list[tuple]] = {}
     for t in tasks:
         got = by_task[t.task_id]
         for i, p in enumerate(progs[t.task_id]):
@@ -384,33 +542,59 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
             budget = min(t.timeout or run.limit, max(1.0, 10 * got["ref"][i].duration_s))
             mt = dataclasses.replace(t, timeout=budget)
             again[0] += [_req(mt, m.source, "mutant", j) for j, m in enumerate(ms)]
+            # the inputs a survivor will be compared on: explored, then run on the references (in this pass)
+            if ms and not t.is_script and t.entry_point and cfg.equivalence_inputs:
+                cands = explore_inputs(t, ref_src, cfg.equivalence_inputs, seed=cfg.seed)
+                if cands:
+                    explored[t.task_id] = cands
+                    jt, refs = _as_judged(t, cfg.judge, [cast(str, progs[t.task_id][k]) for k in passing[:5]])
+                    pt = _probe_task(t, _probe_seconds(t, run.limit))
+                    prog = domain_program(jt, refs, cands, 0.5 * _probe_seconds(t, run.limit))
+                    again[0].append(_req(pt, prog, "domain", 0))
+                else:
+                    recs[t.task_id]["notes"].append(
+                        "no literal call of the entry point in the tests or the prompt: surviving mutants are not "
+                        "compared with the reference (an upper bound on the gaps)"
+                    )
     for k in range(cfg.repeat):
         for res in run.score(k, again[k]):
             probe = res.meta["probe"] if k == 0 else f"ref@{k}"
             by_task[res.task_id][probe][res.meta["i"]] = res
 
-    # third pass: each surviving mutant against the reference on the tests' inputs and variants of them
+    # third pass: each surviving mutant against the reference on the explored inputs the task answers
     third: list[ScoreRequest] = []
+    defined: dict[str, list[tuple]] = {}
     for t in tasks:
-        task_mutants = mutant_src.get(t.task_id)
-        if not task_mutants:
+        task_mutants, cands = mutant_src.get(t.task_id), explored.get(t.task_id, [])
+        if not task_mutants or not cands:
             continue
-        inputs = input_variants(t, seed=cfg.seed) if not t.is_script else []
+        dom = parse_domain(by_task[t.task_id]["domain"].get(0))
+        recs[t.task_id]["explored"] = {"budget": cfg.equivalence_inputs, "generated": len(cands)}
+        if dom is None:
+            d = by_task[t.task_id]["domain"].get(0)
+            recs[t.task_id]["notes"].append(
+                "the references could not be run on the explored inputs"
+                + (f" ({d.status}: {_short(d.error, 120)})" if d is not None else "")
+                + ": no survivor is called equivalent"
+            )
+            continue
+        inputs = defined[t.task_id] = [cands[k] for k in dom.pop("defined")]
+        recs[t.task_id]["explored"].update(dom, answered=len(inputs))
         if not inputs:
             continue
         # only programs were scored, so a passing reference is no None
         ref = cast(str, progs[t.task_id][min(i for i, r in by_task[t.task_id]["ref"].items() if r.status == "pass")])
-        at = _agree_task(t, t.timeout or run.limit)
-        third += [
-            _req(at, agreement_program(t, ref, task_mutants[j].source, inputs), "agree", j)
-            for j, r in sorted(by_task[t.task_id]["mutant"].items())
-            if r.passed
-        ]
+        secs = _probe_seconds(t, run.limit)
+        at = _probe_task(t, secs)
+        for j, r in sorted(by_task[t.task_id]["mutant"].items()):
+            if r.passed:
+                jt, (jref, jmut) = _as_judged(t, cfg.judge, [ref, task_mutants[j].source])
+                third.append(_req(at, agreement_program(jt, jref, jmut, inputs, 0.5 * secs), "agree", j))
     for res in run.score(0, third):
         by_task[res.task_id]["agree"][res.meta["i"]] = res
 
     for tid, rec in recs.items():
-        _decide(task_of[tid], rec, by_task[tid], trivial[tid], mutant_src.get(tid), cfg)
+        _decide(task_of[tid], rec, by_task[tid], trivial[tid], mutant_src.get(tid), cfg, defined.get(tid, []))
     return [recs[t.task_id] for t in tasks]
 
 
@@ -421,6 +605,7 @@ def _decide(
     trivial: list[tuple[str, str]],
     mutants: list[Any] | None,
     cfg: TaskAuditConfig,
+    inputs: list[tuple] | None = None,
 ) -> None:
     flags: list[str] = rec["flags"]
     refs = got.get("ref", {})
@@ -492,8 +677,8 @@ def _decide(
         stillborn = sorted(j for j, r in mres.items() if _stillborn(r))
         killed = [j for j, r in mres.items() if not r.passed and r.status != "sandbox_error" and j not in stillborn]
         survived = sorted(j for j, r in mres.items() if r.passed)
-        agree = got.get("agree", {})
-        equivalent = [j for j in survived if j in agree and agree[j].passed]
+        verdicts = {j: parse_agreement(r) for j, r in got.get("agree", {}).items()}
+        equivalent = [j for j in survived if (verdicts.get(j) or {}).get("same")]
         run_n = len(killed) + len(survived)
         score = round(len(killed) / run_n, 4) if run_n else None
         judged = run_n - len(equivalent)
@@ -501,9 +686,16 @@ def _decide(
 
         def survivor(j: int) -> dict[str, Any]:
             d = {"operator": mutants[j].operator, "description": mutants[j].description, "diff": mutants[j].diff}
-            a = agree.get(j)
-            if a is not None and not a.passed:
-                d["witness"] = (a.failure.get("actual") or a.error).strip()
+            v = verdicts.get(j)
+            if v is not None:
+                d["inputs_met"] = v["met"]
+            if v is not None and not v["same"] and inputs and v["k"] < len(inputs):
+                args = inputs[v["k"]]
+                call = f"{task.entry_point}({', '.join(repr(a) for a in args)})"
+                d["witness"] = f"differs on {_short(call, 300)} reference: {v['reference']} mutant: {v['mutant']}"
+                d["witness_input"] = repr(args)
+                if v["literal"]:
+                    d["witness_output"] = v["reference"]  # the reference's answer there: a test the task lacks
             return d
 
         rec["mutation"] = {
@@ -516,6 +708,7 @@ def _decide(
             "score_without_equivalent": adjusted,
             "killed_by": dict(Counter(mres[j].status for j in killed)),
             "stillborn": len(stillborn),
+            "inputs": rec.pop("explored", None),
             "survivors": [survivor(j) for j in survived if j not in equivalent],
             "equivalent": [survivor(j) for j in equivalent],
         }
@@ -603,6 +796,23 @@ def _spread(scores: list[float]) -> dict[str, Any]:
     }
 
 
+def _search_summary(muts: list[dict[str, Any]], budget: Any) -> dict[str, Any]:
+    """How far the equivalence search went: inputs explored and answered per task, inputs each equivalent met."""
+    ins = [m["inputs"] for m in muts if m.get("inputs")]
+    answered = sorted(x.get("answered", 0) for x in ins)
+    met = sorted(e["inputs_met"] for m in muts for e in m["equivalent"] if "inputs_met" in e)
+    return {
+        "budget": budget,
+        "tasks_explored": len(ins),
+        "inputs_answered": {
+            "mean": round(sum(answered) / len(answered), 1) if answered else None,
+            "median": answered[len(answered) // 2] if answered else None,
+            "min": answered[0] if answered else None,
+        },
+        "equivalent_inputs_met": {"median": met[len(met) // 2] if met else None, "min": met[0] if met else None},
+    }
+
+
 def summarize(
     records: list[dict[str, Any]],
     overlap: Mapping[str, Any],
@@ -632,6 +842,7 @@ def summarize(
             "survived": sum(m["survived"] for m in muts),
             "likely_equivalent": sum(m["likely_equivalent"] for m in muts),
             "with_witness": sum("witness" in x for m in muts for x in m["survivors"]),
+            "equivalence_search": _search_summary(muts, settings.get("equivalence_inputs")),
         },
         "duplicate_pairs": len(overlap["duplicates"]),
         "contamination_matches": len(overlap["contamination"]),
@@ -720,8 +931,62 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
             run.close()
     records = [done[t.task_id] for t in tasks]
     summary = summarize(records, overlap, notes, samples=cfg.samples, seconds=time.monotonic() - t0, settings=settings)
+    if cfg.add_witness_tests:
+        summary["witness_tests"] = write_witness_tests(cfg, done, cfg.add_witness_tests)
     atomic_write_json(out / SUMMARY_FILE, summary)
     return summary
+
+
+def witness_tests(task: Task, rec: Mapping[str, Any]) -> list[TestCase]:
+    """A test per witness of ``task``'s audit record, in the task's own format (an assert on the entry point): the
+    reference's answer on an input where a surviving mutant answers otherwise; one per distinct input."""
+    if task.is_script or not task.entry_point or task.language != "python":
+        return []
+    names = {t.name for t in task.tests}
+    out: list[TestCase] = []
+    seen: set[str] = set()
+    for s in (rec.get("mutation") or {}).get("survivors", ()):
+        given, want = s.get("witness_input"), s.get("witness_output")
+        if not isinstance(given, str) or not isinstance(want, str) or given in seen:
+            continue
+        try:
+            args = ast.literal_eval(given)
+            ast.literal_eval(want)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if not isinstance(args, tuple):
+            continue
+        seen.add(given)
+        k = len(out)
+        while f"witness_{k}" in names:
+            k += 1
+        names.add(f"witness_{k}")
+        out.append(
+            TestCase(name=f"witness_{k}", code=f"assert candidate({', '.join(repr(a) for a in args)}) == {want}")
+        )
+    return out
+
+
+def write_witness_tests(cfg: TaskAuditConfig, records: Mapping[str, Mapping[str, Any]], path: str) -> dict[str, Any]:
+    """``--add-witness-tests OUT``: the whole task set written to ``path``, each audited task with a test per
+    witness added (:func:`witness_tests`); returns how many tests and tasks."""
+    if Path(path).resolve() == Path(cfg.tasks).resolve():
+        raise UserError("is the audited task file: give --add-witness-tests another path", path=path)
+    counts = Counter[str]()
+
+    def strengthened() -> Iterable[Task]:
+        for t in load_tasks(cfg.tasks):
+            new = witness_tests(t, records[t.task_id]) if t.task_id in records else []
+            if new:
+                counts["tests"] += len(new)
+                counts["tasks"] += 1
+                t = dataclasses.replace(
+                    t, tests=t.tests + tuple(new), metadata={**t.metadata, "grpo_wb_witness_tests": len(new)}
+                )
+            yield t
+
+    write_tasks(path, strengthened())
+    return {"out": path, "tests": counts["tests"], "tasks": counts["tasks"]}
 
 
 def _add_overlap(rec: dict[str, Any], dups: Mapping[str, list[str]], cont: Mapping[str, list[dict[str, Any]]]) -> None:

@@ -199,7 +199,7 @@ def _round_trips(value: Any) -> bool:
         return False
 
 
-def _vary(v: Any, rng: random.Random) -> Any:
+def vary(v: Any, rng: random.Random) -> Any:
     """One small change of a value, by its type (EvalPlus's type-aware mutation: ints +-1, floats scaled, bools
     flipped, an element or character dropped, doubled or swapped; a tuple keeps its length)."""
     if isinstance(v, bool):
@@ -228,12 +228,12 @@ def _vary(v: Any, rng: random.Random) -> Any:
             if isinstance(v, str):
                 return v
             items = list(v)
-            items[i] = _vary(items[i], rng)
+            items[i] = vary(items[i], rng)
             out = type(v)(items)
         return out
     if isinstance(v, dict) and v:
         k = rng.choice(list(v))
-        return {**v, k: _vary(v[k], rng)}
+        return {**v, k: vary(v[k], rng)}
     return v
 
 
@@ -250,7 +250,7 @@ def input_variants(task: Task, n: int = 48, seed: int = 0) -> list[tuple]:
         if not args:
             continue
         i = rng.randrange(len(args))
-        args[i] = _vary(args[i], rng)
+        args[i] = vary(args[i], rng)
         new = tuple(args)
         if repr(new) not in seen and _round_trips(new):
             seen.add(repr(new))
