@@ -23,10 +23,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from grpo_wb.config import check_at_least_one
 from grpo_wb.errors import UserError, one_line, require
+from grpo_wb.rollouts.models import has_chat_template
 from grpo_wb.rollouts.sampling import Prompt, SamplingConfig, request_seed, rollout_stats
 from grpo_wb.rollouts.types import Completion, RequestRejected, RolloutRequest
 from grpo_wb.tasks.records import Task
@@ -135,6 +137,8 @@ class OpenAIBackend:
         # one bound for the backend, however many generate() calls run at once (a streaming caller makes one
         # call per group, each with its own pool): max_concurrency is requests in flight, not per call
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
+        self.mode = "chat" if config.mode == "auto" and _local_chat_model(config.model) else config.mode
+        """The mode in use: ``auto`` is ``chat`` for a model served by its local folder that has a chat template."""
         self.last_stats: dict[str, Any] = {}
         """Summary of the latest generate() call (``completions/clipped_ratio``, tokens, retries, ...)."""
 
@@ -144,7 +148,7 @@ class OpenAIBackend:
             "backend": self.name,
             "model": c.model,
             "base_url": c.base_url,
-            **c.prompt_json(),
+            **c.prompt_json(self.mode),
             "api_key_env": c.api_key_env,
             "api_key_set": self._key_set,
             "seed": c.seed,
@@ -157,7 +161,7 @@ class OpenAIBackend:
 
     def prompt(self, task: Task) -> Prompt:
         """What a request for ``task`` sends (see :meth:`SamplingConfig.prompt`)."""
-        return self.config.prompt(task)
+        return self.config.prompt(task, self.mode)
 
     # ------------------------------------------------------------------ generate
 
@@ -371,6 +375,16 @@ class OpenAIBackend:
                 f"{url} rejected the request for task {task_id} (HTTP {status}): {msg}", task_id=task_id
             )
         return UserError(f"{url} rejected the request (HTTP {status}): {msg}")
+
+
+def _local_chat_model(model: str) -> bool:
+    """Whether ``model`` names a local model folder whose tokenizer has a chat template: ``transformers serve`` and
+    vLLM name a model served from a folder by its path, and an instruct model asked to continue a prompt with no
+    template answers in prose."""
+    try:
+        return Path(model).is_dir() and has_chat_template(model)
+    except OSError:
+        return False
 
 
 def _total(values: Any) -> int | None:

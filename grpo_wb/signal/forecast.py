@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grpo_wb.errors import UserError
-from grpo_wb.signal.headroom import informative_estimate
+from grpo_wb.signal.headroom import dataframe, informative_estimate
 from grpo_wb.signal.plan import expected_dapo_batches
 
 
@@ -227,8 +227,6 @@ def coverage(forecasts: Iterable[StepForecast]) -> tuple[int, int]:
 
 def forecast_frame(pre: Sequence[StepForecast], re: Sequence[StepForecast] | None = None):
     """Pre-training forecast (and the re-forecast) beside the realized values, one row a step."""
-    from grpo_wb.signal.headroom import dataframe
-
     rows = []
     for i, f in enumerate(pre):
         row = {
