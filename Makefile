@@ -47,7 +47,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl,ray,datasets]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,hf,trl,ray,datasets,live]'
 	@touch $(STAMP)
 
 install: $(STAMP) sandbox
@@ -60,7 +60,7 @@ $(HUMANEVAL): | $(STAMP)
 	$(BIN)/grpo-wb tasks import humaneval --out $@
 
 $(MBPP_S): | $(STAMP)
-	$(BIN)/grpo-wb tasks import mbpp --src data/external/mbpp/sanitized-mbpp.json.gz --out $@ --force
+	$(BIN)/grpo-wb tasks import mbpp --src grpo_wb/data/mbpp/sanitized-mbpp.json.gz --out $@ --force
 
 # the raw chat-model replies to HumanEval bundled in data/external, as a samples file
 $(CHAT): | $(STAMP)
@@ -84,8 +84,8 @@ lint: $(STAMP)
 test: $(STAMP) sandbox browser lint
 	$(BIN)/python -m pytest -q
 
-# the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray (see tests/conftest.py)
-FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow)
+# the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray, no live model (see tests/conftest.py)
+FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow or live)
 test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 

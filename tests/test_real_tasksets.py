@@ -159,7 +159,10 @@ def test_cli_imports_and_smoke_with_each_importer(tmp_path, capsys):
         )
         rows = read_jsonl(run / "last_rollouts.jsonl")
         assert rows and all(r["status"] in ("pass", "fail", "error", "timeout", "parse_failure") for r in rows)
-    assert main(["tasks", "import", "mbpp", "--out", str(tmp_path / "x.jsonl")]) == 1
+    # MBPP and APPS without --src: the copies the package carries (grpo_wb/data); a set it does not carry needs one
+    assert main(["tasks", "import", "mbpp", "--out", str(tmp_path / "x.jsonl")]) == 0
+    assert len(read_jsonl(tmp_path / "x.jsonl")) == 427
+    assert main(["tasks", "import", "mapcoder", "--out", str(tmp_path / "y.jsonl")]) == 1
     assert "needs --src" in capsys.readouterr().err
 
 

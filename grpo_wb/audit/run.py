@@ -130,7 +130,7 @@ REFERENCES = {
         "evalplus's evaluate.py calls it (grpo_wb/audit/refs/evalplus_check.py)",
         _ref("evalplus_check", "check"),
         _ref_binds(REWARD_HARNESSES / "evalplus-0.3.1"),
-        version=lambda: "evalplus 0.3.1 (bundled: data/external/reward_harnesses/evalplus-0.3.1)",
+        version=lambda: "evalplus 0.3.1 (bundled: grpo_wb/data/reward_harnesses/evalplus-0.3.1)",
         call_timeout=20.0,
     ),
     "verl-prime-code": Reference(
@@ -140,7 +140,7 @@ REFERENCES = {
         " (the module bundled unchanged; grpo_wb/audit/refs/verl_prime_code.py)",
         _ref("verl_prime_code", "compute_score"),
         _ref_binds(REWARD_HARNESSES / "verl-0.9.1"),
-        version=lambda: "verl 0.9.1 prime_code (bundled: data/external/reward_harnesses/verl-0.9.1)",
+        version=lambda: "verl 0.9.1 prime_code (bundled: grpo_wb/data/reward_harnesses/verl-0.9.1)",
     ),
     "open-r1-style": Reference(
         "open-r1-style",

@@ -391,8 +391,23 @@ def prepare_for_html(
     return nb
 
 
+# nbconvert's lab template less what it links from a CDN, fetched whenever the page is opened: require.js, MathJax,
+# mermaid and the widget manager. No report uses them: the notebooks write no math, no mermaid and no widgets, the
+# plots are inline PNGs and the explorer's table embeds its DataTables (itables offline, an ES module). A page that
+# fetches nothing works offline and calls no third-party host when it is shared (docs/explorer.md).
+OFFLINE_TEMPLATE = "grpo_wb_offline.html.j2"
+_OFFLINE_TEMPLATE_SOURCE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
 def render_html(nb, title: str) -> str:
-    """Self-contained HTML: no code cells, no prompts, parameters cells dropped, images already inline."""
+    """Self-contained HTML that fetches nothing: no code cells, no prompts, parameters cells dropped, images already
+    inline, no script or stylesheet from elsewhere (:data:`OFFLINE_TEMPLATE`)."""
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
     from traitlets.config import Config
@@ -402,7 +417,12 @@ def render_html(nb, title: str) -> str:
     c.HTMLExporter.exclude_input = True
     c.HTMLExporter.exclude_input_prompt = True
     c.HTMLExporter.exclude_output_prompt = True
-    exp = HTMLExporter(config=c)
+    exp = HTMLExporter(
+        config=c,
+        template_name="lab",
+        template_file=OFFLINE_TEMPLATE,
+        extra_loaders=[DictLoader({OFFLINE_TEMPLATE: _OFFLINE_TEMPLATE_SOURCE})],
+    )
     exp.register_preprocessor(TagRemovePreprocessor(config=c), enabled=True)
     body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": title}})
     return body

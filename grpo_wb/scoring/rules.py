@@ -13,7 +13,7 @@ What each rule covers (read from the sources; each comparison is a port of the t
 against the bundled module or a transcription of it in ``tests/test_trainer_rules.py``):
 
 * ``prime_code`` -- verl's ``default_compute_score`` for data sources ``codecontests``, ``apps``, ``codeforces``,
-  ``taco`` (``verl/utils/reward_score/prime_code``, bundled in data/external/reward_harnesses/verl-0.9.1): the
+  ``taco`` (``verl/utils/reward_score/prime_code``, bundled in grpo_wb/data/reward_harnesses/verl-0.9.1): the
   code is the text after the last ```` ```python ```` (the whole completion without one), run after its own
   imports; stdout is compared by its cascade (:func:`~grpo_wb.scoring.verdicts.prime_code_output_matches`).
   Not covered: its per-case second pass for partial credit (it re-runs call-based rows as stdin programs and
@@ -32,7 +32,7 @@ against the bundled module or a transcription of it in ``tests/test_trainer_rule
   the binary verdict is its pass-all), the −0.1 of a compile error (here ``error``, reward 0), tests beyond the
   official ones unless imported, and ``INPUT_MODE=file`` problems (noted at import).
 * ``taco`` -- FlagOpen/TACO ``metrics/testing_util.py`` at 2ba6235 (``run_test``; bundled in
-  data/external/reward_harnesses/taco-2ba6235), for ``taco`` and ``apps-rows`` rows. Its harness takes code, not
+  grpo_wb/data/reward_harnesses/taco-2ba6235), for ``taco`` and ``apps-rows`` rows. Its harness takes code, not
   replies: TACO's eval (``generation.py``) prompts base models with ``ANSWER:`` and hands over the generation cut
   at ``\nQUESTION``, ``\n---``, ``\nANSWER`` or ``<|endoftext|>``, markers of that prompt, so a fenced chat reply
   would be a syntax error. The code is therefore what grpo_wb's own extraction takes (the same as

