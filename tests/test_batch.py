@@ -219,3 +219,9 @@ def test_demo_plan_is_valid_and_covers_two_group_sizes_and_both_task_sets(tmp_pa
     assert Path(by_name["headroom-codegen16b-humaneval"]["samples_file"]) == CODEGEN_SAMPLES
     assert Path(by_name["headroom-chat-replies-humaneval"]["samples_file"]).name == "chat_replies_humaneval.jsonl"
     assert "chat_replies_humaneval.jsonl" in (ROOT / "Makefile").read_text()  # made by `make demo` from data/external
+    # the live section: a real model's samples, made by `make demo` through the server it starts and stops
+    live = by_name["headroom-live-smollm2-mbpp"]
+    assert Path(live["input_path"]) == ROOT / "reports/live/samples.scored.jsonl" and max(live["ks"]) <= 4
+    makefile = (ROOT / "Makefile").read_text()
+    demo_line = makefile.split("\ndemo:")[1].split("\n")[0]
+    assert "models sample --serve $(LIVE_MODEL)" in makefile and "$(LIVE)" in demo_line

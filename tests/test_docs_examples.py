@@ -318,7 +318,7 @@ SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
     "make demo": NotRun(
-        "make target: creates .venv, installs and runs the 20-report demo batch (minutes); the "
+        "make target: creates .venv, installs and runs the 21-report demo batch (minutes); the "
         "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"
     ),
     "make test": NotRun("make target: runs the whole suite, this file included"),
@@ -814,7 +814,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         ("grpo-wb batch --executor ray data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
         why=NO_RAY_CLUSTER + "; data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the "
-        "20-report demo",
+        "21-report demo",
         marks=(SANDBOX, NB, "ray", SLOW),
     ),
     "grpo-wb batch PLAN --executor ray [--ray-address HOST:PORT]": Same(
@@ -952,7 +952,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         _all(_prints(r"index\.html\s*$"), _report("reports/smoke-toy_tasks-g2")),
         ("grpo-wb batch data/demo_plan.yaml --no-progress",),
         needs=("tiny_plan", "toy", "notebooks"),
-        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 20-report demo",
+        why="data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the 21-report demo",
         marks=(SANDBOX, NB),
     ),
     "grpo-wb headroom scored.jsonl --budget 256 --tasks data/toy_tasks.jsonl --export-frontier frontier.jsonl": Run(
@@ -989,6 +989,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
             "filter",
             "train",
             "tasks audit",
+            "models sample",
         )
     },
     # a command's name with an argument: the command's usage, with the flags that go with that argument
