@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-APPS = HERE.parent / "external" / "coderl_apps_train_examples" / "data" / "APPS" / "train"
+APPS = HERE.parents[1] / "grpo_wb" / "data" / "coderl_apps_train_examples" / "data" / "APPS" / "train"
 
 
 def rows_and_samples():
