@@ -128,8 +128,8 @@ def forecast_check(
         confidence=confidence,
         sims=sims,
         seed=seed,
+        steps=order,
     )
-    re = [StepForecast(s, f.groups, f.expected, f.lo, f.hi, f.realized, f.unknown) for s, f in zip(order, re)]
     batch = max(len(v) for v in steps.values())
     dapo = dapo_forecast(counts, g, batch, max_num_gen_batches=max_num_gen_batches)
     sim = simulate(

@@ -766,6 +766,10 @@ class _TaskPlan(NamedTuple):
     """Whether ``check`` goes to the child (some test could not be a value test)."""
     child_tests: list[dict[str, Any]]
     """The tests as sent to the child."""
+    trusted: tuple[str, ...]
+    """The task's own code an exec test may use (``tester_scope.trusted_text``)."""
+    entry_kind: str | None
+    """Whether its entry point is a class or a function (``tester_scope.entry_kind``)."""
 
 
 _BY_ID_MAX = 4096
@@ -874,7 +878,14 @@ class Scorer:
             plan = self._plans.get(key)
         if plan is None:
             plans, send = plan_task(task)
-            plan = _TaskPlan(key, plans, send, [p.for_child() for p in plans])
+            plan = _TaskPlan(
+                key,
+                plans,
+                send,
+                [p.for_child() for p in plans],
+                tester_scope.trusted_text(task.prompt, task.prelude),
+                _entry_kind(task),
+            )
             with self._lock:
                 self._plans[key] = plan
         with self._lock:
@@ -925,8 +936,8 @@ class Scorer:
         if ext.program is None:  # not ext.ok
             return _none_passed("parse_failure", task, 0.0, ext.mode, ext.reason), False
         limits = self.limits.with_timeout(task_deadline(task))
-        fingerprint, plans, send_check, child_tests = self._plan(task)
-        key = _cache_key(fingerprint, ext.program, limits)
+        plan = self._plan(task)
+        key = _cache_key(plan.fingerprint, ext.program, limits)
         owner = False
         if self.cache_enabled:
             with self._lock:
@@ -944,7 +955,7 @@ class Scorer:
                     self.cache_hits += 1
                 return v, True
         try:
-            v = self._execute(task, ext, limits, plans, send_check, child_tests)
+            v = self._execute(task, ext, limits, plan)
         except BaseException as e:  # the run stops (IsolationLost, an interrupt): nobody waits on this verdict
             if owner:
                 with self._lock:
@@ -1228,15 +1239,8 @@ class Scorer:
         }
         return events, out.timed_out
 
-    def _execute(
-        self,
-        task: Task,
-        ext: Extraction,
-        limits: SandboxLimits,
-        plans: list[PlannedTest],
-        send_check: bool,
-        child_tests: list[dict[str, Any]],
-    ) -> Verdict:
+    def _execute(self, task: Task, ext: Extraction, limits: SandboxLimits, plan: _TaskPlan) -> Verdict:
+        plans, send_check, child_tests = plan.plans, plan.send_check, plan.child_tests
         source = cast(str, ext.program)  # _verdict executes only an extraction that has its program (ext.ok)
         stream = self.early_stop and task.checker is None  # a checker decides after the run: no failure to stop on
         if task.language == "cpp":
@@ -1264,8 +1268,8 @@ class Scorer:
                 check=task.check if send_check else None,
                 limits=limits,
                 stream=stream,
-                trusted=tester_scope.trusted_text(task.prompt, task.prelude),
-                entry_kind=_entry_kind(task),
+                trusted=plan.trusted,
+                entry_kind=plan.entry_kind,
             )
         try:
             for _ in range(2):  # a worker that died is retried once, in a fresh one

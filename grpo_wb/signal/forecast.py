@@ -188,6 +188,7 @@ def reforecast(
     confidence: float = 0.95,
     sims: int = 4000,
     seed: int = 0,
+    steps: Sequence[int] | None = None,
 ) -> list[StepForecast]:
     """Each step forecast from what the run did before it (the last ``window`` steps, or all): ``step_groups[k]``
     holds the k-th step's groups as ``(task, n, passes)``. Every task's rate moves by the policy's :func:`drift`
@@ -213,7 +214,7 @@ def reforecast(
             confidence=confidence,
             sims=sims,
             seed=seed + k,
-            steps=[k + 1],
+            steps=[steps[k] if steps is not None else k + 1],
         )
         out.append(one)
     return out

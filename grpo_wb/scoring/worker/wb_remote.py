@@ -399,9 +399,9 @@ def _is_iterator(obj):
     """A generator, or an iterator of the standard library's (``map``, ``zip``, ``itertools.chain``, a list's
     iterator): it crosses as an iterator whose items cross one by one (a class of the candidate's with
     ``__next__`` crosses as its object)."""
+    if isinstance(obj, types.GeneratorType):
+        return True
     t = type(obj)
-    if isinstance(obj, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
-        return isinstance(obj, types.GeneratorType)
     return getattr(t, "__module__", None) in _ITERATOR_MODULES and hasattr(t, "__next__") and hasattr(t, "__iter__")
 
 
