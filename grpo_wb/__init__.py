@@ -14,7 +14,7 @@ pyproject.toml, checked by ``lint-imports`` in ``make test``):
 * :mod:`grpo_wb.runs`: the smoke loop, run artifacts, run tables, the notebooks' recipes
 * :mod:`grpo_wb.reports`: notebooks run strictly with papermill, batches, their index, the plots
 * :mod:`grpo_wb.training`: the TRL bridge and ``grpo-wb train``
-* :mod:`grpo_wb.audit`: ``grpo-wb audit``, a red team for a reward function
+* :mod:`grpo_wb.reward_audit`: ``grpo-wb reward-audit``, a red team for a reward function
 * :mod:`grpo_wb.bench`: the benchmarks of ``grpo-wb bench``, each printed beside its anchor in one run
 * :mod:`grpo_wb.cli`: ``grpo-wb``
 

@@ -36,9 +36,13 @@ APPS_ROWS = DATA / "apps_rows" / "apps_train5.jsonl.gz"
 APPS_ROWS_SAMPLES = DATA / "apps_rows" / "coderl_samples.jsonl.gz"
 """CodeRL's 83 programs for them, as a samples file (task ids of ``tasks import apps-rows``)."""
 REWARD_HARNESSES = PACKAGE_DATA / "reward_harnesses"
-"""evalplus 0.3.1's evaluation path and verl 0.9.1's prime_code, unchanged: what ``grpo-wb audit`` measures."""
+"""evalplus 0.3.1's evaluation path and verl 0.9.1's prime_code, unchanged: what ``grpo-wb reward-audit`` measures."""
 TESTLIB = PACKAGE_DATA / "testlib" / "testlib.h.gz"
 """testlib.h 0.9.45 (MikeMirzayanov/testlib 1e4e8a2, MIT): what CodeContests+'s C++ checkers include."""
+HUMANEVALPLUS = EXTERNAL / "humanevalplus"
+"""Per HumanEval task: do its original tests pass CodeGen-16B samples that HumanEval+'s inputs show wrong
+(``labels.jsonl``, built by ``build.py`` there), and one ``tasks audit``'s test-strength scores of it
+(``audit_scores.jsonl``): what ``grpo-wb bench --set task-scores`` reads."""
 TOY_TASKS = DATA / "toy_tasks.jsonl"
 """The project's own small task set."""
 

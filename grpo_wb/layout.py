@@ -52,8 +52,8 @@ class RecipeFiles:
     PLAN = "plan.json"
 
 
-class AuditFiles:
-    """``grpo-wb audit``'s folder (the reward audit and its agreement check)."""
+class RewardAuditFiles:
+    """``grpo-wb reward-audit``'s folder (the reward audit and its agreement check)."""
 
     AUDIT = "audit.json"
     AGREEMENT = "agreement.json"

@@ -1,4 +1,4 @@
-"""``grpo-wb audit --completions``: the trainer's real reward on real completions, beside grpo_wb's verdicts.
+"""``grpo-wb reward-audit --completions``: the trainer's real reward on real completions, beside grpo_wb's verdicts.
 
 The sampled-verl check of issue 24: CodeRL's programs for the bundled APPS problems, as verl rows, answered in
 chat markdown by a loopback server, sampled and scored by ``grpo-wb sample --score`` under both judges, then each
@@ -14,9 +14,9 @@ import os
 import pytest
 from conftest import import_argv, read_jsonl, replay_model, write_jsonl
 
-from grpo_wb.audit.agreement import summarize
 from grpo_wb.bundled import APPS_ROWS, APPS_ROWS_SAMPLES
 from grpo_wb.cli.main import main
+from grpo_wb.reward_audit.agreement import summarize
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.tasks.rowexport import build_row, parsed_from_task
 from grpo_wb.testing.loopback import ReplayServer
@@ -42,8 +42,8 @@ def _verl_tasks(tmp_path):
 
 
 def _agreement(completions, out, *extra: str) -> list[str]:
-    """`grpo-wb audit` of verl's prime_code against grpo_wb's verdicts on a scored file."""
-    argv = ["audit", "--reward", "builtin:verl-prime-code", "--completions", str(completions), "--out", str(out)]
+    """`grpo-wb reward-audit` of verl's prime_code against grpo_wb's verdicts on a scored file."""
+    argv = ["reward-audit", "--reward", "builtin:verl-prime-code", "--completions", str(completions), "--out", str(out)]
     return [*argv, *extra]
 
 

@@ -32,7 +32,7 @@ REQUIRED = {
 BASE = {
     ("tasks", "import"): ["mapcoder", "--src", "replies.jsonl.gz", "--out", "tasks.jsonl"],
     ("filter",): ["scored.jsonl", "--recipe", "dapo"],
-    ("audit",): ["--reward", "rewards:fn", "--style", "verl", "--out", "audit"],
+    ("reward-audit",): ["--reward", "rewards:fn", "--style", "verl", "--out", "audit"],
 }
 # a flag that goes with another kind of base line than its command's
 ROWS = ["--src", "rows.parquet", "--out", "tasks.jsonl"]
@@ -44,7 +44,7 @@ BASE_FOR = {
     (("tasks", "import"), "language"): ["code-contests", *ROWS],
     (("tasks", "import"), "map"): ["rows", *ROWS, "--map", "prompt=p,tests=t"],
     (("sample",), "headroom"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
-    (("audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
+    (("reward-audit",), "trl_format"): ["--reward", "rewards:fn", "--style", "trl", "--out", "audit"],
     (("sample",), "export_frontier"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score", "--headroom"],
     (("sample",), "adaptive"): ["--tasks", str(TOY), "--out", "s.jsonl", "--score"],
 }
@@ -85,8 +85,8 @@ def _base_argv(cmd, parser, dest: str | None = None) -> list[str]:
 
 # a value the flag's field checks (any other would be refused, not ignored)
 VALID = {
-    (("audit",), "exploits"): "always_equal",
-    (("audit",), "reward"): "other_rewards:fn",
+    (("reward-audit",), "exploits"): "always_equal",
+    (("reward-audit",), "reward"): "other_rewards:fn",
     (("tasks", "audit"), "mutants"): "3",
     (("tasks", "audit"), "against"): "humaneval",
     (("filter",), "drop"): "broken",

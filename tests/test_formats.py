@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,8 +12,8 @@ import pytest
 from conftest import ROOT, TOY
 
 from grpo_wb.errors import UserError
-from grpo_wb.formats import schema
-from grpo_wb.tasks.records import parse_task
+from grpo_wb.formats import WRITTEN_WHEN_SET, schema
+from grpo_wb.tasks.records import Task, TestCase, field_mismatches, parse_task
 
 SCHEMA_FILE = ROOT / "docs" / "task.schema.json"
 GOOD = {
@@ -67,6 +68,50 @@ def test_the_published_schema_accepts_the_shipped_tasks_and_refuses_what_loading
 def test_task_record_mistakes_are_one_line_each(change, problem):
     task, problems = parse_task({**GOOD, **change})
     assert task is None and problems == [problem]
+
+
+def test_the_task_at_run_time_holds_the_schemas_fields():
+    """One task record: Task's fields are TaskRecord's (names, order, defaults), TestCase's the two test models';
+    the first record read checks it (grpo_wb.tasks.records.field_mismatches)."""
+    assert field_mismatches() == []
+    assert [f.name for f in dataclasses.fields(Task)] == list(schema.TaskRecord.model_fields)
+
+
+def test_a_task_that_is_not_the_schemas_record_is_caught():
+    """The control: a field the schema lacks, one it has and the task lacks, another default, another order."""
+    base = {f.name: (f.type, f.default, f.default_factory) for f in dataclasses.fields(Task)}
+
+    def like(drop=(), add=(), default=(None, None), first=None):
+        names = sorted((n for n in base if n not in drop), key=lambda n: n != first)  # stable: only `first` moves
+        spec = [
+            (n, t, dataclasses.field(default=default[1] if n == default[0] else d, default_factory=factory))
+            for n, (t, d, factory) in ((n, base[n]) for n in names)
+        ]
+        spec += [(n, "int", dataclasses.field(default=0)) for n in add]
+        return dataclasses.make_dataclass("Task", spec, frozen=True, kw_only=True)
+
+    assert field_mismatches(like(drop=["checker"])) == ["Task lacks 'checker'"]
+    assert field_mismatches(like(add=["difficulty"])) == ["TaskRecord lacks 'difficulty'"]
+    assert field_mismatches(like(default=("prelude", "import os"))) == [
+        "Task.prelude defaults to 'import os', TaskRecord's to ''"
+    ]
+    assert field_mismatches(like(first="metadata"))[0].startswith("Task's order ")
+    odd = dataclasses.make_dataclass("TestCase", [("name", str), ("code", str, ""), ("stdin", str, "")])
+    assert field_mismatches(test=odd) == ["TestCase's fields are not AssertTest's and StdioTest's"]
+
+
+def test_a_task_line_leaves_out_the_later_fields_at_their_default():
+    """A task written as it always was: the first format's fields always, those added later (WRITTEN_WHEN_SET) when
+    set; in the schema's order; tuples as lists."""
+    plain = Task("t/a", "p", "f", (TestCase("a", "assert 1"),))
+    assert list(plain.to_json()) == [n for n in schema.TaskRecord.model_fields if n not in WRITTEN_WHEN_SET]
+    full = dataclasses.replace(
+        plain, solutions=("x",), wrong_solutions=("y",), prelude="import os", output_match="tokens", language="cpp",
+        checker="c", checker_style="testlib", time_limit=1.0, memory_limit_mb=64,
+    )  # fmt: skip
+    line = full.to_json()
+    assert list(line) == list(schema.TaskRecord.model_fields)
+    assert line["solutions"] == ["x"] and line["tests"] == [{"name": "a", "type": "assert", "code": "assert 1"}]
 
 
 def test_an_integer_is_a_float_and_stays_one():

@@ -29,7 +29,7 @@ LAZY_OK = {
     # errors.require: an optional extra (torch, ray, ...), named by its caller
     ("grpo_wb/errors.py", BY_NAME),
     # the audit's driver, in a sandbox child: the reward function under test, named by the job
-    ("grpo_wb/audit/_driver.py", BY_NAME),
+    ("grpo_wb/reward_audit/_driver.py", BY_NAME),
 }
 
 
@@ -151,14 +151,14 @@ ROOMS = (
     "grpo_wb.runs",
     "grpo_wb.reports",
     "grpo_wb.training",
-    "grpo_wb.audit",
+    "grpo_wb.reward_audit",
     "grpo_wb.bench",
 )
 # what a command that does not use them must not load when it is chosen: another command's implementation (the
 # reward audit, the benches, the row formats, the tasks audit, the batch runner, training) and the libraries of
 # analyses, plots and training
 OTHERS = (
-    "grpo_wb.audit",
+    "grpo_wb.reward_audit",
     "grpo_wb.bench",
     "grpo_wb.tasks.rowformats",
     "grpo_wb.runs.task_audit",
@@ -222,11 +222,12 @@ def test_a_command_imports_what_it_runs_only(words):
     assert {m.rsplit(".", 1)[1] for m in cli} - {"common", "headroom"} == {REGISTERED[words]}, cli
 
 
-def test_the_import_check_sees_the_chosen_command():
-    """The control: choosing ``audit`` loads the reward audit (what the check above looks for is what a command that
-    runs it loads)."""
-    others, cli = _loaded_by(["audit", "--help"], OTHERS)
-    assert "grpo_wb.audit" in others and "grpo_wb.cli.audit" in cli, (others, cli)
+@pytest.mark.parametrize("name", ["reward-audit", "audit"])
+def test_the_import_check_sees_the_chosen_command(name):
+    """The control: choosing ``reward-audit`` (or its old name, ``audit``) loads the reward audit (what the check
+    above looks for is what a command that runs it loads)."""
+    others, cli = _loaded_by([name, "--help"], OTHERS)
+    assert "grpo_wb.reward_audit" in others and "grpo_wb.cli.reward_audit" in cli, (others, cli)
 
 
 def test_the_dispatch_imports_command_modules_only():
@@ -244,7 +245,11 @@ def test_the_heavy_import_check_sees_a_heavy_import():
     assert out.stdout.strip() == "['pandas', 'matplotlib']", out.stdout + out.stderr
 
 
-IN_SANDBOX = [*sorted((PKG / "scoring" / "worker").glob("*.py")), PKG / "audit" / "_driver.py"]
+# the programs kept as files (grpo_wb.tasks.sandbox_programs) are data, not modules: import-linter does not see them
+PROGRAM_FILES = sorted(
+    [*(PKG / "tasks" / "rowformats" / "programs").glob("*.py"), *(PKG / "runs" / "programs").glob("*.py")]
+)
+IN_SANDBOX = [*sorted((PKG / "scoring" / "worker").glob("*.py")), PKG / "reward_audit" / "_driver.py", *PROGRAM_FILES]
 
 
 def _all_imports(path: Path) -> set[str]:
@@ -259,11 +264,13 @@ def _all_imports(path: Path) -> set[str]:
 
 
 def test_what_runs_inside_the_sandbox_imports_the_standard_library_only():
-    """The worker's modules and the audit's driver run in a child started with ``-S`` (no site-packages) and must
-    not hand a completion anything of grpo_wb: standard library and the worker's own ``wb_*`` siblings only.
-    (The import-linter contract says the same about grpo_wb; this also covers third-party packages.)"""
+    """The worker's modules, the audit's driver and the programs kept as files (the KodCode pytest helpers, the
+    tasks audit's equivalence search) run in a child started with ``-S`` (no site-packages) and must not hand a
+    completion anything of grpo_wb: standard library and the worker's own ``wb_*`` siblings only. (The import-linter
+    contract says the same about grpo_wb's modules; this also covers third-party packages, and the program files,
+    which import-linter does not see.)"""
     siblings = {p.stem for p in (PKG / "scoring" / "worker").glob("wb_*.py")}
-    assert len(IN_SANDBOX) >= 6 and siblings
+    assert len(IN_SANDBOX) >= 6 and siblings and len(PROGRAM_FILES) >= 3
     bad = {
         str(p.relative_to(ROOT)): sorted(_all_imports(p) - set(sys.stdlib_module_names) - siblings) for p in IN_SANDBOX
     }

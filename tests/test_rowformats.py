@@ -1,8 +1,9 @@
 """Row datasets in (verl, open-r1, TACO/APPS rows, CodeContests, LiveCodeBench, KodCode, mapped rows) and out.
 
 The fixtures in tests/fixtures/rows are small rows written from each published schema (see
-grpo_wb/tasks/rowformats.py for the sources), with awkward ones: multi-line stdin, trailing whitespace, float
-outputs, a ``class Solution`` entry point, compressed private tests, missing fields, a hostile pickle.
+grpo_wb/tasks/rowformats/, a module per dataset family, for the sources), with awkward ones: multi-line stdin,
+trailing whitespace, float outputs, a ``class Solution`` entry point, compressed private tests, missing fields, a
+hostile pickle.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """DeepCoder, AceCode and NeMo Gym rows in, judged, and back out in their own shape.
 
 The fixtures (tests/fixtures/rows/{deepcoder,acecode,nemo-gym}.jsonl) are written from each published schema
-(the sources are named in grpo_wb/tasks/rowformats.py): DeepCoder's four subsets (TACO's dict, PrimeIntellect's
-typed cases, LiveCodeBench's functional and stdin cases with ``metadata``, Codeforces' bare cases, ``tests`` as a
-JSON string and once decoded), AceCode's assert rows with their chat prompt and sampled programs, NeMo Gym's
-Responses-API prompt and unit tests; each file ends with bad rows.
+(the sources are named in grpo_wb/tasks/rowformats/: deepcoder.py, acecode.py, nemo_gym.py): DeepCoder's four
+subsets (TACO's dict, PrimeIntellect's typed cases, LiveCodeBench's functional and stdin cases with ``metadata``,
+Codeforces' bare cases, ``tests`` as a JSON string and once decoded), AceCode's assert rows with their chat prompt
+and sampled programs, NeMo Gym's Responses-API prompt and unit tests; each file ends with bad rows.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Parity is checked against the trainers' own code: verl's ``prime_code`` (bundled, unchanged, in
 grpo_wb/data/reward_harnesses/verl-0.9.1), the open-r1 ``code_reward`` transcription the audit ships
-(grpo_wb/audit/refs/openr1_style.py), TACO's ``metrics/testing_util.py`` (reward_harnesses/taco-2ba6235) and
+(grpo_wb/reward_audit/refs/openr1_style.py), TACO's ``metrics/testing_util.py`` (reward_harnesses/taco-2ba6235) and
 LiveCodeBench's ``lcb_runner`` (reward_harnesses/livecodebench-28fef95). Each is run here on trusted programs only;
 TACO's and LiveCodeBench's in a process of their own (they patch ``os``, ``builtins`` and signals).
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from conftest import filter_argv, score_argv
 
-from grpo_wb.audit.refs import openr1_style
-from grpo_wb.audit.refs.verl_prime_code import prime_code
 from grpo_wb.bundled import REWARD_HARNESSES
 from grpo_wb.cli.main import main
+from grpo_wb.reward_audit.refs import openr1_style
+from grpo_wb.reward_audit.refs.verl_prime_code import prime_code
 from grpo_wb.scoring.rewards import RewardConfig
 from grpo_wb.scoring.rules import RULES, trainer_rule
 from grpo_wb.scoring.sandbox import SandboxLimits

@@ -72,7 +72,10 @@ def test_the_wheel_carries_the_data_the_package_reads_with_its_licences(installe
         "grpo_wb/data/reward_harnesses/evalplus-0.3.1/evalplus/eval/__init__.py",
         "grpo_wb/data/reward_harnesses/verl-0.9.1/prime_code/__init__.py",
         "grpo_wb/scoring/worker/main.py",
-        "grpo_wb/audit/exploits/exit_sys.py",
+        "grpo_wb/reward_audit/exploits/exit_sys.py",
+        "grpo_wb/tasks/rowformats/programs/pytest_helpers.py",
+        "grpo_wb/tasks/rowformats/programs/pytest_intact.py",
+        "grpo_wb/runs/programs/equivalence.py",
     ):
         assert path in names, path
     assert not any(n.startswith(("data/", "tests/", "notebooks/")) for n in names)
@@ -123,7 +126,7 @@ def test_a_code_contests_plus_row_is_judged_by_its_testlib_checker(installed):
 
 @pytest.mark.parametrize("reward", ["evalplus", "verl-prime-code"])
 def test_the_builtin_reward_audits_run_from_the_package(installed, reward):
-    p = _run(installed, "grpo-wb", "audit", "--reward", f"builtin:{reward}", "--exploit", "exit_sys", "--out", reward,
-             "--no-progress")  # fmt: skip
+    p = _run(installed, "grpo-wb", "reward-audit", "--reward", f"builtin:{reward}", "--exploit", "exit_sys",
+             "--out", reward, "--no-progress")  # fmt: skip
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert (installed[1] / reward / "audit.json").exists()

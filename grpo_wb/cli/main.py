@@ -1,12 +1,13 @@
-"""``grpo-wb``: tasks (validate, calibrate, import, audit), sample, score, smoke, headroom, filter, plan, audit, report,
-batch, train, doctor, bench.
+"""``grpo-wb``: tasks (validate, calibrate, import, audit), sample, score, smoke, headroom, filter, plan, reward-audit,
+report, batch, train, doctor, bench, models.
 
 Each command is registered here by its words, the module of this package that implements it and its help line
 (:data:`REGISTRY`); ``grpo-wb --help`` reads nothing else, so it imports no command's implementation. The module is
 imported when its command is chosen (or its ``--help`` asked for): its :class:`~grpo_wb.cli.common.Command` then
 adds the flags derived from its arguments dataclass (:func:`grpo_wb.config.add_flags`). User mistakes (bad files, bad
 flags, impossible settings) end with one line on stderr, ``grpo-wb: error: ...``, and exit code 1 (2 for malformed
-command lines, as argparse does); never a traceback.
+command lines, as argparse does); never a traceback. A renamed command keeps its old words
+(:attr:`Registered.formerly`): unlisted, they run the command after one line on stderr that gives its new name.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ class Registered:
     """The module of :mod:`grpo_wb.cli` whose ``COMMANDS`` holds it (imported when the command is chosen)."""
     help: str
     """One line for ``grpo-wb --help``: the same as its :class:`~grpo_wb.cli.common.Command`'s (a test checks)."""
+    formerly: tuple[str, ...] = ()
+    """The command's old words, if it was renamed: they still run it, unlisted, after a one-line notice."""
+
+    @property
+    def notice(self) -> str:
+        """What the old words print on stderr before the command runs."""
+        return f"grpo-wb: note: 'grpo-wb {' '.join(self.formerly)}' is now 'grpo-wb {' '.join(self.words)}'"
 
     def load(self) -> Command:
         """Import the command's module; its :class:`~grpo_wb.cli.common.Command`."""
@@ -70,7 +78,9 @@ REGISTRY: tuple[Registered, ...] = (
         "plan",
         "filters, DAPO, GRESO and per-prompt budgets: rollouts per informative group, simulated on recorded samples",
     ),
-    Registered(("audit",), "audit", "put a reward function through a red team of reward hacks"),
+    Registered(
+        ("reward-audit",), "reward_audit", "put a reward function through a red team of reward hacks", ("audit",)
+    ),
     Registered(("report",), "reports", "validate parameters, execute a notebook with papermill, render HTML"),
     Registered(("batch",), "batch", "run a plan of notebooks x parameter grids and write an index page"),
     Registered(("train",), "train", "real GRPO fine-tuning (LoRA) with TRL, same reward and diagnostics as smoke"),
@@ -91,9 +101,12 @@ class CommandParser(argparse.ArgumentParser):
     """A command's parser: its module is imported and its flags added the first time it parses a command line or
     formats its help (:meth:`load`), so a command line imports the implementation of the command it runs only."""
 
-    def __init__(self, *args: Any, registered: Registered | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, registered: Registered | None = None, notice: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.registered = registered
+        self.notice = notice
         self.command: Command | None = None
 
     def load(self) -> CommandParser:
@@ -104,6 +117,8 @@ class CommandParser(argparse.ArgumentParser):
         return self
 
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        if self.notice:  # an old name: said once, on stderr, then the command runs (or its help prints) as usual
+            print(self.notice, file=sys.stderr)
         self.load()
         return super().parse_known_args(*args, **kwargs)
 
@@ -130,16 +145,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grpo_wb {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     groups: dict[str, argparse._SubParsersAction] = {}
-    for r in REGISTRY:
-        if len(r.words) == 1:
-            sub.add_parser(r.words[0], help=r.help, registered=r)
-            continue
-        group, word = r.words  # a group: `grpo-wb tasks validate`
+
+    def add(words: tuple[str, ...], **kwargs: Any) -> None:
+        if len(words) == 1:
+            sub.add_parser(words[0], **kwargs)
+            return
+        group, word = words  # a group: `grpo-wb tasks validate`
         if group not in groups:
             actions = ", ".join(o.words[1] for o in REGISTRY if o.words[0] == group)
             gp = sub.add_parser(group, help=f"{group}: {actions}")
             groups[group] = gp.add_subparsers(dest=f"{group}_command", required=True, metavar="ACTION")
-        groups[group].add_parser(word, help=r.help, registered=r)
+        groups[group].add_parser(word, **kwargs)
+
+    for r in REGISTRY:
+        add(r.words, help=r.help, registered=r)
+    for r in REGISTRY:  # after every current name; no help: argparse lists only the parsers given one
+        if r.formerly:
+            add(r.formerly, registered=r, notice=r.notice)
     return parser
 
 

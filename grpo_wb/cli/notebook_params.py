@@ -17,11 +17,11 @@ from typing import Any
 
 import nbformat
 
-from grpo_wb.audit.run import AuditConfig
 from grpo_wb.bundled import REPO
 from grpo_wb.config import parameter_line
 from grpo_wb.errors import UserError
 from grpo_wb.reports.notebooks import parameters_cells, read_notebook
+from grpo_wb.reward_audit.run import AuditConfig
 from grpo_wb.runs.smoke import SmokeConfig
 from grpo_wb.signal.filters import FilterRule
 from grpo_wb.signal.headroom import HeadroomConfig

@@ -9,6 +9,13 @@ from __future__ import annotations
 SCHEMA_VERSION = 1
 """The task format's version: a task record's ``schema_version``."""
 
+WRITTEN_WHEN_SET = frozenset(
+    {"solutions", "wrong_solutions", "prelude", "output_match", "language", "checker", "checker_style", "time_limit",
+     "memory_limit_mb"}
+)  # fmt: skip
+"""The task record's fields a writer leaves out when they hold their default: those added after the format's first
+files, so that a task that does not use them is written as it always was. The others are always written."""
+
 PARAMETER_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict}
 """A notebook parameter's annotation -> the type of its values (checked strictly: a bool is no int, an int is a
 float)."""

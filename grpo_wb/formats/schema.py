@@ -75,7 +75,7 @@ class AssertTest(BaseModel):
     model_config = _STRICT
     name: str = Field(description="unique within the task; shown in per-test results")
     type: Literal["assert"] = "assert"
-    code: str = Field(description="Python statements run after the program")
+    code: str = Field(description="Python statements run after the program; candidate is bound to the entry point")
 
 
 class StdioTest(BaseModel):
@@ -103,32 +103,64 @@ TEST_TYPES = ("assert", "stdio")
 
 
 class TaskRecord(BaseModel):
-    """One line of a grpo_wb task file (JSON lines); it loads as a grpo_wb.tasks.records.Task."""
+    """One line of a grpo_wb task file (JSON lines): the task record, declared once. Its fields, in the order a task
+    file writes them, with their defaults and meaning, are the fields of the task at run time
+    (:class:`grpo_wb.tasks.records.Task`, what a record loads as; :func:`grpo_wb.tasks.records.field_mismatches`
+    holds the two lists equal on the first record read)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="grpo_wb task")
     schema_version: int = Field(SCHEMA_VERSION, ge=SCHEMA_VERSION, le=SCHEMA_VERSION, description="format version")
-    task_id: str = Field(pattern=r"\S", description="unique in the file")
-    prompt: str = Field(description="what the model sees; a continuation is appended to it")
+    task_id: str = Field(pattern=r"\S", description="unique in the file, e.g. HumanEval/0")
+    prompt: str = Field(
+        description="what the model sees; a continuation completion is appended to it (when it is code)"
+    )
     entry_point: str = Field(
         description="the function the tests call (bound to candidate); may be empty when every test is stdio"
     )
     tests: list[TestRecord] = Field(
-        min_length=1, description="counted one by one; all assert (a function task) or all stdio (a script task)"
+        min_length=1,
+        description="counted one by one (partial credit); all assert (a function task) or all stdio (a script task)",
     )
-    test_setup: str = Field("", description="code run before each test")
+    test_setup: str = Field(
+        "", description="code run before each test (helpers, imports, constants of the original test module)"
+    )
     check: str | None = Field(None, description="source defining check(candidate); when set it decides passed")
-    canonical_solution: str | None = Field(None, description="a reference completion of the prompt")
+    canonical_solution: str | None = Field(
+        None, description="a reference completion of the prompt (tasks validate runs it, the mock backend answers it)"
+    )
     # list defaults from a factory: pydantic would deep-copy a default list for every record it reads
-    solutions: list[str] = Field(default_factory=list, description="more reference programs, judged as completions are")
-    wrong_solutions: list[str] = Field(default_factory=list, description="programs the dataset labels wrong")
-    timeout: Seconds | None = Field(None, description="seconds; overrides the run's default")
-    prelude: str = Field("", description="code run before the completion in the same module")
-    output_match: OutputMatch = Field("lines", description="how stdio output is compared")
-    language: Language = Field("python", description="cpp: a stdio task whose programs are C++")
-    checker: str | None = Field(None, description="a stdio task's special judge, run on each test's output")
-    checker_style: CheckerStyle = Field("open-r1", description="how the checker is called")
-    time_limit: Seconds | None = Field(None, description="the dataset's seconds per test")
-    memory_limit_mb: Annotated[int, Field(gt=0)] | None = Field(None, description="the dataset's MB per test")
+    solutions: list[str] = Field(
+        default_factory=list,
+        description="more reference programs, judged as completions are: for audits only, never a verdict",
+    )
+    wrong_solutions: list[str] = Field(
+        default_factory=list,
+        description="programs the dataset labels wrong (CodeContests' incorrect_solutions): a pass is a false positive",
+    )
+    timeout: Seconds | None = Field(None, description="the task's wall-clock limit in seconds; overrides the run's")
+    prelude: str = Field(
+        "", description="code run before the completion in the same module (e.g. the standard imports APPS assumes)"
+    )
+    output_match: OutputMatch = Field(
+        "lines",
+        description="how stdio output is compared: lines, tokens (CodeContests), numeric-lines (LiveCodeBench) or a "
+        "trainer's rule",
+    )
+    language: Language = Field(
+        "python", description="what completions and references are written in; cpp: a stdio task's C++ programs"
+    )
+    checker: str | None = Field(
+        None,
+        description="a stdio task's special judge (Python, or C++ for testlib), run on each test's output instead "
+        "of output_match",
+    )
+    checker_style: CheckerStyle = Field("open-r1", description="how the checker is called and read")
+    time_limit: Seconds | None = Field(
+        None, description="the dataset's seconds per test: a C++ run's on each test; a Python task's, times its tests"
+    )
+    memory_limit_mb: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="the dataset's MB per test: a C++ run's address space on each test; not applied to Python"
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="free-form (source, difficulty, mock_skill, ...)"
     )

@@ -67,6 +67,7 @@ from grpo_wb.tasks.mutants import mutants as make_mutants
 from grpo_wb.tasks.overlap import EVAL_SETS, contamination, load_eval_set, near_duplicates
 from grpo_wb.tasks.probes import suite_stats, trivial_programs
 from grpo_wb.tasks.records import Task, TestCase, load_tasks, write_tasks
+from grpo_wb.tasks.sandbox_programs import program_text
 from grpo_wb.version import __version__
 
 TASKS_FILE, OVERLAP_FILE, SUMMARY_FILE, SETTINGS_FILE = (
@@ -213,144 +214,31 @@ def _cause(res: ScoredCompletion, site_packages: bool) -> str:
     return f"{res.status}: {res.error}"
 
 
-_PROGRAM = """import ast, copy, io, json, signal, sys, time
-sys.setrecursionlimit(10000)
-PRELUDE, ENTRY, PROGRAMS, INPUTS, SECONDS = {args}
-_OUT = sys.stdout
-CALL_S = {call_s!r}
-DEADLINE = time.perf_counter() + SECONDS
-
-
-class _Slow(BaseException):  # not an Exception: a program's `except Exception` does not swallow it
-    pass
-
-
-def _alarm(*_):
-    raise _Slow()
-
-
-signal.signal(signal.SIGALRM, _alarm)
-
-
-def load(src):
-    ns = {{"__name__": "_grpo_wb_program"}}
-    sys.stdout = io.StringIO()
-    try:
-        exec(compile(PRELUDE + "\\n" + src, "<program>", "exec"), ns)
-    except BaseException:
-        return None
-    finally:
-        sys.stdout = _OUT
-    f = ns.get(ENTRY)
-    return f if callable(f) else None
-
-
-def call(f, args, limit):
-    sys.stdout = io.StringIO()  # what the program prints is not this program's answer
-    t0 = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        return ("value", f(*copy.deepcopy(args)), time.perf_counter() - t0)
-    except _Slow:
-        return ("slow", None, limit)
-    except BaseException as e:
-        return ("raises", type(e).__name__, time.perf_counter() - t0)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        sys.stdout = _OUT
-
-
-def same(a, b):
-    try:
-        return bool(a == b) or repr(a) == repr(b)
-    except BaseException:
-        return repr(a) == repr(b)
-
-
-def literal(v):
-    try:
-        return ast.literal_eval(repr(v)) == v
-    except BaseException:
-        return False
-
-
-{body}"""
-
-_DOMAIN = """fs = [load(p) for p in PROGRAMS]
-ref, others = fs[0], [f for f in fs[1:] if f is not None]
-if ref is None:
-    print("not comparable")
-    sys.exit()
-tried = raises = slow = disagree = 0
-bits = 0
-for k, args in enumerate(INPUTS):
-    if time.perf_counter() > DEADLINE:
-        break
-    tried += 1
-    kind, want, _ = call(ref, args, CALL_S)
-    if kind != "value":
-        raises += kind == "raises"
-        slow += kind == "slow"
-        continue
-    again = call(ref, args, CALL_S)  # twice, then the other references: one answer, or not the task's input
-    if not (again[0] == "value" and same(want, again[1])) or not all(
-        o[0] == "value" and same(want, o[1]) for o in (call(g, args, CALL_S) for g in others)
-    ):
-        disagree += 1
-        continue
-    bits |= 1 << k
-print("domain", tried, raises, slow, disagree, format(bits, "x"))
-"""
-
-_COMPARE = """ref, mut = load(PROGRAMS[0]), load(PROGRAMS[1])
-if ref is None or mut is None:
-    print("not comparable")
-    sys.exit()
-met, found = 0, []
-for k, args in enumerate(INPUTS):
-    if time.perf_counter() > DEADLINE:
-        break
-    kind, want, dt = call(ref, args, CALL_S)
-    if kind != "value":
-        continue
-    got = call(mut, args, min(1.0, max(0.2, 10 * dt)))
-    if not found:
-        met += 1
-    if not (got[0] == "value" and same(want, got[1])):
-        lit = literal(want) and len(repr(want)) <= 250
-        found.append((k, lit, want, got))
-        if lit and len(repr(args)) + len(repr(want)) < 200 or len(found) >= 8:
-            break
-if not found:
-    print("same", met)
-    sys.exit()
-k, lit, want, got = min(found, key=lambda f: (not f[1], len(repr(INPUTS[f[0]])) + len(repr(f[2]))))
-theirs = repr(got[1]) if got[0] == "value" else got[0] + " " + str(got[1])
-print("differs", k, met, int(lit), json.dumps([repr(want)[:250], theirs[:100]], ensure_ascii=False))
-"""
+_EQUIVALENCE = program_text("grpo_wb.runs", "programs/equivalence.py")
+"""The program that runs a task's references (and a mutant) on explored inputs in the sandbox (``main`` is called
+on the task's values when it is sent)."""
 
 CALL_SECONDS = 0.2
 """How long the reference may take on one explored input (past it, the input is outside what the task answers)."""
 
 
-def _sandbox_program(task: Task, body: str, programs: list[str], inputs: list[tuple], seconds: float) -> str:
-    return _PROGRAM.format(
-        args=repr((task.prelude, task.entry_point, programs, inputs, seconds)), call_s=CALL_SECONDS, body=body
-    )
+def _sandbox_program(task: Task, mode: str, programs: list[str], inputs: list[tuple], seconds: float) -> str:
+    args = (mode, task.prelude, task.entry_point, programs, inputs, seconds, CALL_SECONDS)
+    return f"{_EQUIVALENCE}\n\nmain(*{args!r})\n"
 
 
 def domain_program(task: Task, refs: list[str], inputs: list[tuple], seconds: float) -> str:
     """A program that runs the references (``refs[0]`` first, twice) on ``inputs`` until ``seconds`` are spent and
     prints ``domain TRIED RAISES SLOW DISAGREE HEXMASK``: the mask's bit k is set where input k is one the task
     answers (the first reference answers it within :data:`CALL_SECONDS`, the same twice, and the others agree)."""
-    return _sandbox_program(task, _DOMAIN, refs, inputs, seconds)
+    return _sandbox_program(task, "domain", refs, inputs, seconds)
 
 
 def agreement_program(task: Task, reference: str, mutant: str, inputs: list[tuple], seconds: float) -> str:
     """A program that runs the reference and a mutant on ``inputs`` and prints ``same MET`` (agreed on MET inputs),
     or ``differs K MET LITERAL [REFERENCE'S, MUTANT'S]``: the input (by index) they answer differently, the shortest
     of the first few whose answer is a literal a test can hold."""
-    return _sandbox_program(task, _COMPARE, [reference, mutant], inputs, seconds)
+    return _sandbox_program(task, "agreement", [reference, mutant], inputs, seconds)
 
 
 _SENTINEL = "(read by the audit)\n"

@@ -118,9 +118,9 @@ class SandboxLimits:
     """Let completions import the caller's installed packages (numpy, ...); off: standard library only."""
     shm_bytes: int = 0
     """Size of a private ``/dev/shm`` (bubblewrap mode; 0: none) for code that uses multiprocessing's shared
-    memory (``grpo-wb audit``: evalplus's harness)."""
+    memory (``grpo-wb reward-audit``: evalplus's harness)."""
     ro_binds: tuple[str, ...] = ()
-    """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb audit``: the audited
+    """More paths visible read-only at their own place in bubblewrap mode (``grpo-wb reward-audit``: the audited
     function's files); nothing else of the caller's files is."""
     compile_timeout: float = 10.0
     """Wall-clock seconds for compiling one C++ program (``g++ -O2 -std=c++17``, in the sandbox, under the same

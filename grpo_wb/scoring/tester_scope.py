@@ -21,8 +21,9 @@ SOLUTION_MODULE_LINE = (
     "__import__('sys').modules['solution'] = __import__('types').SimpleNamespace("
     "**{k: v for k, v in globals().items() if not k.startswith('__')})"
 )
-"""The line KodCode imports put before a test module that imports ``solution`` (``tasks.rowformats``): it would
-build the module from the test's globals; the tester registers a module of the candidate's names instead."""
+"""The line KodCode imports put before a test module that imports ``solution``
+(``tasks.rowformats.kodcode_pytest``): it would build the module from the test's globals; the tester registers a
+module of the candidate's names instead."""
 
 _BUILTINS = frozenset(dir(builtins))
 

@@ -1,7 +1,7 @@
 """grpo_wb's execution reward with TRL's calling convention, importable without transformers.
 
 :class:`ExecutionReward` is what the trainer calls; :mod:`grpo_wb.training.bridge` adds the ``TrainerCallback``
-(which needs transformers) and re-exports these names. Kept apart so that what only scores (``grpo-wb audit``'s
+(which needs transformers) and re-exports these names. Kept apart so that what only scores (``grpo-wb reward-audit``'s
 ``builtin:grpo_wb``, a reward process) does not pay for importing transformers.
 """
 

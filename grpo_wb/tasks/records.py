@@ -67,11 +67,17 @@ Importers keep at most :data:`MAX_SOLUTIONS` of each.
 Loading is strict: unknown fields, wrong types, duplicate ids, empty test lists
 and tests that do not compile are errors reported as ``PATH:LINE: problem``. The
 format is declared once, by :class:`grpo_wb.formats.schema.TaskRecord` (its JSON
-Schema is docs/task.schema.json); :class:`Task` is what a record loads as.
+Schema is docs/task.schema.json): each field's name, order, default and meaning.
+:class:`Task` is what a record loads as: the same fields, held as plain frozen
+dataclass attributes (no pydantic until the first record is read; tuples where the
+record has lists), which the first record read checks are the schema's
+(:func:`field_mismatches`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -81,7 +87,7 @@ from typing import TYPE_CHECKING, Any
 import lazy_loader
 
 from grpo_wb.errors import UserError, ValidationError, format_location
-from grpo_wb.formats import SCHEMA_VERSION
+from grpo_wb.formats import SCHEMA_VERSION, WRITTEN_WHEN_SET
 from grpo_wb.jsonio import atomic_write_jsonl, iter_jsonl
 
 if TYPE_CHECKING:
@@ -96,18 +102,16 @@ MAX_SOLUTIONS = 16
 
 @dataclass(frozen=True)
 class TestCase:
-    """One separately counted test of a task."""
+    """One separately counted test of a task: ``assert`` (passes when ``code`` raises nothing) or ``stdio`` (the
+    program run on ``input``, its stdout held against ``output``). The fields are those of the schema's two kinds of
+    test (:class:`~grpo_wb.formats.schema.AssertTest`, :class:`~grpo_wb.formats.schema.StdioTest`), documented
+    there; a kind's fields the test does not have stay empty."""
 
     name: str
-    """Unique within its task; shown in per-test results."""
     code: str = ""
-    """assert: Python statements run after the program; ``candidate`` is bound to the entry point."""
     type: str = "assert"
-    """``assert`` (passes when ``code`` raises nothing) or ``stdio`` (program run on ``input``)."""
     input: str = ""
-    """stdio: text fed to the program on stdin."""
     output: str = ""
-    """stdio: expected stdout, compared after normalising trailing whitespace (line count included)."""
 
     __test__ = False  # not a pytest class
 
@@ -119,79 +123,41 @@ class TestCase:
 
 @dataclass(frozen=True)
 class Task:
-    """A code-generation task: a prompt, an entry point and tests."""
+    """A code-generation task: a prompt, an entry point and tests; a task record at run time. Its fields are
+    :class:`~grpo_wb.formats.schema.TaskRecord`'s, in its order and with its defaults, each documented there (the
+    first record read checks the two lists are one: :func:`field_mismatches`); a task file's lists are tuples here.
+    ``schema_version``, first in a record, is a keyword argument here (``Task(task_id, prompt, entry_point,
+    tests)`` as ever)."""
 
+    schema_version: int = field(default=SCHEMA_VERSION, kw_only=True)
     task_id: str
-    """Unique identifier, e.g. ``HumanEval/0``."""
     prompt: str
-    """What the model sees; a continuation completion is appended to it (when it is code)."""
     entry_point: str
-    """Name of the function the tests call ("" for tasks with only stdio tests)."""
     tests: tuple[TestCase, ...]
-    """Individually counted tests (partial credit)."""
     test_setup: str = ""
-    """Code run before each test (helpers, imports, constants of the original test module)."""
     check: str | None = None
-    """Optional source defining ``check(candidate)``; when set it decides ``passed``."""
     canonical_solution: str | None = None
-    """A reference completion of ``prompt``, used by ``tasks validate`` and the mock backend."""
     solutions: tuple[str, ...] = ()
-    """More references, each judged as a completion is; for audits only (they never change a verdict)."""
     wrong_solutions: tuple[str, ...] = ()
-    """Programs the dataset labels wrong (CodeContests' ``incorrect_solutions``): a pass is a false positive."""
     timeout: float | None = None
-    """Per-task wall-clock limit in seconds; ``None`` uses the run's default."""
     prelude: str = ""
-    """Code run before the completion in the same module (e.g. the standard imports APPS assumes)."""
     output_match: str = "lines"
-    """How stdio output is compared: ``lines``, ``tokens`` (CodeContests) or ``numeric-lines`` (LiveCodeBench)."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Free-form extra information (source, difficulty, mock skill, ...)."""
     language: str = "python"
-    """``python`` or ``cpp`` (:data:`grpo_wb.formats.schema.Language`): what completions and references are in."""
     checker: str | None = None
-    """A stdio task's special judge (Python, or C++ for ``testlib``) run on each test's output; None:
-    ``output_match``."""
     checker_style: str = "open-r1"
-    """How the checker is called and read (:data:`grpo_wb.formats.schema.CheckerStyle`)."""
     time_limit: float | None = None
-    """The dataset's seconds per test: a C++ run's limit on each test; a Python task's deadline, times the tests."""
     memory_limit_mb: int | None = None
-    """The dataset's memory per test (MB): a C++ run's address space on each test; not applied to Python."""
-    schema_version: int = SCHEMA_VERSION
-    """Format version of this record."""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "schema_version": self.schema_version,
-            "task_id": self.task_id,
-            "prompt": self.prompt,
-            "entry_point": self.entry_point,
-            "tests": [t.to_json() for t in self.tests],
-            "test_setup": self.test_setup,
-            "check": self.check,
-            "canonical_solution": self.canonical_solution,
-        }
-        if self.solutions:
-            d["solutions"] = list(self.solutions)
-        if self.wrong_solutions:
-            d["wrong_solutions"] = list(self.wrong_solutions)
-        d["timeout"] = self.timeout
-        if self.prelude:
-            d["prelude"] = self.prelude
-        if self.output_match != "lines":
-            d["output_match"] = self.output_match
-        if self.language != "python":
-            d["language"] = self.language
-        if self.checker is not None:
-            d["checker"] = self.checker
-        if self.checker_style != "open-r1":
-            d["checker_style"] = self.checker_style
-        if self.time_limit is not None:
-            d["time_limit"] = self.time_limit
-        if self.memory_limit_mb is not None:
-            d["memory_limit_mb"] = self.memory_limit_mb
-        d["metadata"] = self.metadata
+        """The task's line of a task file: every field in the schema's order, but those of
+        :data:`~grpo_wb.formats.WRITTEN_WHEN_SET` that hold their default; tuples as lists."""
+        fields, d = self.__dict__, {}
+        for name, omitted in _WRITTEN:
+            value = fields[name]
+            if value != omitted:
+                d[name] = list(value) if type(value) is tuple else value
+        d["tests"] = [t.to_json() for t in self.tests]
         return d
 
     @property
@@ -200,9 +166,43 @@ class Task:
         return bool(self.tests) and all(t.type == "stdio" for t in self.tests)
 
 
+_WRITTEN = tuple((f.name, f.default if f.name in WRITTEN_WHEN_SET else object()) for f in dataclasses.fields(Task))
+"""A task's fields in a task file's order (:meth:`Task.to_json`), each with the value that leaves it out: its
+default, or for a field always written a value no field holds."""
+
+
+def field_mismatches(task: type = Task, test: type = TestCase) -> list[str]:
+    """Where ``task`` and ``test`` (:class:`Task`, :class:`TestCase`) are not the schema's task record and tests:
+    a field one has and the other lacks, another order, another default (a tuple here is the record's list)."""
+    record = schema.TaskRecord.model_fields
+    ours = {f.name: f for f in dataclasses.fields(task)}
+    problems = [f"{task.__name__} lacks {n!r}" for n in record if n not in ours]
+    problems += [f"TaskRecord lacks {n!r}" for n in ours if n not in record]
+    if not problems and list(ours) != list(record):
+        problems.append(f"{task.__name__}'s order {list(ours)} is not TaskRecord's {list(record)}")
+    for name in ours.keys() & record.keys():
+        f, info = ours[name], record[name]
+        mine = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        theirs = dataclasses.MISSING if info.is_required() else info.get_default(call_default_factory=True)
+        if (list(mine) if type(mine) is tuple else mine) != theirs:
+            problems.append(f"{task.__name__}.{name} defaults to {mine!r}, TaskRecord's to {theirs!r}")
+    kinds = (schema.AssertTest.model_fields, schema.StdioTest.model_fields)
+    if {f.name for f in dataclasses.fields(test)} != {n for k in kinds for n in k}:
+        problems.append(f"{test.__name__}'s fields are not AssertTest's and StdioTest's")
+    return problems
+
+
+@functools.cache
+def _check_fields() -> None:
+    """Once, when the first record is read: a field added to the schema or to :class:`Task` alone fails at once."""
+    if problems := field_mismatches():
+        raise RuntimeError("grpo_wb.tasks.records.Task is not the schema's TaskRecord: " + "; ".join(problems))
+
+
 def parse_task(obj: Any) -> tuple[Task | None, list[str]]:
     """Check one decoded JSON line against the task format (:class:`~grpo_wb.formats.schema.TaskRecord`); return
     the task (or None) and the problems found."""
+    _check_fields()
     record, problems = schema.check_task(obj)
     if record is None:
         return None, problems

@@ -46,7 +46,7 @@ TESTS_READ = "tests_read"  # a split job's tester has read its tests (the worker
 COMPILED = "compiled"  # ok, binary (base64) | error, seconds: a C++ compile job's result (wb_native)
 CHECKED = "checked"  # index, ok, message, seconds: a task's checker judged one test's output (wb_native)
 EVENTS = (TEST, VALUES, STDOUT, LOAD_ERROR, LOADED, CHECK, TAMPER, DONE, TESTS_READ, COMPILED, CHECKED)
-# what the audit's driver (grpo_wb/audit/_driver.py) reports from a child
+# what the audit's driver (grpo_wb/reward_audit/_driver.py) reports from a child
 AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE = "audit_start", "audit_error", "audit_call", "audit_done"
 AUDIT_EVENTS = (AUDIT_START, AUDIT_ERROR, AUDIT_CALL, AUDIT_DONE)
 DONE_MARK = b'{"event": "done"'

@@ -1,4 +1,4 @@
-"""The audit's exploits as files (grpo_wb/audit/exploits): each compiles, says what it is, is used once, ships,
+"""The audit's exploits as files (grpo_wb/reward_audit/exploits): each compiles, says what it is, is used once, ships,
 and a malformed one is an error that names it (the battery is read at import: a bad file must say which)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from grpo_wb.audit import battery
-from grpo_wb.audit.battery import EXPLOIT_DIR, EXPLOIT_FILES, EXPLOITS, GOALS, KINDS, TaskView, read_exploit_file
+from grpo_wb.reward_audit import battery
+from grpo_wb.reward_audit.battery import EXPLOIT_DIR, EXPLOIT_FILES, EXPLOITS, GOALS, KINDS, TaskView, read_exploit_file
 
 FILES = sorted(EXPLOIT_DIR.glob("*.py"))
 VIEWS = {
@@ -55,10 +55,10 @@ def test_every_file_is_used_once_and_is_no_package():
 def test_the_exploit_files_ship_with_the_package():
     """pyproject.toml's package-data names every file (they are data, not a package)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    patterns = setuptools["package-data"]["grpo_wb.audit"]
-    base = ROOT / "grpo_wb" / "audit"
+    patterns = setuptools["package-data"]["grpo_wb.reward_audit"]
+    base = ROOT / "grpo_wb" / "reward_audit"
     assert all(any(fnmatch.fnmatch(str(p.relative_to(base)), pat) for pat in patterns) for p in FILES)
-    assert "grpo_wb.audit.exploits" in setuptools["packages"]["find"]["exclude"]
+    assert "grpo_wb.reward_audit.exploits" in setuptools["packages"]["find"]["exclude"]
 
 
 def test_a_shared_program_gets_each_exploits_tokens_and_the_views():

@@ -1,20 +1,20 @@
-"""``grpo-wb audit``: which published reward hacks does a reward function fall for? With ``--completions``: does it
-agree with grpo_wb's verdicts on real completions?"""
+"""``grpo-wb reward-audit`` (formerly ``grpo-wb audit``): which published reward hacks does a reward function fall
+for? With ``--completions``: does it agree with grpo_wb's verdicts on real completions?"""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 
-from grpo_wb.audit.agreement import print_agreement, run_agreement
-from grpo_wb.audit.run import Audit, AuditConfig, run_audit
 from grpo_wb.cli.common import Command
 from grpo_wb.config import from_args
+from grpo_wb.reward_audit.agreement import print_agreement, run_agreement
+from grpo_wb.reward_audit.run import Audit, AuditConfig, run_audit
 
 
 @dataclass(kw_only=True)
 class RewardAuditArgs(AuditConfig):
-    """``grpo-wb audit``."""
+    """``grpo-wb reward-audit``."""
 
     no_progress: bool = False
     """no progress line on stderr"""
@@ -47,7 +47,7 @@ def print_audit(a: Audit, out=print) -> None:
     out(a.verdict)
 
 
-def audit(args: argparse.Namespace) -> int:
+def reward_audit(args: argparse.Namespace) -> int:
     # the config is built once, from the flags: built again from its own fields, a style's defaults that
     # __post_init__ filled in (trl_format "standard" for --style verl) would read as flags the user gave
     cfg = from_args(AuditConfig, args)
@@ -59,4 +59,8 @@ def audit(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = [Command(("audit",), RewardAuditArgs, audit, "put a reward function through a red team of reward hacks")]
+COMMANDS = [
+    Command(
+        ("reward-audit",), RewardAuditArgs, reward_audit, "put a reward function through a red team of reward hacks"
+    )
+]

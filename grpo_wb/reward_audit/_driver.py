@@ -1,6 +1,6 @@
 """The audit's driver: calls the reward function under test on a job's completions and reports what happened.
 
-Standard library only. It runs inside a sandbox child (``grpo-wb audit`` sends this file as the program of a
+Standard library only. It runs inside a sandbox child (``grpo-wb reward-audit`` sends this file as the program of a
 script job and the job as its stdin), so the reward function, and everything it starts to run the
 completions, is held by grpo_wb's isolation. ``builtin:grpo_wb``, whose function is itself a sandbox, is driven
 by the same :func:`run` in the audit's process.
@@ -31,7 +31,7 @@ import types
 
 try:
     import wb_protocol as protocol  # in a sandbox child: the worker's own (grpo_wb/scoring/worker/wb_protocol.py)
-except ImportError:  # in the audit's own process (builtin:grpo_wb), imported by grpo_wb.audit.run: the same file
+except ImportError:  # in the audit's own process (builtin:grpo_wb), imported by grpo_wb.reward_audit.run: the same file
     protocol = importlib.import_module("grpo_wb.scoring.worker.wb_protocol")
 
 ENV_NAME = "GRPO_WB_AUDIT_SECRET"

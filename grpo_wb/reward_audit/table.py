@@ -1,7 +1,7 @@
-"""``python -m grpo_wb.audit.table AUDIT_DIR...``: the exploits of several audits side by side, as the Markdown
+"""``python -m grpo_wb.reward_audit.table AUDIT_DIR...``: the exploits of several audits side by side, as the Markdown
 table in the README (each cell: the exploit's outcome against that function; ``—``: not run there).
 
-Run each audit first (``grpo-wb audit --reward builtin:NAME --out reports/audit/NAME``)."""
+Run each audit first (``grpo-wb reward-audit --reward builtin:NAME --out reports/audit/NAME``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from grpo_wb.audit.run import read_reward_audit
 from grpo_wb.errors import UserError
+from grpo_wb.reward_audit.run import read_reward_audit
 
 MARK = {"won": "**won**", "harmed": "harmed", "crashed": "crashed", "held": "held"}
 

