@@ -97,7 +97,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) sandbox browser lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray, no live model (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow or live)

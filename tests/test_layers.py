@@ -1,6 +1,7 @@
 """The package's shape: layers as a contract (import-linter), no import cycle, no import hidden in a function."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -275,3 +276,47 @@ def test_what_runs_inside_the_sandbox_imports_the_standard_library_only():
         str(p.relative_to(ROOT)): sorted(_all_imports(p) - set(sys.stdlib_module_names) - siblings) for p in IN_SANDBOX
     }
     assert not any(bad.values()), bad
+
+
+def _layout_drawing() -> dict[str, str]:
+    """docs/layout.md's tree: each top-level entry (``name/`` or the base modules) and the text drawn for it."""
+    text = (ROOT / "docs" / "layout.md").read_text()
+    block = text.split("```\ngrpo_wb/\n", 1)[1].split("```", 1)[0]
+    sections: dict[str, str] = {"": ""}
+    current = ""
+    for line in block.splitlines():
+        head = re.match(r"  (\w+)/", line)
+        if head:
+            current = head.group(1)
+            sections[current] = line[head.end() :]
+        elif re.match(r"  \w+\.py", line):
+            current = ""
+            sections[""] += " " + line
+        else:
+            sections[current] += " " + line
+    return sections
+
+
+def test_the_tree_in_docs_layout_is_the_codes():
+    """Every folder of the package is drawn, every module is named under its folder, nested folders too; and
+    nothing drawn is missing from the code."""
+    drawn = _layout_drawing()
+    pkg = ROOT / "grpo_wb"
+    folders = {p.name for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert set(drawn) - {""} == folders
+    words = {name: set(re.findall(r"\w+", text)) for name, text in drawn.items()}
+    missing = []
+    for py in pkg.rglob("*.py"):
+        rel = py.relative_to(pkg)
+        if rel.parts[0] in ("data",) or "exploits" in rel.parts or "programs" in rel.parts or py.stem == "__init__":
+            continue
+        section = "" if len(rel.parts) == 1 else rel.parts[0]
+        # a module of a nested folder is drawn by its folder's name (worker/, refs/) or by its own name
+        if py.stem not in words[section] and not (len(rel.parts) > 2 and rel.parts[1] in words[section]):
+            missing.append(str(rel))
+    assert not missing, f"modules not drawn in docs/layout.md: {missing}"
+    for section, text in drawn.items():
+        for nested in re.findall(r"(?<![\w/-])(\w+)/(?=[\s),])", text):
+            assert any(p.is_dir() for p in pkg.glob(f"{section}/**/{nested}" if section else nested)), (
+                f"docs/layout.md draws {section}/.../{nested}/, which the code does not have"
+            )
