@@ -114,7 +114,8 @@ def _run_dir(tmp_path, steps, trl=None, sizes=(4,)):
     _write(d / "groups.jsonl", groups)
     _write(d / "metrics.jsonl", metrics)
     if trl is not None:
-        _write(d / "trl_log.jsonl", [{"step": k, "frac_reward_zero_std": v} for k, v in enumerate(trl)])
+        # as TRL logs it: after the optimizer step, under the step count that already includes it (1-based)
+        _write(d / "trl_log.jsonl", [{"step": k, "frac_reward_zero_std": v} for k, v in enumerate(trl, start=1)])
     return d
 
 

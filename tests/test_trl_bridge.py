@@ -14,6 +14,7 @@ from conftest import ROOT, TOY, read_jsonl, write_jsonl  # noqa: E402
 from grpo_wb import cli, load_run  # noqa: E402
 from grpo_wb.errors import UserError  # noqa: E402
 from grpo_wb.jsonio import sha256_file  # noqa: E402
+from grpo_wb.runs.forecast_check import forecast_check  # noqa: E402
 from grpo_wb.signal.advantages import AdvantageConfig, compute_advantages  # noqa: E402
 from grpo_wb.signal.diagnostics import StepMetrics  # noqa: E402
 from grpo_wb.tasks.records import load_tasks  # noqa: E402
@@ -256,3 +257,10 @@ def test_train_two_steps_on_cpu(tmp_path):
         assert max(abs(x - y) for x, y in zip(logged, df["advantage"].tolist())) < 1e-5
         nonzero += sum(abs(a) > 0.1 for a in ours)
     assert nonzero > 0  # the comparison is not 0 == 0
+
+    # TRL logs a step after its optimizer step (1-based); the forecast check pairs each logged frac_reward_zero_std
+    # with the groups of the step it measured
+    check = forecast_check(run_dir, run_dir, sims=100)
+    assert check.source == "TRL's log" and [f.step for f in check.pre] == [0, 1]
+    by_step = run.groups.groupby("step")["n_correct"].apply(lambda s: sum(c in (0, g) for c in s) / len(s))
+    assert [f.realized for f in check.pre] == pytest.approx([by_step[0], by_step[1]])

@@ -69,14 +69,20 @@ def _step_groups(run_dir: Path) -> dict[int, list[tuple[str, int, int]]]:
     return steps
 
 
+# TRL logs after the optimizer step, under ``state.global_step`` already counted (1-based); grpo_wb writes a batch's
+# groups under the step it trains (0-based, as the reward saw ``global_step``): TRL's line N is groups' step N - 1
+_LOG_STEP_SHIFT = {RunFiles.TRL_LOG: 1, RunFiles.METRICS: 0}
+
+
 def _realized(run_dir: Path) -> tuple[dict[int, float], str]:
-    """Each step's ``frac_reward_zero_std``: TRL's own log where it has it, else grpo_wb's metrics."""
+    """Each step's ``frac_reward_zero_std``, keyed by the groups' step: TRL's own log where it has it, else grpo_wb's
+    metrics."""
     for name, label in ((RunFiles.TRL_LOG, "TRL's log"), (RunFiles.METRICS, "grpo_wb's metrics")):
         path = run_dir / name
         if not path.exists():
             continue
         found = {
-            int(obj["step"]): float(obj["frac_reward_zero_std"])
+            int(obj["step"]) - _LOG_STEP_SHIFT[name]: float(obj["frac_reward_zero_std"])
             for _, obj in iter_jsonl(path)
             if isinstance(obj, dict)
             and isinstance(obj.get("step"), int)
