@@ -13,7 +13,7 @@ import pytest
 
 from grpo_wb.errors import UserError
 from grpo_wb.runs.forecast_check import forecast_check
-from grpo_wb.signal.forecast import coverage, dapo_forecast, forecast_frame, reforecast, zero_std_forecast
+from grpo_wb.signal.forecast import StepForecast, coverage, dapo_forecast, forecast_frame, reforecast, zero_std_forecast
 from grpo_wb.signal.headroom import TaskSamples
 from grpo_wb.signal.plan import PlanConfig, simulate
 
@@ -55,6 +55,9 @@ def test_a_run_whose_policy_does_not_change_lands_inside_the_band():
     drawn, _, realized = run(rng, tasks, lambda k: p)
     inside, judged = coverage(zero_std_forecast(counts, drawn, G, realized=realized, sims=2000))
     assert judged == 200 and inside / judged >= 0.9, inside
+    # the run pooled: one band for its 200 steps' groups, far narrower, still holds the realized mean
+    (whole,) = zero_std_forecast(counts, [[t for s in drawn for t in s]], G, realized=[float(np.mean(realized))])
+    assert whole.inside and whole.hi - whole.lo < 0.1, whole
 
 
 def test_a_policy_that_learns_leaves_the_band_and_the_reforecast_follows_it():
@@ -66,6 +69,8 @@ def test_a_policy_that_learns_leaves_the_band_and_the_reforecast_follows_it():
     re_inside, _ = coverage(reforecast(counts, groups, G, realized=realized, window=3, sims=1000))
     assert pre_inside / judged < 0.6, pre_inside
     assert re_inside / judged >= 0.85 and re_inside > pre_inside + 30, (pre_inside, re_inside)
+    (whole,) = zero_std_forecast(counts, [[t for s in drawn for t in s]], G, realized=[float(np.mean(realized))])
+    assert whole.inside is False and whole.realized > whole.hi  # the learning policy left more groups flat
 
 
 def test_dapo_forecast_agrees_with_the_sampler_replayed_on_the_same_samples():
@@ -139,6 +144,9 @@ def test_forecast_check_reads_a_run_and_prefers_trls_own_log(tmp_path):
     assert [f.step for f in check.pre] == [0, 1, 2] and check.group_size == 4
     h = check.headline()
     assert h["judged_steps"] == 3 and 0 <= h["inside_band"] <= 3 and h["dapo"]["expected_batches"] > 1
+    whole = h["whole_run"]  # the run pooled: 6 groups, half of them flat
+    assert whole["groups"] == 6 and whole["step"] == 3 and whole["realized"] == pytest.approx(0.5)
+    assert whole["lo"] <= whole["expected"] <= whole["hi"]
     frame = forecast_frame(check.pre, check.re)
     assert list(frame["step"]) == [0, 1, 2] and {"lo", "hi", "re_lo", "re_hi", "inside"} <= set(frame.columns)
 
@@ -151,3 +159,19 @@ def test_forecast_check_refuses_what_it_cannot_forecast(tmp_path):
         forecast_check(before, tmp_path, sims=200)
     with pytest.raises(UserError, match="group size"):
         zero_std_forecast({"a": (8, 4)}, [["a"]], 1)
+
+
+def test_dapo_is_forecast_on_the_runs_own_pool(tmp_path):
+    """A run trained on a frontier export draws from it, not from every task the rates were measured on."""
+    run_dir = _run_dir(tmp_path, [[("a", 2), ("b", 1)]] * 3)
+    only = forecast_check(_scored(tmp_path, {"a": (8, 4), "b": (8, 3)}), run_dir, sims=200)
+    hard = {f"z{i}": (8, 0) for i in range(20)}  # measured, never drawn: too hard, left out of the export
+    wider = forecast_check(_scored(tmp_path, {"a": (8, 4), "b": (8, 3), **hard}), run_dir, sims=200)
+    assert only.dapo is not None and wider.dapo is not None
+    assert wider.dapo.q == pytest.approx(only.dapo.q) and wider.dapo_simulated == only.dapo_simulated
+
+
+def test_a_fraction_trl_logged_as_float32_is_the_fraction_it_is():
+    two_thirds = float(np.float32(2 / 3))  # TRL's log: 0.6666666865348816
+    assert StepForecast(step=0, groups=3, expected=0.3, lo=0.0, hi=2 / 3, realized=two_thirds).inside is True
+    assert StepForecast(step=0, groups=3, expected=0.3, lo=0.0, hi=1 / 3, realized=two_thirds).inside is False

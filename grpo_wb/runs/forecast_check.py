@@ -37,6 +37,9 @@ class ForecastCheck:
     """DAPO's generation batches forecast from the same rates (with :attr:`dapo_simulated`)."""
     dapo_simulated: dict[str, Any] = field(default_factory=dict)
     """``plan.simulate``'s DAPO sampler replayed on the same recorded samples: batches per step, cap hits."""
+    whole_run: StepForecast | None = None
+    """Every step's groups pooled (its ``step``: the steps pooled): a few groups a step make wide bands, the run's
+    mean zero-spread fraction is the sharper test of the rates."""
 
     def headline(self) -> dict[str, Any]:
         inside, judged = coverage(self.pre)
@@ -49,6 +52,8 @@ class ForecastCheck:
             "inside_band_reforecast": re_inside,
             "realized_from": self.source,
         }
+        if self.whole_run is not None:
+            out["whole_run"] = self.whole_run.to_json()
         if self.dapo is not None:
             out["dapo"] = {**self.dapo.to_json(), "simulated": self.dapo_simulated}
         return out
@@ -137,9 +142,14 @@ def forecast_check(
         steps=order,
     )
     batch = max(len(v) for v in steps.values())
-    dapo = dapo_forecast(counts, g, batch, max_num_gen_batches=max_num_gen_batches)
+    # DAPO draws from the run's own pool (the tasks its steps drew: a frontier export, say), not from every task
+    # the rates were measured on
+    pool = {t for groups in steps.values() for t, _, _ in groups}
+    dapo = dapo_forecast(
+        {t: v for t, v in counts.items() if t in pool}, g, batch, max_num_gen_batches=max_num_gen_batches
+    )
     sim = simulate(
-        samples,
+        [s for s in samples if s.task_id in pool],
         PlanConfig(
             group_size=g,
             batch_size=batch,
@@ -155,4 +165,13 @@ def forecast_check(
         "batches_per_step": sim.generation_batches_per_step,
         "cap_hit_rate": sim.cap_hits / len(sim.batch_counts) if sim.batch_counts else None,
     }
-    return ForecastCheck(g, pre, re, source, dapo, simulated)
+    groups = [t for s in order for t, _, _ in steps[s]]
+    pooled = (
+        sum(v * len(steps[s]) for s, v in zip(order, values)) / len(groups)  # type: ignore[operator]
+        if all(v is not None for v in values)
+        else None
+    )
+    (whole,) = zero_std_forecast(
+        counts, [groups], g, realized=[pooled], confidence=confidence, sims=sims, seed=seed, steps=[len(order)]
+    )
+    return ForecastCheck(g, pre, re, source, dapo, simulated, whole)

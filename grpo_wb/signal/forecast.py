@@ -38,6 +38,9 @@ from grpo_wb.errors import UserError
 from grpo_wb.signal.headroom import dataframe, informative_estimate
 from grpo_wb.signal.plan import expected_dapo_batches
 
+_LOGGED = 1e-6
+"""How far a logged fraction may sit from the k/groups it is: TRL logs its metrics as float32 (2/3 as 0.6666667)."""
+
 
 @dataclass(frozen=True)
 class StepForecast:
@@ -63,7 +66,7 @@ class StepForecast:
         """Whether the realized fraction falls inside the band (None without one)."""
         if self.realized is None:
             return None
-        return self.lo - 1e-12 <= self.realized <= self.hi + 1e-12
+        return self.lo - _LOGGED <= self.realized <= self.hi + _LOGGED
 
     def to_json(self) -> dict[str, Any]:
         return {
