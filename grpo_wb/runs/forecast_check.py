@@ -166,11 +166,8 @@ def forecast_check(
         "cap_hit_rate": sim.cap_hits / len(sim.batch_counts) if sim.batch_counts else None,
     }
     groups = [t for s in order for t, _, _ in steps[s]]
-    pooled = (
-        sum(v * len(steps[s]) for s, v in zip(order, values)) / len(groups)  # type: ignore[operator]
-        if all(v is not None for v in values)
-        else None
-    )
+    logged = [(v, len(steps[s])) for s, v in zip(order, values) if v is not None]
+    pooled = sum(v * n for v, n in logged) / len(groups) if len(logged) == len(order) else None
     (whole,) = zero_std_forecast(
         counts, [groups], g, realized=[pooled], confidence=confidence, sims=sims, seed=seed, steps=[len(order)]
     )
