@@ -42,7 +42,7 @@ TESTLIB = PACKAGE_DATA / "testlib" / "testlib.h.gz"
 HUMANEVALPLUS = EXTERNAL / "humanevalplus"
 """Per HumanEval task: do its original tests pass CodeGen-16B samples that HumanEval+'s inputs show wrong
 (``labels.jsonl``, built by ``build.py`` there), and one ``tasks audit``'s test-strength scores of it
-(``audit_scores.jsonl``): what ``grpo-wb bench --set task-scores`` reads."""
+(``audit_scores.jsonl.gz``): what ``grpo-wb bench --set task-scores`` reads."""
 TOY_TASKS = DATA / "toy_tasks.jsonl"
 """The project's own small task set."""
 

@@ -522,6 +522,27 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         why="TASKS: the toy tasks; SCORED and FILE: scored rows and programs for them; small N and K",
         marks=(SANDBOX,),
     ),
+    ".venv/bin/grpo-wb bench --set task-scores --workers 1": Run(
+        _prints(
+            r"5 tasks audited; labels \(HumanEval\+ on CodeGen-16B's samples\): 66 weak, 55 strong",
+            r"samples: - wrong +[01]\.\d{3} ",
+            r"killed / \(run - likely equivalent\) +[01]\.\d{3} .* 4 +1\n",
+        ),
+        (
+            "grpo-wb tasks audit reports/data/humaneval.jsonl --out A --mutants 3 --repeat 1 --workers 1",
+            "grpo-wb bench --set task-scores --audit A",
+        ),
+        needs=("he",),
+        why="as written it audits all 164 HumanEval tasks first (6 min on 2 cores): HumanEval/0-4 (4 weak, 1 "
+        "strong) audited with 3 mutants a task, read with --audit",
+        marks=(SANDBOX, DATA),
+    ),
+    "grpo-wb bench --set task-scores": Same(
+        ".venv/bin/grpo-wb bench --set task-scores --workers 1", "the same set, named in docs/benchmarks.md's heading"
+    ),
+    "grpo-wb bench --set task-scores --audit DIR": Same(
+        ".venv/bin/grpo-wb bench --set task-scores --workers 1", "DIR: the audit that entry makes first"
+    ),
     # ------------------------------------------------------------------ docs/failures.md
     ".venv/bin/grpo-wb headroom results.jsonl --clusters 10": Run(
         _prints(

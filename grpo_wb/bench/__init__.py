@@ -13,6 +13,8 @@
   sample, replayed on the bundled real samples.
 * :mod:`.analyses` (``--set analyses``): the streamed readers of a results file of millions of rows (headroom's,
   the clusters', the explorer's index) against the reader that keeps every row.
+* :mod:`.task_scores` (``--set task-scores``): each test-strength score of ``tasks audit`` ranked against
+  HumanEval+'s labels of HumanEval's tasks (weak: the tests pass wrong CodeGen-16B samples), as an AUC.
 
 A benchmark prints its figures side by side with its anchor's, measured in one run on one machine, so the ratio
 means something on a noisy shared machine; it is never a timed unit test (the tests run them at tiny sizes and

@@ -11,6 +11,7 @@ from grpo_wb.bench.analyses import bench_analyses
 from grpo_wb.bench.pipeline import bench_pipeline
 from grpo_wb.bench.rows import bench_import
 from grpo_wb.bench.scorer import bench_big_inputs, bench_exec_tests, main_bench
+from grpo_wb.bench.task_scores import bench_task_scores
 from grpo_wb.cli.common import Command
 from grpo_wb.config import cli, from_args, int_list, positive_float, positive_int
 from grpo_wb.scoring.executors import ExecutorConfig
@@ -22,17 +23,20 @@ from grpo_wb.scoring.scorer import default_workers
 class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
-    sets: list[Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive"]] = field(
-        default_factory=list, metadata=cli(flags=("--set",))
-    )
+    sets: list[
+        Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores"]
+    ] = field(default_factory=list, metadata=cli(flags=("--set",)))
     """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
     exec-tests: what deciding exec tests apart from the candidate costs; analyses: headroom's and the clusters'
     reading of results files of --rows rows, streamed, beside the reader that keeps every row; adaptive: sampling
-    until decided (sample --adaptive) against the full sample, replayed on the bundled real samples"""
+    until decided (sample --adaptive) against the full sample, replayed on the bundled real samples; task-scores: the
+    AUC of each test-strength score of `tasks audit` against HumanEval+'s weak/strong labels of HumanEval's tasks"""
     rows: list[int] = field(
         default_factory=lambda: [1_000_000, 4_000_000, 10_000_000], metadata=cli(type=int_list, metavar="N,...")
     )
     """analyses: the results files' sizes, in rows"""
+    audit: str | None = field(default=None, metadata=cli(metavar="DIR"))
+    """task-scores: a `tasks audit` folder of HumanEval (`tasks import humaneval`) to read (default: audit here)"""
     anchor_max: int = field(default=1_000_000, metadata=cli(type=positive_int, metavar="N"))
     """analyses: run the every-row reader only on files of at most N rows (it needs some 2.4 GB a million)"""
     codegen: str | None = None
@@ -76,7 +80,9 @@ def bench(args: argparse.Namespace) -> int:
         bench_analyses(a.rows, anchor_max=a.anchor_max)
     if "adaptive" in sets:
         bench_adaptive(workers=a.workers, timeout=a.timeout, codegen=a.codegen, limit=a.limit)
-    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses", "adaptive")]
+    if "task-scores" in sets:
+        bench_task_scores(audit=a.audit, workers=a.workers, timeout=a.timeout)
+    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores")]
     if not sets:
         return 0
     main_bench(
