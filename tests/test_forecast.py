@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from grpo_wb.errors import UserError
-from grpo_wb.runs.forecast_check import forecast_check
+from grpo_wb.runs.forecast_check import forecast_check, markdown
 from grpo_wb.signal.forecast import StepForecast, coverage, dapo_forecast, forecast_frame, reforecast, zero_std_forecast
 from grpo_wb.signal.headroom import TaskSamples
 from grpo_wb.signal.plan import PlanConfig, simulate
@@ -147,6 +147,12 @@ def test_forecast_check_reads_a_run_and_prefers_trls_own_log(tmp_path):
     whole = h["whole_run"]  # the run pooled: 6 groups, half of them flat
     assert whole["groups"] == 6 and whole["step"] == 3 and whole["realized"] == pytest.approx(0.5)
     assert whole["lo"] <= whole["expected"] <= whole["hi"]
+    rates = h["pass_rates"]  # measured before: a 1/2, b 0, c 1; the run's groups passed 8 of 24
+    assert rates["before"] == pytest.approx(2.5 / 6) and rates["run"] == pytest.approx(8 / 24)
+    assert rates["first_half"] == pytest.approx(2 / 8) and rates["second_half"] == pytest.approx(6 / 16)
+    assert rates["drift_logit"] < 0  # fewer passes than the rates predict: the shift is down
+    md = markdown(check).splitlines()  # the table docs/forecast.md shows: a row a step, then the whole run
+    assert len(md) == 2 + 3 + 1 and md[2].startswith("| 0 | 2 | 0.50 |") and md[-1].startswith("| all 3 | 6 | 0.50 |")
     frame = forecast_frame(check.pre, check.re)
     assert list(frame["step"]) == [0, 1, 2] and {"lo", "hi", "re_lo", "re_hi", "inside"} <= set(frame.columns)
 

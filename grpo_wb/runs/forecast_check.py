@@ -17,7 +17,16 @@ from grpo_wb.formats import schema
 from grpo_wb.jsonio import iter_jsonl
 from grpo_wb.layout import RunFiles
 from grpo_wb.runs.scored import load_samples
-from grpo_wb.signal.forecast import DapoForecast, StepForecast, coverage, dapo_forecast, reforecast, zero_std_forecast
+from grpo_wb.signal.forecast import (
+    Counts,
+    DapoForecast,
+    StepForecast,
+    coverage,
+    dapo_forecast,
+    drift,
+    reforecast,
+    zero_std_forecast,
+)
 from grpo_wb.signal.plan import PlanConfig, simulate
 
 
@@ -40,6 +49,10 @@ class ForecastCheck:
     whole_run: StepForecast | None = None
     """Every step's groups pooled (its ``step``: the steps pooled): a few groups a step make wide bands, the run's
     mean zero-spread fraction is the sharper test of the rates."""
+    pass_rates: dict[str, float] = field(default_factory=dict)
+    """The drawn groups' pass rate measured before training (``before``) and in the run (``run``), each half of the
+    run's (``first_half``, ``second_half``), and the policy's drift over the run as one log-odds shift of every
+    task's rate (``drift_logit``, :func:`~grpo_wb.signal.forecast.drift`)."""
 
     def headline(self) -> dict[str, Any]:
         inside, judged = coverage(self.pre)
@@ -54,9 +67,39 @@ class ForecastCheck:
         }
         if self.whole_run is not None:
             out["whole_run"] = self.whole_run.to_json()
+        if self.pass_rates:
+            out["pass_rates"] = self.pass_rates
         if self.dapo is not None:
             out["dapo"] = {**self.dapo.to_json(), "simulated": self.dapo_simulated}
         return out
+
+
+def markdown(check: ForecastCheck) -> str:
+    """The step-by-step table as docs/forecast.md shows it (Markdown): forecast, band and realized per step, then the
+    whole run."""
+
+    def band(f: StepForecast) -> str:
+        return f"[{f.lo:.2f}, {f.hi:.2f}]"
+
+    def real(f: StepForecast) -> str:
+        return "-" if f.realized is None else f"{f.realized:.2f}"
+
+    def mark(f: StepForecast) -> str:
+        return {True: "yes", False: "**no**", None: "-"}[f.inside]
+
+    lines = [
+        "| step | groups | realized | forecast | band | inside | re-forecast | band | inside |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f, r in zip(check.pre, check.re):
+        lines.append(
+            f"| {f.step} | {f.groups} | {real(f)} | {f.expected:.2f} | {band(f)} | {mark(f)} | {r.expected:.2f} | "
+            f"{band(r)} | {mark(r)} |"
+        )
+    if check.whole_run is not None:
+        w = check.whole_run
+        lines.append(f"| all {w.step} | {w.groups} | {real(w)} | {w.expected:.2f} | {band(w)} | {mark(w)} | | | |")
+    return "\n".join(lines) + "\n"
 
 
 def _step_groups(run_dir: Path) -> dict[int, list[tuple[str, int, int]]]:
@@ -171,4 +214,22 @@ def forecast_check(
     (whole,) = zero_std_forecast(
         counts, [groups], g, realized=[pooled], confidence=confidence, sims=sims, seed=seed, steps=[len(order)]
     )
-    return ForecastCheck(g, pre, re, source, dapo, simulated, whole)
+    return ForecastCheck(g, pre, re, source, dapo, simulated, whole, _pass_rates(counts, [steps[s] for s in order]))
+
+
+def _pass_rates(counts: Counts, step_groups: list[list[tuple[str, int, int]]]) -> dict[str, float]:
+    """What the rates were before and became: the run's passes beside the measured rates of the tasks it drew."""
+    flat = [grp for groups in step_groups for grp in groups if grp[0] in counts]
+    half = len(step_groups) // 2
+
+    def rate(groups: list[tuple[str, int, int]]) -> float:
+        return sum(c for _, _, c in groups) / max(1, sum(n for _, n, _ in groups))
+
+    before = sum(counts[t][1] / counts[t][0] * n for t, n, _ in flat) / max(1, sum(n for _, n, _ in flat))
+    return {
+        "before": before,
+        "run": rate(flat),
+        "first_half": rate([g for groups in step_groups[:half] for g in groups if g[0] in counts]),
+        "second_half": rate([g for groups in step_groups[half:] for g in groups if g[0] in counts]),
+        "drift_logit": drift(counts, flat),
+    }
