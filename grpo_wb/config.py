@@ -235,6 +235,8 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         else:
             kw["type"] = meta.get("type") or (tp if tp in (int, float, str) else str)
         if meta.get("positional"):
+            if default is not dataclasses.MISSING:  # a positional with a default may be left out
+                kw["nargs"], kw["default"] = "?", default
             parser.add_argument(f.name, **kw)
             continue
         if default is dataclasses.MISSING:

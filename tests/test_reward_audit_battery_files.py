@@ -58,7 +58,7 @@ def test_the_exploit_files_ship_with_the_package():
     patterns = setuptools["package-data"]["grpo_wb.reward_audit"]
     base = ROOT / "grpo_wb" / "reward_audit"
     assert all(any(fnmatch.fnmatch(str(p.relative_to(base)), pat) for pat in patterns) for p in FILES)
-    assert "grpo_wb.reward_audit.exploits" in setuptools["packages"]["find"]["exclude"]
+    assert "grpo_wb.reward_audit.exploits" not in setuptools["packages"]  # data, not a package
 
 
 def test_a_shared_program_gets_each_exploits_tokens_and_the_views():

@@ -36,12 +36,12 @@ def test_each_program_file_compiles_as_it_is_and_as_it_is_sent(package, path):
 
 
 def test_the_program_files_are_data_and_ship_with_the_package():
-    """No __init__.py (never imported), excluded from the packages, named in package-data."""
+    """No __init__.py (never imported), not among the packages, named in package-data."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert len(FILES) >= 3
     for package, folder in DIRS:
         assert not (folder / "__init__.py").exists(), folder
-        assert f"{package}.programs" in setuptools["packages"]["find"]["exclude"]
+        assert f"{package}.programs" not in setuptools["packages"]  # data, not a package
         patterns = setuptools["package-data"][package]
         base = folder.parent
         assert all(any(fnmatch.fnmatch(str(p.relative_to(base)), pat) for pat in patterns) for p in folder.glob("*.py"))

@@ -57,6 +57,9 @@ def _run(installed, *argv: str, timeout: float = 600) -> subprocess.CompletedPro
     bin_dir, work, _ = installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    # the libraries' data files (nbconvert's templates) are in the prefix they were installed into, this project's
+    # venv; a wheel installed with its dependencies has them in its own
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
     cmd = [str(bin_dir / argv[0]), *argv[1:]]
     return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -79,6 +82,17 @@ def test_the_wheel_carries_the_data_the_package_reads_with_its_licences(installe
     ):
         assert path in names, path
     assert not any(n.startswith(("data/", "tests/", "notebooks/")) for n in names)
+
+
+def test_the_wheel_ships_the_notebooks_byte_for_byte(installed):
+    """One copy of each in the repository (notebooks/), shipped as grpo_wb.notebooks; the toy tasks they default to
+    land where their ../data/toy_tasks.jsonl points from there."""
+    wheel = zipfile.ZipFile(installed[2])
+    shipped = {n.removeprefix("grpo_wb/notebooks/") for n in wheel.namelist() if n.endswith(".ipynb")}
+    assert shipped == {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    for name in shipped:
+        assert wheel.read(f"grpo_wb/notebooks/{name}") == (ROOT / "notebooks" / name).read_bytes(), name
+    assert wheel.read("grpo_wb/data/toy_tasks.jsonl") == (ROOT / "data" / "toy_tasks.jsonl").read_bytes()
 
 
 def test_the_installed_package_is_the_wheels_not_the_checkouts(installed):
@@ -130,3 +144,27 @@ def test_the_builtin_reward_audits_run_from_the_package(installed, reward):
              "--out", reward, "--no-progress")  # fmt: skip
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert (installed[1] / reward / "audit.json").exists()
+
+
+def test_a_shipped_notebook_is_reported_by_its_name(installed):
+    p = _run(installed, "grpo-wb", "report", "--list")
+    assert p.returncode == 0 and len(p.stdout.splitlines()) == 9, p.stdout + p.stderr
+    p = _run(installed, "grpo-wb", "report", "task_headroom", "-p", "n_samples", "2", "-p", "ks", "[1]",
+             "-p", "export_frontier", "false", timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    out = installed[1] / "reports" / "task_headroom"
+    assert "Task headroom" in (out / "report.html").read_text()
+    result = json.loads((out / "result.json").read_text())
+    assert result["notebook"] == f"{_site(installed)}/grpo_wb/notebooks/task_headroom.ipynb", result["notebook"]
+    # a default that is a checkout's file (make demo writes it) is one line, before any kernel
+    p = _run(installed, "grpo-wb", "report", "rollout_explorer")
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+        "grpo-wb: error: rollout_explorer.ipynb: input_path defaults to "
+        f"'../reports/headroom-codegen16b-humaneval/scored.jsonl' (relative to {_site(installed)}/grpo_wb/notebooks), "
+        "which is not there: give -p input_path PATH"
+    ], p.stderr
+
+
+def _site(installed) -> str:
+    p = _run(installed, "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))")
+    return str(Path(p.stdout.strip()).resolve())

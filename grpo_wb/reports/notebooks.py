@@ -22,6 +22,11 @@ Conventions the runner relies on (notebooks/ follows them):
   its artifacts there, including ``headline.json`` (:func:`write_headline`),
   which the batch index reads.
 
+The notebooks ship in the package as ``grpo_wb.notebooks`` (the checkout's ``notebooks/`` folder, mapped by
+pyproject.toml's package-dir): :func:`find_notebook` takes a path or a shipped notebook's name, as ``grpo-wb
+report`` does; :func:`check_default_paths` says in one line when a default path (``../data/...``, ``../reports/...``:
+a checkout's) is not there.
+
 Report directory: ``report.ipynb`` (executed), ``report.html``,
 ``result.json`` (:class:`ReportResult`), ``headline.json`` (when the
 notebook wrote it) and whatever else the notebook wrote.
@@ -36,12 +41,13 @@ import ast
 import copy
 import difflib
 import html
+import importlib.resources
 import json
 import math
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +71,8 @@ PATH_SUFFIXES = ("_file", "_dir", "_path", "_files", "_dirs", "_paths")
 OUT_DIR_PARAM = "out_dir"
 HEADLINE_FILE = ReportFiles.HEADLINE
 RESULT_FILE = ReportFiles.RESULT
+SHIPPED = "grpo_wb.notebooks"
+"""The package the notebooks ship in: the checkout's ``notebooks/`` folder (pyproject.toml's package-dir)."""
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
@@ -280,6 +288,64 @@ def _readable(v: Any) -> str:
     return str(v)
 
 
+# ----------------------------------------------------------------------------- the shipped notebooks
+
+
+def shipped_notebooks() -> dict[str, Path]:
+    """The notebooks shipped in the package, by name (the file's stem), in name order."""
+    try:
+        folder = Path(str(importlib.resources.files(SHIPPED)))
+    except ModuleNotFoundError:
+        raise UserError(f"{SHIPPED} is not installed (an editable install older than it: run make install)") from None
+    return {p.stem: p for p in sorted(folder.glob("*.ipynb"))}
+
+
+def find_notebook(ref: str | Path) -> Path:
+    """``ref`` when it is a file, else the shipped notebook it names (``task_headroom`` or ``task_headroom.ipynb``);
+    else a one-line UserError listing the shipped names."""
+    p = Path(ref)
+    if p.is_file():
+        return p
+    shipped = shipped_notebooks()
+    name = str(ref).removesuffix(".ipynb")
+    if name in shipped:
+        return shipped[name]
+    raise UserError(f"{ref}: no such notebook file, nor a shipped notebook's name (shipped: {', '.join(shipped)})")
+
+
+def first_markdown_line(path: str | Path) -> str:
+    """The first line of a notebook's first Markdown cell, its heading marks dropped ("" when it has none)."""
+    for cell in json.loads(Path(path).read_text(encoding="utf-8")).get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell.get("source", []))
+            return next((ln.lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
+    return ""
+
+
+def check_default_paths(
+    notebook: str | Path, declared: Mapping[str, NotebookParameter], given: Collection[str]
+) -> None:
+    """Every path parameter left at its default names something that is there, else a one-line UserError saying
+    which ``-p`` to give: the kernel runs in the notebook's folder, where a default such as
+    ``../reports/data/humaneval.jsonl`` is a checkout's file (one that ``make demo`` writes, or one no installed
+    package has). Empty defaults (the notebook's "none") and glob patterns pass."""
+    nb = Path(notebook)
+    folder = nb.resolve().parent
+    for name, p in declared.items():
+        if name in given or name == OUT_DIR_PARAM or not is_path_parameter(name):
+            continue
+        try:
+            value = ast.literal_eval(p.default)
+        except (ValueError, SyntaxError):
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and v and not any(c in v for c in "*?[") and not (folder / v).exists():
+                raise UserError(
+                    f"{nb.name}: {name} defaults to {v!r} (relative to {folder}), which is not there: "
+                    f"give -p {name} PATH"
+                )
+
+
 # ----------------------------------------------------------------------------- results
 
 
@@ -451,8 +517,10 @@ def run_report(
     start_timeout: float = 60.0,
     base_dir: str | Path | None = None,
     kernel_name: str = KERNEL_NAME,
+    check_defaults: bool = False,
 ) -> ReportResult:
-    """Validate, execute and render one report; a bad parameter raises UserError before anything runs.
+    """Validate, execute and render one report; a bad parameter (and, with ``check_defaults``, a default path that is
+    not there: :func:`check_default_paths`) raises UserError before anything runs.
 
     Execution failures (a failing cell, a cell timeout, a dead kernel) do not
     raise: they come back as a ``failed`` :class:`ReportResult`, with the
@@ -463,6 +531,8 @@ def run_report(
     nb_path = Path(notebook).resolve()
     declared = notebook_parameters(nb_path)
     params = validate_parameters(declared, dict(parameters or {}), raw=raw, notebook=str(notebook))
+    if check_defaults:
+        check_default_paths(nb_path, declared, params)
     if OUT_DIR_PARAM in params:
         raise UserError(f"{OUT_DIR_PARAM} is set by the runner to the report directory; use --out instead")
     params = resolve_path_values(params, base_dir or os.getcwd())
