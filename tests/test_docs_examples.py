@@ -324,6 +324,11 @@ NO_RAY_CLUSTER = (
     "tests/test_ray_cli.py runs `ray start` heads and nodes in namespaces of their own"
 )
 SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
+SCORE_HE_SAMPLES = (  # where `make demo` leaves CodeGen-16B's scored samples, here the 4 of each of HumanEval/0-4
+    "mkdir -p reports/headroom-codegen16b-humaneval",
+    ".venv/bin/grpo-wb score --tasks reports/data/humaneval.jsonl --completions samples.jsonl "
+    "--out reports/headroom-codegen16b-humaneval/scored.jsonl --workers 1",
+)
 
 EXAMPLES: dict[str, Run | Same | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
@@ -535,6 +540,39 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         needs=("he",),
         why="as written it audits all 164 HumanEval tasks first (6 min on 2 cores): HumanEval/0-4 (4 weak, 1 "
         "strong) audited with 3 mutants a task, read with --audit",
+        marks=(SANDBOX, DATA),
+    ),
+    ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval-samples "
+    "--samples reports/headroom-codegen16b-humaneval/scored.jsonl --repeat 1": Run(
+        _all(
+            _prints(
+                rf"audited {N_HE} tasks of reports/data/humaneval.jsonl",
+                r"passing samples beside the reference on those inputs: [1-9]\d* tasks compared",
+            ),
+            _n_rows("reports/audit-humaneval-samples/tasks.jsonl", N_HE),
+        ),
+        (
+            *SCORE_HE_SAMPLES,
+            ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval-samples "
+            "--samples reports/headroom-codegen16b-humaneval/scored.jsonl --repeat 1 --workers 1",
+        ),
+        needs=("he", "samples"),
+        why="the samples `make demo` scores there: here 4 CodeGen-16B samples of each of HumanEval/0-4, scored first",
+        marks=(SANDBOX, DATA),
+    ),
+    ".venv/bin/grpo-wb bench --set task-scores --audit reports/audit-humaneval-samples": Run(
+        _prints(
+            rf"{N_HE} tasks audited; labels",
+            r"samples' scores: the audit's own samples_differential \([1-9]\d* tasks compared\)",
+        ),
+        (
+            *SCORE_HE_SAMPLES,
+            ".venv/bin/grpo-wb tasks audit reports/data/humaneval.jsonl --out reports/audit-humaneval-samples "
+            "--samples reports/headroom-codegen16b-humaneval/scored.jsonl --repeat 1 --mutants 3 --workers 1",
+            ".venv/bin/grpo-wb bench --set task-scores --audit reports/audit-humaneval-samples",
+        ),
+        needs=("he", "samples"),
+        why="the audit it reads made first, with 4 CodeGen-16B samples of each of HumanEval/0-4 (3 mutants a task)",
         marks=(SANDBOX, DATA),
     ),
     "grpo-wb bench --set task-scores": Same(
@@ -958,6 +996,8 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "grpo-wb report notebooks/smoke_experiment.ipynb -p group_size 8 -p steps 3": Run(
         _report("reports/smoke_experiment"), needs=("notebooks",), marks=(SANDBOX, NB)
     ),
+    "grpo-wb report --list": Run(_prints(r"(?m)^task_headroom +Task headroom: ", r"(?m)^forecast_check +The forecast")),
+    "grpo-wb report task_headroom": Run(_report("reports/task_headroom"), marks=(SANDBOX, NB)),
     "grpo-wb report notebooks/task_headroom.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "
     "--out reports/headroom": Run(_report("reports/headroom"), needs=("notebooks", "toy", "scored"), marks=(NB,)),
     "grpo-wb report notebooks/rollout_explorer.ipynb -p input_path scored.jsonl -p tasks_file data/toy_tasks.jsonl "

@@ -3,7 +3,10 @@ real gap's witness comes back as a test that kills it.
 
 The unit part checks the type-aware generator (grpo_wb/tasks/inputs.py) and the two sandbox programs' logic run as
 plain Python; the sandbox part audits weak/strong twins (one assert in the middle branch against a suite that covers
-every branch and boundary) through the real command line, then audits the set the witnesses strengthened."""
+every branch and boundary) through the real command line, then audits the set the witnesses strengthened. Without
+samples ``weak`` is killed / run below ``--weak-below``; with ``--samples`` it is a passing sample that answers an
+explored input differently from the reference (the score that ranks HumanEval's tasks best, docs/task-audit.md):
+the grade pair again, with a wrong sample its one test lets through, and that sample's witness exported as a test."""
 
 from __future__ import annotations
 
@@ -205,6 +208,15 @@ def test_a_mutant_that_loops_where_the_reference_answers_differs():
     assert v is not None and v["k"] == 1 and v["mutant"] == "slow None"
 
 
+def test_floats_agree_within_evalplus_tolerance_and_differ_beyond_it():
+    t = Task("a", "", "f", ())
+    ref = "def f(x):\n    return [0.1 * x + 0.2 * x, (x, 1.0 / 3)]\n"
+    close = "def f(x):\n    return [0.3 * x, (x, 0.3333333)]\n"  # off by 3e-8 at most: EvalPlus's 1e-6 holds it
+    far = "def f(x):\n    return [0.3 * x, (x, 0.33)]\n"
+    assert parse_agreement(_run(agreement_program(t, ref, close, [(1,), (7,)], 10.0))) == {"same": True, "met": 2}
+    assert parse_agreement(_run(agreement_program(t, ref, far, [(1,), (7,)], 10.0)))["k"] == 0
+
+
 def test_witnesses_become_assert_tests_once_per_input():
     t = twins()[0]
     rec = {
@@ -221,6 +233,15 @@ def test_witnesses_become_assert_tests_once_per_input():
         "assert candidate(20) == 'mid'",
         "assert candidate([1, 2], 'a') == [1, 2]",
     ]
+    # a passing sample's witnesses too, after the mutants', where the reference's answer is a literal
+    rec["samples_differential"] = {
+        "witnesses": [
+            {"input": "(20,)", "reference": "'mid'", "sample": "'high'", "literal": True},  # an input already tested
+            {"input": "(10,)", "reference": "'mid'", "sample": "'low'", "literal": True},
+            {"input": "(0,)", "reference": "<object at 0x1>", "sample": "'low'", "literal": False},
+        ]
+    }
+    assert [x.code for x in witness_tests(t, rec)][2:] == ["assert candidate(10) == 'mid'"]
 
 
 # -- the audit, through the command line ---------------------------------------------------------------------------
@@ -245,8 +266,13 @@ def audited(tmp_path_factory):
 @pytest.mark.sandbox
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_the_weak_twin_is_flagged_and_ranked_below_the_strong_one(audited, name):
+    """Without samples ``weak`` is killed / run below 0.5 (it ranked HumanEval's tasks at AUC 0.54, where killed /
+    (run - likely equivalent), which this test read before, ranked them at 0.49: docs/task-audit.md); the twins
+    are ordered by it as they were by the score without the likely equivalent mutants."""
     weak, strong = audited["before"][f"{name}/weak"], audited["before"][f"{name}/strong"]
     assert "weak" in weak["flags"] and "weak" not in strong["flags"], (weak["mutation"], strong["mutation"])
+    assert weak["weak_rule"] == strong["weak_rule"] == "killed / run"
+    assert weak["mutation"]["score"] < 0.5 <= strong["mutation"]["score"]
     assert weak["mutation"]["score_without_equivalent"] < strong["mutation"]["score_without_equivalent"]
 
 
@@ -280,3 +306,71 @@ def test_the_summary_reports_the_search_and_the_witness_tests(audited):
     assert w["tasks"] >= len(PAIRS) and w["tests"] >= 2 * len(PAIRS)
     n_new = sum(r.get("metadata", {}).get("grpo_wb_witness_tests", 0) for r in audited["strengthened"])
     assert n_new == w["tests"]
+
+
+# -- with the policy's samples -------------------------------------------------------------------------------------
+
+RIGHT_GRADE = 'def grade(x):\n    if 10 <= x <= 20:\n        return "mid"\n    return "low" if x < 10 else "high"\n'
+WRONG_GRADE = 'def grade(x):\n    return "low" if x < 10 else "high" if x >= 20 else "mid"\n'  # grade(20): "high"
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """The grade twins, each with the same three samples scored by ``grpo-wb score`` (a right one twice, one wrong
+    at 20 that only the weak twin's test at 15 lets through), audited with them (``--mutants 0``: the samples'
+    rule alone), then the samples scored again on the set the audit strengthened with their witnesses."""
+    d = tmp_path_factory.mktemp("sampled")
+    pair = [t for t in twins() if t.task_id.startswith("grade/")]
+    tasks = write_jsonl(d / "grade.jsonl", [t.to_json() for t in pair])
+    comps = write_jsonl(
+        d / "samples.jsonl",
+        [{"task_id": t.task_id, "completion": c} for t in pair for c in (RIGHT_GRADE, WRONG_GRADE, RIGHT_GRADE)],
+    )
+    common = ["--workers", "1", "--no-progress"]
+    assert (
+        main(["score", "--tasks", str(tasks), "--completions", str(comps), "--out", str(d / "sc.jsonl")] + common) == 0
+    )
+    argv = ["tasks", "audit", str(tasks), "--out", str(d / "a"), "--samples", str(d / "sc.jsonl")]
+    argv += ["--mutants", "0", "--repeat", "1", "--add-witness-tests", str(d / "s.jsonl")]
+    assert main(argv + common) == 0
+    assert (
+        main(
+            ["score", "--tasks", str(d / "s.jsonl"), "--completions", str(comps), "--out", str(d / "re.jsonl")] + common
+        )
+        == 0
+    )
+    return {
+        "scored": read_jsonl(d / "sc.jsonl"),
+        "recs": {r["task_id"]: r for r in read_jsonl(d / "a" / "tasks.jsonl")},
+        "summary": json.loads((d / "a" / "summary.json").read_text()),
+        "rescored": read_jsonl(d / "re.jsonl"),
+    }
+
+
+@pytest.mark.sandbox
+def test_a_passing_sample_that_answers_an_explored_input_wrongly_flags_the_weak_twin_only(sampled):
+    passed = {(r["task_id"], r["sample_index"]): r["passed"] for r in sampled["scored"]}
+    assert passed[("grade/weak", 1)] and not passed[("grade/strong", 1)]  # the wrong sample: only 15 is tested
+    weak, strong = sampled["recs"]["grade/weak"], sampled["recs"]["grade/strong"]
+    assert weak["weak_rule"] == strong["weak_rule"] == "samples"
+    assert "weak" in weak["flags"] and "weak" not in strong["flags"]
+    d = weak["samples_differential"]
+    assert (d["passing"], d["distinct"], d["compared"], d["wrong"], d["distinct_wrong"]) == (3, 2, 2, 1, 1)
+    assert d["inputs"] >= 20
+    (w,) = d["witnesses"]
+    assert w["literal"] and w["input"] == "(20,)" and (w["reference"], w["sample"]) == ("'mid'", "'high'"), w
+    s = strong["samples_differential"]
+    assert (s["passing"], s["distinct"], s["wrong"], s["witnesses"]) == (2, 1, 0, [])
+    assert sampled["summary"]["samples_differential"]["tasks_with_wrong"] == 1
+
+
+@pytest.mark.sandbox
+def test_the_samples_witness_exported_as_a_test_makes_that_sample_fail(sampled):
+    assert sampled["summary"]["witness_tests"] == {
+        "out": sampled["summary"]["witness_tests"]["out"],
+        "tests": 1,
+        "tasks": 1,
+    }
+    passed = {(r["task_id"], r["sample_index"]): r["passed"] for r in sampled["rescored"]}
+    assert not passed[("grade/weak", 1)]  # the wrong sample: the test grade(20) == 'mid' now rejects it
+    assert passed[("grade/weak", 0)] and passed[("grade/weak", 2)] and passed[("grade/strong", 0)]

@@ -286,6 +286,9 @@ def test_samples_are_split_by_flag(audit):
     assert by["hackable"]["groups"] == {"all pass": 1}
     assert by["broken"]["groups"] == {"none pass": 1}
     assert by["clean"]["groups"] == {"mixed": 1}
+    # these scored rows carry no completion: no sample to compare, so weak falls back to killed / run
+    assert not any("samples_differential" in r for r in audit["recs"].values())
+    assert audit["recs"]["clean/add"]["weak_rule"] == "killed / run"
 
 
 def test_a_rerun_resumes_and_other_settings_are_refused(audit, capsys):

@@ -78,6 +78,20 @@ def test_candidate_scores_of_an_audit_record():
     assert set(s) <= set(CANDIDATES)
 
 
+def test_the_samples_scores_come_from_an_audit_run_with_samples():
+    """``tasks audit --samples`` records ``samples_differential``: the bench reads its two scores from it (the
+    table reproduced from the audit alone), and leaves them out where no passing sample was compared."""
+    rec = {
+        "tests": {"tests": 1, "check_calls": 1, "distinct_inputs": 1},
+        "samples_differential": {"passing": 8, "distinct": 5, "compared": 5, "wrong": 2, "inputs": 40},
+    }
+    s = candidate_scores(rec)
+    assert s["samples: - wrong"] == -2.0 and s["samples: 1 - wrong / passing"] == pytest.approx(0.75)
+    rec["samples_differential"]["compared"] = 0
+    assert "samples: - wrong" not in candidate_scores(rec)
+    assert "samples: - wrong" not in candidate_scores({"tests": {}})
+
+
 def test_table_ranks_a_score_that_separates_the_labels_first():
     labels = {"a": "weak", "b": "weak", "c": "strong", "d": "strong"}
     scores = {

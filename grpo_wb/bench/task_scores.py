@@ -6,9 +6,11 @@ differently from the canonical solution, ``strong`` when samples pass and none d
 label). Each candidate score (:data:`CANDIDATES`, higher meaning stronger tests) is read from a ``grpo-wb tasks
 audit`` of HumanEval (its ``tasks.jsonl``): the mutation score as run, without the likely equivalent survivors,
 with only the survivors that have a witness input counted against the tests, per operator family, the number of
-tests. Two more need the policy's own samples (``explored.jsonl`` there, ``build.py --explored``): how many of a
-task's passing samples answer one of grpo_wb's explored inputs (:func:`~grpo_wb.tasks.inputs.explore_inputs`, the
-audit's equivalence search's inputs, those the reference answers) differently from the reference, and their share.
+tests. Two more need the policy's own samples: how many of a task's passing samples answer one of grpo_wb's explored
+inputs (:func:`~grpo_wb.tasks.inputs.explore_inputs`, the audit's equivalence search's inputs, those the reference
+answers) differently from the reference, and their share; read from the audit's own ``samples_differential`` when it
+was run with ``--samples`` (CodeGen-16B's samples scored), else from ``explored.jsonl`` there (``build.py
+--explored``).
 Each score's AUC says how well it ranks the two groups: the chance that a weak task scores below a strong one, ties
 counted a half (Mann-Whitney U over n_weak x n_strong; 0.5 is chance).
 
@@ -103,6 +105,7 @@ def candidate_scores(rec: Mapping[str, Any], generated: Mapping[str, int] | None
     n_tests = max(tests.get("tests", 0), tests.get("check_calls", 0))
     out["tests"] = float(n_tests)
     out["distinct test inputs"] = float(tests.get("distinct_inputs", 0))
+    out.update(differential_scores(rec.get("samples_differential")))
     if not m or not m.get("run"):
         return out
     run, killed = m["run"], m["killed"]
@@ -142,6 +145,14 @@ CANDIDATES: tuple[str, ...] = (
     *(f"{op}: killed / (killed + witnessed)" for op in ALL),
 )
 """The scores compared, in the table's order."""
+
+
+def differential_scores(d: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """The two scores that need the policy's samples, from an audit record's ``samples_differential`` (``tasks
+    audit --samples``): empty where the audit compared none of the task's passing samples."""
+    if not d or not d.get("compared") or not d.get("inputs"):
+        return {}
+    return {"samples: 1 - wrong / passing": 1 - d["wrong"] / d["passing"], "samples: - wrong": -float(d["wrong"])}
 
 
 def explored_scores(path: Path | None = None) -> dict[str, dict[str, float | None]]:
@@ -247,9 +258,11 @@ def bench_task_scores(
             write_tasks(he, tasks.values())
             run_task_audit(TaskAuditConfig(tasks=str(he), out=str(folder), repeat=1, workers=workers, timeout=timeout))
         scores = audit_scores(folder, tasks)
-    for t, e in explored_scores().items():
-        if t in scores:  # the audited tasks only
-            scores[t].update(e)
+    from_audit = sum("samples: - wrong" in s for s in scores.values())
+    if not from_audit:  # an audit without --samples: the samples' scores of build.py --explored
+        for t, e in explored_scores().items():
+            if t in scores:  # the audited tasks only
+                scores[t].update(e)
     if scores_out is not None:
         write_scores(scores_out, scores)
     rows = auc_table(lab, scores)
@@ -257,6 +270,11 @@ def bench_task_scores(
     out(
         f"{len(scores)} tasks audited; labels (HumanEval+ on CodeGen-16B's samples): {n['weak']} weak, "
         f"{n['strong']} strong; AUC: P(weak task scores below strong), ties 1/2"
+    )
+    out(
+        f"samples' scores: the audit's own samples_differential ({from_audit} tasks compared)"
+        if from_audit
+        else f"samples' scores: {EXPLORED.name} (build.py --explored; audit with --samples for the audit's own)"
     )
     print_table(rows, out)
     return rows

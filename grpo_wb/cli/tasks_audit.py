@@ -49,11 +49,19 @@ def audit_cmd(args: argparse.Namespace) -> int:
         )
         q = m.get("equivalence_search") or {}
         if q.get("tasks_explored"):
-            a = q["inputs_answered"]
+            ans = q["inputs_answered"]
             print(
                 f"  equivalence search: up to {q['budget']} inputs a task (--equivalence-inputs), "
-                f"{a['mean']:.0f} answered by the reference on average (min {a['min']})"
+                f"{ans['mean']:.0f} answered by the reference on average (min {ans['min']})"
             )
+    d = s.get("samples_differential")
+    if d:
+        print(
+            f"  passing samples beside the reference on those inputs: {d['tasks_compared']} tasks compared, "
+            f"{d['tasks_with_wrong']} with a passing sample that answers one differently ({d['wrong']} of "
+            f"{d['passing']} passing samples); weak by the samples' rule (--weak-samples {d['weak_samples']}) "
+            f"there, by killed / run (--weak-below) elsewhere"
+        )
     w = s.get("witness_tests")
     if w:
         print(f"  wrote {w['out']}: {w['tests']} witness tests added to {w['tasks']} tasks")

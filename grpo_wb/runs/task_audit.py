@@ -16,9 +16,14 @@ and wastes rollouts; one whose tests pass wrong programs pays the policy for wro
   reference returns in time, the same twice, and its other references agree): one that answers some input
   differently is a real gap, kept with that input as its ``witness`` and the reference's answer there (a test the
   task lacks: ``add_witness_tests`` writes the set back with them); one that agrees on all is reported apart as
-  likely equivalent, with how many inputs it met. ``weak`` means killed / (run - likely equivalent) is below
-  ``weak_below``. Script tasks' survivors are not compared (their inputs have no type to vary), so there they are
-  an upper bound.
+  likely equivalent, with how many inputs it met. Script tasks' survivors are not compared (their inputs have no
+  type to vary), so there they are an upper bound.
+  With ``samples`` (a scored results file), each distinct passing completion of a task runs beside the reference
+  on the same inputs, as a survivor does (``samples_differential``: how many passing samples answer some input
+  differently, and the first witnesses, which ``add_witness_tests`` exports too). ``weak`` uses the score that
+  ranks tasks best against HumanEval+'s labels (docs/task-audit.md: AUC 0.82): at least ``weak_samples`` passing
+  samples answer an explored input differently. Without samples to compare, it falls back to killed / run below
+  ``weak_below`` (AUC 0.54 there, no better than chance: the likely equivalent survivors left out, 0.49).
   A mutant gets 10 times the reference's time (at least a second, at most the task's limit), as mutation
   tools do, so mutants that loop cost little.
 - **false_positive**: a labelled wrong program (the task's ``wrong_solutions``, ``--wrong FILE``) passes; the rate
@@ -40,6 +45,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import hashlib
 import json
 import re
 import sys
@@ -100,7 +106,8 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
     out: str = field(metadata=cli(metavar="DIR"))
     """folder for tasks.jsonl, overlap.json and summary.json (an audit there with the same settings is resumed)"""
     samples: str | None = field(default=None, metadata=cli(metavar="SCORED"))
-    """a scored results file (grpo-wb score / sample --score): each status split by the task's flags"""
+    """a scored results file (grpo-wb score / sample --score): each status split by the task's flags, and each task's
+    distinct passing completions run beside the reference on the explored inputs (what weak uses, --weak-samples)"""
     wrong: str | None = field(default=None, metadata=cli(metavar="FILE"))
     """labelled wrong programs (task_id, completion per line): the share that pass is the false-positive rate"""
     mutants: int = field(default=20, metadata=cli(type=non_negative_int, metavar="N"))
@@ -110,7 +117,11 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
     against: list[str] = field(default_factory=list, metadata=cli(type=eval_sets, metavar="SET,..."))
     """evaluation sets to look for the prompts in (humaneval, mbpp, mbpp-sanitized, apps)"""
     weak_below: float = field(default=0.5, metadata=cli(type=fraction))
-    """mutation score (without likely equivalent mutants) under which a task's tests are weak"""
+    """without --samples (or for a task whose passing samples could not be compared): the mutation score, killed /
+    run, under which a task's tests are weak"""
+    weak_samples: int = field(default=1, metadata=cli(type=positive_int, metavar="N"))
+    """with --samples: a task's tests are weak when N of its passing samples answer an explored input differently
+    from the reference"""
     min_tests: int = field(default=5, metadata=cli(type=positive_int))
     """fewer tests than this are few (DeepCoder drops problems with fewer than 5)"""
     time_factor: float = field(default=4.0, metadata=cli(type=positive_float))
@@ -134,8 +145,9 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
             if name not in EVAL_SETS:
                 raise UserError(f"unknown evaluation set {name!r} (choose from {', '.join(EVAL_SETS)})")
 
-    def settings(self, tasks_sha: str) -> dict[str, Any]:
-        """What must match for an audit folder to be resumed."""
+    def settings(self, tasks_sha: str, samples_sha: str | None = None) -> dict[str, Any]:
+        """What must match for an audit folder to be resumed (with samples, which ones pass and ``weak_samples``:
+        without, the keys are left out, so an audit made before they existed resumes)."""
         keep = (
             "mutants",
             "equivalence_inputs",
@@ -151,7 +163,10 @@ class TaskAuditConfig(SandboxConfig, ExecutorConfig, JudgeConfig):
             "judge",
             "wrong",
         )
-        return {"tasks_sha256": tasks_sha, **{k: getattr(self, k) for k in keep}}
+        out = {"tasks_sha256": tasks_sha, **{k: getattr(self, k) for k in keep}}
+        if samples_sha is not None:
+            out.update(passing_samples_sha256=samples_sha, weak_samples=self.weak_samples)
+        return out
 
 
 def references(task: Task) -> list[str]:
@@ -362,13 +377,30 @@ def _req(task: Task, program: str, probe: str, i: int) -> ScoreRequest:
     )
 
 
-def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) -> list[dict[str, Any]]:
-    """Audit a few tasks at once (every program of theirs streamed through the pool together)."""
+def sample_programs(task: Task, completions: Iterable[str]) -> list[tuple[str, int]]:
+    """The distinct programs of a task's passing completions (as grpo_wb extracts them), each with how many
+    completions it is, in first-seen order; none for a task the sandbox programs cannot call (not Python)."""
+    if task.language != "python" or task.is_script or not task.entry_point:
+        return []
+    counts: Counter[str] = Counter()
+    for c in completions:
+        ext = extract_answer(task.prompt, task.entry_point, c, task.language)
+        if ext.program is not None:
+            counts[ext.program] += 1
+    return list(counts.items())
+
+
+def audit_chunk(
+    run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]], samples: Mapping[str, list[str]] | None = None
+) -> list[dict[str, Any]]:
+    """Audit a few tasks at once (every program of theirs streamed through the pool together). ``samples``: each
+    task's passing completions (``--samples``), compared with the reference on the explored inputs."""
     cfg = run.cfg
     recs: dict[str, dict[str, Any]] = {}
     progs: dict[str, list[str | None]] = {}
     first: list[ScoreRequest] = []
     trivial: dict[str, list[tuple[str, str]]] = {}
+    sampled = {t.task_id: sample_programs(t, (samples or {}).get(t.task_id, ())) for t in tasks}
     for t in tasks:
         rec = recs[t.task_id] = {"task_id": t.task_id, "flags": [], "notes": [], "tests": suite_stats(t)}
         refs = references(t)
@@ -418,20 +450,22 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
             recs[t.task_id]["notes"].append(
                 f"a {t.language} task: mutants are made of Python references only (mutation score not measured)"
             )
-        elif passing and cfg.mutants:
+        elif passing and (cfg.mutants or sampled[t.task_id]):
             i = passing[0]
             ref_src = cast(str, progs[t.task_id][i])  # only programs were scored, so a passing one is no None
-            try:
-                ms = make_mutants(ref_src, cfg.mutants, seed=cfg.seed)
-            except ValueError as e:
-                recs[t.task_id]["notes"].append(f"reference {i} cannot be mutated: {e}")
-                ms = []
-            mutant_src[t.task_id] = ms
-            budget = min(t.timeout or run.limit, max(1.0, 10 * got["ref"][i].duration_s))
-            mt = dataclasses.replace(t, timeout=budget)
-            again[0] += [_req(mt, m.source, "mutant", j) for j, m in enumerate(ms)]
-            # the inputs a survivor will be compared on: explored, then run on the references (in this pass)
-            if ms and not t.is_script and t.entry_point and cfg.equivalence_inputs:
+            ms = []
+            if cfg.mutants:
+                try:
+                    ms = make_mutants(ref_src, cfg.mutants, seed=cfg.seed)
+                except ValueError as e:
+                    recs[t.task_id]["notes"].append(f"reference {i} cannot be mutated: {e}")
+                mutant_src[t.task_id] = ms
+                budget = min(t.timeout or run.limit, max(1.0, 10 * got["ref"][i].duration_s))
+                mt = dataclasses.replace(t, timeout=budget)
+                again[0] += [_req(mt, m.source, "mutant", j) for j, m in enumerate(ms)]
+            # the inputs a survivor and a passing sample will be compared on: explored, then run on the references
+            # (in this pass)
+            if (ms or sampled[t.task_id]) and not t.is_script and t.entry_point and cfg.equivalence_inputs:
                 cands = explore_inputs(t, ref_src, cfg.equivalence_inputs, seed=cfg.seed)
                 if cands:
                     explored[t.task_id] = cands
@@ -441,20 +475,22 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
                     again[0].append(_req(pt, prog, "domain", 0))
                 else:
                     recs[t.task_id]["notes"].append(
-                        "no literal call of the entry point in the tests or the prompt: surviving mutants are not "
-                        "compared with the reference (an upper bound on the gaps)"
+                        "no literal call of the entry point in the tests or the prompt: surviving mutants "
+                        + ("and passing samples " if sampled[t.task_id] else "")
+                        + "are not compared with the reference (an upper bound on the gaps)"
                     )
     for k in range(cfg.repeat):
         for res in run.score(k, again[k]):
             probe = res.meta["probe"] if k == 0 else f"ref@{k}"
             by_task[res.task_id][probe][res.meta["i"]] = res
 
-    # third pass: each surviving mutant against the reference on the explored inputs the task answers
+    # third pass: each surviving mutant, and each distinct passing sample, against the reference on the explored
+    # inputs the task answers
     third: list[ScoreRequest] = []
     defined: dict[str, list[tuple]] = {}
     for t in tasks:
         task_mutants, cands = mutant_src.get(t.task_id), explored.get(t.task_id, [])
-        if not task_mutants or not cands:
+        if not (task_mutants or sampled[t.task_id]) or not cands:
             continue
         dom = parse_domain(by_task[t.task_id]["domain"].get(0))
         recs[t.task_id]["explored"] = {"budget": cfg.equivalence_inputs, "generated": len(cands)}
@@ -464,6 +500,7 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
                 "the references could not be run on the explored inputs"
                 + (f" ({d.status}: {_short(d.error, 120)})" if d is not None else "")
                 + ": no survivor is called equivalent"
+                + (", no passing sample is compared" if sampled[t.task_id] else "")
             )
             continue
         inputs = defined[t.task_id] = [cands[k] for k in dom.pop("defined")]
@@ -475,14 +512,19 @@ def audit_chunk(run: _Run, tasks: list[Task], wrong: Mapping[str, list[str]]) ->
         secs = _probe_seconds(t, run.limit)
         at = _probe_task(t, secs)
         for j, r in sorted(by_task[t.task_id]["mutant"].items()):
-            if r.passed:
+            if r.passed and task_mutants:
                 jt, (jref, jmut) = _as_judged(t, cfg.judge, [ref, task_mutants[j].source])
                 third.append(_req(at, agreement_program(jt, jref, jmut, inputs, 0.5 * secs), "agree", j))
+        for j, (src, _) in enumerate(sampled[t.task_id]):  # the same program and budget: a sample is a "mutant"
+            jt, (jref, jsam) = _as_judged(t, cfg.judge, [ref, src])
+            third.append(_req(at, agreement_program(jt, jref, jsam, inputs, 0.5 * secs), "sample", j))
     for res in run.score(0, third):
-        by_task[res.task_id]["agree"][res.meta["i"]] = res
+        by_task[res.task_id][res.meta["probe"]][res.meta["i"]] = res
 
     for tid, rec in recs.items():
-        _decide(task_of[tid], rec, by_task[tid], trivial[tid], mutant_src.get(tid), cfg, defined.get(tid, []))
+        _decide(
+            task_of[tid], rec, by_task[tid], trivial[tid], mutant_src.get(tid), cfg, defined.get(tid, []), sampled[tid]
+        )
     return [recs[t.task_id] for t in tasks]
 
 
@@ -494,8 +536,10 @@ def _decide(
     mutants: list[Any] | None,
     cfg: TaskAuditConfig,
     inputs: list[tuple] | None = None,
+    samples: list[tuple[str, int]] | None = None,
 ) -> None:
     flags: list[str] = rec["flags"]
+    explored = rec.pop("explored", None)
     refs = got.get("ref", {})
     n_refs = len(references(task))
     if not n_refs:
@@ -557,7 +601,14 @@ def _decide(
         }
         if n_pass:
             flags.append("false_positive")
+    # the policy's passing samples beside the reference on the explored inputs: what ``weak`` uses where they are
+    differential = _samples_differential(task, got.get("sample", {}), samples or [], inputs or [])
+    if differential is not None:
+        differential["inputs"] = len(inputs or [])
+        rec["samples_differential"] = differential
     # mutation testing
+    score: float | None = None
+    stillborn: list[int] = []
     if mutants is not None:
         mres = got.get("mutant", {})
         # a mutant that never loaded was not killed by the tests: none of them ran (a reference that checks its own
@@ -596,12 +647,10 @@ def _decide(
             "score_without_equivalent": adjusted,
             "killed_by": dict(Counter(mres[j].status for j in killed)),
             "stillborn": len(stillborn),
-            "inputs": rec.pop("explored", None),
+            "inputs": explored,
             "survivors": [survivor(j) for j in survived if j not in equivalent],
             "equivalent": [survivor(j) for j in equivalent],
         }
-        if adjusted is not None and adjusted < cfg.weak_below or adjusted is None and stillborn:
-            flags.append("weak")  # no mutant the tests could judge: their strength is not shown
         if len(stillborn) * 2 > len(mres):
             rec["notes"].append(
                 f"{len(stillborn)} of {len(mres)} mutants did not load: the mutation score rests on the others "
@@ -609,11 +658,60 @@ def _decide(
             )
         if not mutants:
             rec["notes"].append("no mutation site in the reference")
+    # weak: the score that ranks tasks best where there is one (docs/task-audit.md, "which score ranks tasks")
+    if differential is not None and differential["compared"]:
+        rec["weak_rule"] = "samples"
+        if differential["wrong"] >= cfg.weak_samples:
+            flags.append("weak")
+    elif mutants is not None:
+        rec["weak_rule"] = "killed / run"
+        if score is not None and score < cfg.weak_below or score is None and stillborn:
+            flags.append("weak")  # no mutant the tests could judge: their strength is not shown
     stats = rec["tests"]
     if stats["tests"] < cfg.min_tests and stats["check_calls"] < cfg.min_tests:
         flags.append("few_tests")
     if stats["only_prompt_examples"]:
         flags.append("only_examples")
+
+
+WITNESSES_KEPT = 3
+"""How many passing samples' witnesses a task's ``samples_differential`` keeps (the first, in sample order)."""
+
+
+def _samples_differential(
+    task: Task, got: Mapping[int, ScoredCompletion], samples: list[tuple[str, int]], inputs: list[tuple]
+) -> dict[str, Any] | None:
+    """How many of the task's passing samples answer an explored input differently from the reference: ``passing``
+    samples, their ``distinct`` programs, how many were ``compared`` (their program said same or differs), ``wrong``
+    (samples, duplicates counted) and ``distinct_wrong``, and the first witnesses (input, the reference's answer,
+    the sample's). None when the task has no passing sample."""
+    if not samples:
+        return None
+    verdicts = {j: parse_agreement(r) for j, r in got.items()}
+    compared = [j for j, v in verdicts.items() if v is not None and (v["same"] or "k" in v)]
+    wrong = sorted(j for j in compared if "k" in cast(dict, verdicts[j]))
+    witnesses = []
+    for j in wrong[:WITNESSES_KEPT]:
+        v = cast(dict, verdicts[j])
+        if v["k"] < len(inputs):
+            args = inputs[v["k"]]
+            witnesses.append(
+                {
+                    "input": repr(args),
+                    "call": _short(f"{task.entry_point}({', '.join(repr(a) for a in args)})", 300),
+                    "reference": v["reference"],
+                    "sample": v["mutant"],
+                    "literal": v["literal"],  # the reference's answer is a literal a test can hold
+                }
+            )
+    return {
+        "passing": sum(n for _, n in samples),
+        "distinct": len(samples),
+        "compared": len(compared),
+        "wrong": sum(samples[j][1] for j in wrong),
+        "distinct_wrong": len(wrong),
+        "witnesses": witnesses,
+    }
 
 
 def _stillborn(r: ScoredCompletion) -> bool:
@@ -661,6 +759,24 @@ def _sample_groups(path: str) -> dict[str, Counter]:
     if not out:
         raise UserError("no scored results in the file", path=path)
     return out
+
+
+def _passing_samples(path: str) -> dict[str, list[str]]:
+    """Each task's passing completions in a scored results file (rows without a completion count in the
+    statuses only); the file is checked as :func:`_sample_groups` checks it."""
+    _sample_groups(path)
+    out: dict[str, list[str]] = defaultdict(list)
+    for _, obj in iter_jsonl(path):
+        if obj["status"] == "pass" and isinstance(obj.get("completion"), str):
+            out[obj["task_id"]].append(obj["completion"])
+    return dict(out)
+
+
+def _samples_digest(passing: Mapping[str, list[str]]) -> str:
+    """What a resumed audit's samples must be: the passing completions of each task (not the file, whose timings
+    change each time it is scored)."""
+    text = json.dumps(sorted((t, sorted(cs)) for t, cs in passing.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _group_kind(c: Counter) -> str:
@@ -734,12 +850,23 @@ def summarize(
         },
         "duplicate_pairs": len(overlap["duplicates"]),
         "contamination_matches": len(overlap["contamination"]),
+        "weak_rule": dict(Counter(r["weak_rule"] for r in records if r.get("weak_rule"))),
         "seconds": round(seconds, 1),
         "seconds_per_task": round(seconds / n, 3) if n else None,
         "notes": notes + [f"{r['task_id']}: {x}" for r in records for x in r["notes"]],
         "settings": dict(settings),
         "version": __version__,
     }
+    diffs = [r["samples_differential"] for r in records if (r.get("samples_differential") or {}).get("compared")]
+    if diffs:
+        out["samples_differential"] = {
+            "tasks_compared": len(diffs),
+            "tasks_with_wrong": sum(d["wrong"] > 0 for d in diffs),
+            "passing": sum(d["passing"] for d in diffs),
+            "distinct": sum(d["distinct"] for d in diffs),
+            "wrong": sum(d["wrong"] for d in diffs),
+            "weak_samples": settings.get("weak_samples"),
+        }
     if samples:
         groups = _sample_groups(samples)
         table: dict[str, dict[str, Any]] = {}
@@ -767,7 +894,8 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
     if out.exists() and not out.is_dir():
         raise UserError("exists and is not a folder", path=str(out))
     out.mkdir(parents=True, exist_ok=True)
-    settings = cfg.settings(sha256_file(cfg.tasks))
+    passing = _passing_samples(cfg.samples) if cfg.samples else None  # a bad file stops the audit before it runs
+    settings = cfg.settings(sha256_file(cfg.tasks), _samples_digest(passing) if passing is not None else None)
     sp = out / SETTINGS_FILE
     if sp.exists():
         old = read_json(sp)
@@ -779,8 +907,6 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
             )
     else:
         atomic_write_json(sp, settings)
-    if cfg.samples:
-        _sample_groups(cfg.samples)  # a bad file stops the audit before it runs anything
     notes: list[str] = []
     wrong = load_wrong(cfg.wrong, {t.task_id: t for t in tasks}, notes) if cfg.wrong else {}
     op = out / OVERLAP_FILE
@@ -808,7 +934,7 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
             ):
                 for lo in range(0, len(todo), _CHUNK):
                     chunk = todo[lo : lo + _CHUNK]
-                    recs = audit_chunk(run, chunk, wrong)
+                    recs = audit_chunk(run, chunk, wrong, passing)
                     for r in recs:
                         _add_overlap(r, dups, cont)
                         r["seconds"] = round((time.monotonic() - t0) / (lo + len(chunk)), 3)
@@ -825,16 +951,26 @@ def run_task_audit(cfg: TaskAuditConfig, progress: bool = False) -> dict[str, An
     return summary
 
 
+def _witnesses(rec: Mapping[str, Any]) -> Iterable[tuple[Any, Any]]:
+    """(input, the reference's answer) of each witness of an audit record: the surviving mutants', then the passing
+    samples' (``samples_differential``; only those whose answer is a literal)."""
+    for s in (rec.get("mutation") or {}).get("survivors", ()):
+        yield s.get("witness_input"), s.get("witness_output")
+    for w in (rec.get("samples_differential") or {}).get("witnesses", ()):
+        if w.get("literal"):
+            yield w.get("input"), w.get("reference")
+
+
 def witness_tests(task: Task, rec: Mapping[str, Any]) -> list[TestCase]:
     """A test per witness of ``task``'s audit record, in the task's own format (an assert on the entry point): the
-    reference's answer on an input where a surviving mutant answers otherwise; one per distinct input."""
+    reference's answer on an input where a surviving mutant, or a passing sample, answers otherwise; one per
+    distinct input."""
     if task.is_script or not task.entry_point or task.language != "python":
         return []
     names = {t.name for t in task.tests}
     out: list[TestCase] = []
     seen: set[str] = set()
-    for s in (rec.get("mutation") or {}).get("survivors", ()):
-        given, want = s.get("witness_input"), s.get("witness_output")
+    for given, want in _witnesses(rec):
         if not isinstance(given, str) or not isinstance(want, str) or given in seen:
             continue
         try:

@@ -13,6 +13,7 @@ import ast
 import copy
 import io
 import json
+import math
 import signal
 import sys
 import time
@@ -64,11 +65,31 @@ def call(f: Program, args: tuple[object, ...], limit: float) -> Called:
         sys.stdout = _OUT
 
 
+ATOL = 1e-6
+"""Floats this close are the same answer (EvalPlus's default ``atol`` for a task whose answer is a float)."""
+
+
 def same(a: object, b: object) -> bool:
+    """Equal, the same repr, or numbers within :data:`ATOL` where one is a float (EvalPlus compares floats so;
+    recursively in lists, tuples and dicts of the same type and shape)."""
     try:
-        return bool(a == b) or repr(a) == repr(b)
+        return bool(a == b) or repr(a) == repr(b) or close(a, b)
     except BaseException:
         return repr(a) == repr(b)
+
+
+def close(a: object, b: object) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)):
+            return False
+        return isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=0.0, abs_tol=ATOL)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return False
 
 
 def literal(v: object) -> bool:
