@@ -14,7 +14,7 @@ from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.reports import batch
-from grpo_wb.reports.notebooks import ReportResult
+from grpo_wb.reports.notebooks import ReportResult, is_path_parameter
 from grpo_wb.runs import load as runs
 
 TINY_PARAMS = 'data_file: str = ""  # a path\nn: int = 1  # a number\nout_dir: str = ""  # report dir\n'
@@ -225,3 +225,11 @@ def test_demo_plan_is_valid_and_covers_two_group_sizes_and_both_task_sets(tmp_pa
     makefile = (ROOT / "Makefile").read_text()
     demo_line = makefile.split("\ndemo:")[1].split("\n")[0]
     assert "models sample --serve $(LIVE_MODEL)" in makefile and "$(LIVE)" in demo_line
+    # a file the plan names is given to a path parameter (a *_file/_dir/_path name): only those are resolved against
+    # the plan's base_dir, any other is read from the notebook's folder (where the bundled run would not be found)
+    for j in plan.jobs:
+        for name, value in j.parameters.items():
+            if isinstance(value, str) and (ROOT / value).exists() and value.strip("./"):
+                assert is_path_parameter(name), (j.name, name, value)
+    real = by_name["forecast-check-smollm2-trl"]
+    assert Path(real["before_path"]).is_file() and (Path(real["run_dir"]) / "trl_log.jsonl").is_file()
