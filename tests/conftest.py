@@ -205,3 +205,32 @@ def pytest_runtest_call(item):
 def pytest_runtest_teardown(item, nextitem):
     with _sandbox_forbidden_unless_marked(item):
         return (yield)
+
+
+# ----------------------------------------------------------------------------- the parallel run (pytest-xdist)
+
+_SHARED_MODULES = {
+    "test_wheel": "wheel",  # one wheel built in the checkout's build/ (two builds at once collide there)
+    "test_plan": "codegen",  # CodeGen-16B's 16,400 samples scored once (a module fixture), not once per worker
+    "test_chat_reply_agreement": "chat",  # 3,344 chat replies scored once (a module fixture)
+    "test_humaneval_agreement": "codegen",
+    "test_reward_audit": "audit",  # the full batteries: their memory and fork bombs one at a time
+    "test_agreement": "audit",
+}
+_SHARED_MARKS = {"ray": "ray", "trl": "torch", "hf": "torch", "live": "torch"}
+"""A Ray cluster at a time (two on 2 cores time out starting); one torch model at a time (memory)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): the tests that share an
+    expensive module fixture, start Ray, load a torch model or run a full reward-audit battery are each put in one
+    group, which one worker runs, in order; the rest go wherever a worker is free."""
+    for item in items:
+        module = item.path.stem
+        group = next((g for m, g in _SHARED_MARKS.items() if item.get_closest_marker(m)), None)
+        group = group or _SHARED_MODULES.get(module)
+        if group is None and module == "test_docs_examples" and "reward-audit_--reward_builtin" in item.nodeid:
+            group = "audit"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -24,13 +25,23 @@ CCP = ROOT / "tests" / "fixtures" / "rows" / "code-contests-plus.jsonl"
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
 
+def _not_sources(folder: str, names: list[str]) -> set[str]:
+    """What a copy of the checkout leaves out: the checkout's own venv, git folder, builds and outputs."""
+    top = {".git", ".venv", "build", "reports"} if Path(folder) == ROOT else set()
+    return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(the venv's bin folder, an empty working folder, the wheel)."""
     tmp = tmp_path_factory.mktemp("wheel")
     dist = tmp / "dist"
+    # built from a copy of the checkout's files, not in it: setuptools builds in the source's build/, where a stale
+    # tree (or another build at the same moment) would change what the wheel holds
+    src = tmp / "src"
+    shutil.copytree(ROOT, src, ignore=_not_sources)
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(dist)],
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q", "-w", str(dist)],
         capture_output=True,
         text=True,
         timeout=600,
