@@ -221,16 +221,52 @@ _SHARED_MARKS = {"ray": "ray", "trl": "torch", "hf": "torch", "live": "torch"}
 """A Ray cluster at a time (two on 2 cores time out starting); one torch model at a time (memory)."""
 
 
-@pytest.hookimpl(tryfirst=True)
+def _group_of(item) -> str | None:
+    module = item.path.stem
+    group = next((g for m, g in _SHARED_MARKS.items() if item.get_closest_marker(m)), None)
+    group = group or _SHARED_MODULES.get(module)
+    if group is None and module == "test_docs_examples" and "reward-audit_--reward_builtin" in item.nodeid:
+        group = "audit"
+    return group
+
+
+_GROUPS_ENV = "GRPO_WB_XDIST_GROUPS"
+
+
+def pytest_configure(config):
+    """In the controller of a parallel run: where its workers write each test's group (they inherit the variable)."""
+    if not hasattr(config, "workerinput") and config.getoption("dist", "no") == "loadgroup":
+        os.environ[_GROUPS_ENV] = str(_RECORDS / "xdist_groups.json")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    """In a worker of a parallel run: each test's group, by its markers and module, for the controller's scheduler."""
+    path = os.environ.get(_GROUPS_ENV)
+    if path and hasattr(config, "workerinput"):
+        groups = {item.nodeid: g for item in items if (g := _group_of(item)) is not None}
+        tmp = f"{path}.{config.workerinput['workerid']}"
+        Path(tmp).write_text(json.dumps(groups))
+        os.replace(tmp, path)
+
+
+def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): the tests that share an
-    expensive module fixture, start Ray, load a torch model or run a full reward-audit battery are each put in one
-    group, which one worker runs, in order; the rest go wherever a worker is free."""
-    for item in items:
-        module = item.path.stem
-        group = next((g for m, g in _SHARED_MARKS.items() if item.get_closest_marker(m)), None)
-        group = group or _SHARED_MODULES.get(module)
-        if group is None and module == "test_docs_examples" and "reward-audit_--reward_builtin" in item.nodeid:
-            group = "audit"
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    expensive module fixture, start Ray, load a torch model or run a full reward-audit battery are each one unit of
+    work, which one worker runs, in order; every other test is a unit of its own, run wherever a worker is free.
+    (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9: it renames ``item._nodeid``, which pytest
+    9 no longer reads; so the workers write the groups, by marker, and this scheduler reads them.)"""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                self.groups = json.loads(Path(os.environ[_GROUPS_ENV]).read_text())
+            group = self.groups.get(nodeid)
+            return f"group:{group}" if group else nodeid
+
+    return Groups(config, log)

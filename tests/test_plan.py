@@ -178,19 +178,32 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def codegen_samples():
-    """CodeGen-16B's 16,400 HumanEval samples, scored here (binary reward)."""
+def codegen_samples(tmp_path_factory):
+    """CodeGen-16B's 16,400 HumanEval samples, scored here (binary reward): once a test session, whichever
+    pytest-xdist worker gets there first (the others read its rows), as a module fixture alone would score them
+    again each time a worker set it up."""
+    from filelock import FileLock
+
+    from grpo_wb.signal.headroom import samples_from_scored_rows
+
+    shared = tmp_path_factory.getbasetemp().parent / "codegen16b_scored.json"
+    with FileLock(str(shared) + ".lock"):
+        if not shared.exists():
+            shared.write_text(json.dumps(_score_codegen()))
+        rows = json.loads(shared.read_text())
+    assert len(rows) == 16400
+    return samples_from_scored_rows(rows)
+
+
+def _score_codegen() -> list[dict]:
     from grpo_wb.bundled import CODEGEN_SAMPLES
     from grpo_wb.scoring.sandbox import SandboxLimits
     from grpo_wb.scoring.scorer import Scorer, sample_requests
-    from grpo_wb.signal.headroom import samples_from_scored_rows
     from grpo_wb.tasks.importers import import_humaneval
 
     tasks = {t.task_id: t for t in import_humaneval()[0]}
     with Scorer(SandboxLimits(timeout=3.0), workers=2) as sc:
-        rows = [r.to_json() for r in sc.score(sample_requests(need(CODEGEN_SAMPLES), tasks))]
-    assert len(rows) == 16400
-    return samples_from_scored_rows(rows)
+        return [r.to_json() for r in sc.score(sample_requests(need(CODEGEN_SAMPLES), tasks))]
 
 
 @pytest.mark.sandbox

@@ -197,14 +197,14 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, dashboar
     kwargs: dict[str, Any] = dict(logging_level=logging.WARNING, log_to_driver=False, configure_logging=True)
     if local:
         # "local": always a new instance, never a cluster that `ray start` left running here. Ray gives its raylet
-        # a fixed 30 s to register and raises a bare Exception past it (a busy machine): once more, then one line.
-        for attempt in (1, 2):
+        # a fixed 30 s to register and raises a bare Exception past it (a busy machine): twice more, then one line.
+        for attempt in (1, 2, 3):
             try:
                 ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, **kwargs)
                 return ray
             except Exception as e:  # noqa: BLE001 - Ray's startup timeout is a plain Exception
                 ray.shutdown()
-                if attempt == 2:
+                if attempt == 3:
                     raise UserError(
                         f"could not start a local Ray instance ({exception_line(e)}); is the machine "
                         "overloaded? retry, or start one with `ray start --head` and pass "
