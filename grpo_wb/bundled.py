@@ -43,6 +43,10 @@ HUMANEVALPLUS = EXTERNAL / "humanevalplus"
 """Per HumanEval task: do its original tests pass CodeGen-16B samples that HumanEval+'s inputs show wrong
 (``labels.jsonl``, built by ``build.py`` there), and one ``tasks audit``'s test-strength scores of it
 (``audit_scores.jsonl.gz``): what ``grpo-wb bench --set task-scores`` reads."""
+NWERC2022_CPP = EXTERNAL / "nwerc2022_cpp" / "problems.jsonl.gz"
+"""14 problems (NWERC 2022's jury package, 3 Kattis problemtools examples) with their sample tests and 142 C++
+solutions the jury put in accepted/ or a wrong folder: what ``grpo-wb bench --set cpp`` scores (CC BY-SA: see the
+PROVENANCE.md beside it)."""
 TOY_TASKS = DATA / "toy_tasks.jsonl"
 """The project's own small task set."""
 

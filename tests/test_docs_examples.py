@@ -575,6 +575,19 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         why="the audit it reads made first, with 4 CodeGen-16B samples of each of HumanEval/0-4 (3 mutants a task)",
         marks=(SANDBOX, DATA),
     ),
+    "grpo-wb bench --set cpp": Run(
+        _prints(
+            r"== cpp: 4 C\+\+ solutions of 2 problems \(2 the jury accepts, 2 it does not\)",
+            r"plain loop \(g\+\+, subprocess\) +4 +\d .* 4/4",
+            r"grpo_wb, no header, no cache +4 +\d .* 4/4",
+            r"grpo_wb, header \+ cache, cold +4 +\d .* 4/4",
+            r"grpo_wb, header \+ cache, warm \(a re-score\): 0 compiles, 4 from the disk cache",
+        ),
+        (".venv/bin/grpo-wb bench --set cpp --limit 4 --workers 2",),
+        why="as written it compiles and runs 102 C++ solutions four ways (7-11 min on 2 busy cores): the first 4 "
+        "(2 problems, right and wrong), each scorer still beside the plain loop",
+        marks=(SANDBOX, DATA, SLOW),
+    ),
     "grpo-wb bench --set task-scores": Same(
         ".venv/bin/grpo-wb bench --set task-scores --workers 1", "the same set, named in docs/benchmarks.md's heading"
     ),

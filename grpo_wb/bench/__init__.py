@@ -15,6 +15,9 @@
   the clusters', the explorer's index) against the reader that keeps every row.
 * :mod:`.task_scores` (``--set task-scores``): each test-strength score of ``tasks audit`` ranked against
   HumanEval+'s labels of HumanEval's tasks (weak: the tests pass wrong CodeGen-16B samples), as an AUC.
+* :mod:`.cpp` (``--set cpp``): real C++ solutions (NWERC 2022's jury's, right and wrong) scored by grpo_wb with the
+  precompiled header and a fresh compile cache (cold, then warm), by grpo_wb without them, and by the plain
+  compile-then-run loop of a trainer's reward: throughputs, compile seconds a solution, verdict agreement.
 
 A benchmark prints its figures side by side with its anchor's, measured in one run on one machine, so the ratio
 means something on a noisy shared machine; it is never a timed unit test (the tests run them at tiny sizes and

@@ -8,6 +8,7 @@ from typing import Literal
 
 from grpo_wb.bench.adaptive import bench_adaptive
 from grpo_wb.bench.analyses import bench_analyses
+from grpo_wb.bench.cpp import bench_cpp
 from grpo_wb.bench.pipeline import bench_pipeline
 from grpo_wb.bench.rows import bench_import
 from grpo_wb.bench.scorer import bench_big_inputs, bench_exec_tests, main_bench
@@ -24,13 +25,17 @@ class BenchArgs(ExecutorConfig):
     """``grpo-wb bench``."""
 
     sets: list[
-        Literal["canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores"]
+        Literal[
+            "canonical", "codegen", "import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores", "cpp"
+        ]
     ] = field(default_factory=list, metadata=cli(flags=("--set",)))
     """benchmark set (repeatable; default: canonical, codegen); import: row import; big-inputs: stdin of 1-50 MiB;
     exec-tests: what deciding exec tests apart from the candidate costs; analyses: headroom's and the clusters'
     reading of results files of --rows rows, streamed, beside the reader that keeps every row; adaptive: sampling
     until decided (sample --adaptive) against the full sample, replayed on the bundled real samples; task-scores: the
-    AUC of each test-strength score of `tasks audit` against HumanEval+'s weak/strong labels of HumanEval's tasks"""
+    AUC of each test-strength score of `tasks audit` against HumanEval+'s weak/strong labels of HumanEval's tasks;
+    cpp: real C++ solutions scored by grpo_wb with and without its precompiled header and compile cache, beside the
+    plain compile-then-run loop of a trainer's reward"""
     rows: list[int] = field(
         default_factory=lambda: [1_000_000, 4_000_000, 10_000_000], metadata=cli(type=int_list, metavar="N,...")
     )
@@ -42,7 +47,7 @@ class BenchArgs(ExecutorConfig):
     codegen: str | None = None
     """CodeGen-16B samples (default: the bundled data/external/codet_codegen16b_humaneval/...)"""
     limit: int | None = field(default=None, metadata=cli(type=positive_int))
-    """use only the first N CodeGen samples"""
+    """use only the first N CodeGen samples (cpp: the first N C++ solutions)"""
     workers: int | None = field(default=None, metadata=cli(type=positive_int))
     """parallel workers for both (default: cores)"""
     timeout: float = field(default=3.0, metadata=cli(type=positive_float))
@@ -82,7 +87,10 @@ def bench(args: argparse.Namespace) -> int:
         bench_adaptive(workers=a.workers, timeout=a.timeout, codegen=a.codegen, limit=a.limit)
     if "task-scores" in sets:
         bench_task_scores(audit=a.audit, workers=a.workers, timeout=a.timeout)
-    sets = [s for s in sets if s not in ("import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores")]
+    if "cpp" in sets:
+        bench_cpp(limit=a.limit, workers=a.workers)
+    alone = ("import", "big-inputs", "exec-tests", "analyses", "adaptive", "task-scores", "cpp")
+    sets = [s for s in sets if s not in alone]
     if not sets:
         return 0
     main_bench(

@@ -835,6 +835,8 @@ class Scorer:
         self.compile_hits = 0
         self.compile_seconds = 0.0
         """Seconds of compile jobs this scorer ran (their own measure)."""
+        self.compile_times: list[float] = []
+        """Each compile job's seconds, in the order they finished (``bench --set cpp``'s median and p90)."""
         self.disk_hits = 0
         """Compiles answered by the compile cache on disk (counted in :attr:`compile_hits` too)."""
         self.store: CompileStore | None = None
@@ -1049,6 +1051,7 @@ class Scorer:
             if entry is None:
                 self.compiles += 1
                 self.compile_seconds += got.seconds
+                self.compile_times.append(got.seconds)
             else:
                 self.compile_hits += 1
                 self.disk_hits += 1
