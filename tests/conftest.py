@@ -251,11 +251,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): the tests that share an
-    expensive module fixture, start Ray, load a torch model or run a full reward-audit battery are each one unit of
-    work, which one worker runs, in order; every other test is a unit of its own, run wherever a worker is free.
-    (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9: it renames ``item._nodeid``, which pytest
-    9 no longer reads; so the workers write the groups, by marker, and this scheduler reads them.)"""
+    """A parallel run (``pytest -n 2 --dist loadgroup``; docs/testing.md says why ``make test`` is not one yet):
+    the tests that share an expensive module fixture, start Ray, load a torch model or run a full reward-audit
+    battery are each one unit of work, which one worker runs, in order; every other test is a unit of its own, run
+    wherever a worker is free. (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9: it renames
+    ``item._nodeid``, which pytest 9 no longer reads; so the workers write the groups, by marker, and this
+    scheduler reads them.)"""
     if config.getoption("dist", "no") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
