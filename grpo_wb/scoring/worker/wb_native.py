@@ -16,6 +16,10 @@ the child's uid.
 This process (the harness) makes itself non-dumpable before any program runs: the program, same uid, can then
 neither trace it nor open its descriptors (``/proc/PID/fd``), so the event channel stays the harness's. The
 program never sees the expected outputs (they stay with the scorer) nor the event descriptor (closed across exec).
+
+``subprocess`` is imported by the functions that start programs, in a C++ job's child, never in the worker: with it
+(and ``threading``, which it loads) the worker every job forks from is larger, and each fork and each child's exit
+copies and tears down that much more (issue 45, point 4; a C++ job's compile or run dwarfs the import).
 """
 
 import base64
@@ -23,7 +27,6 @@ import ctypes
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
 
@@ -108,6 +111,8 @@ def run_checker(job, emit):
     """Run the task's checker once per test on (input, expected output, the candidate's output): a job of its own,
     never in the candidate's process (the expected output reaches only this one). A testlib checker comes compiled
     (``binary``, from the scorer's compile cache)."""
+    import subprocess  # here, not at the top: see the module's docstring
+
     style = job["style"]
     command, order = CHECKER_STYLES[style]
     if style == "testlib":
@@ -167,6 +172,8 @@ def _pch_flags(job):
 
 
 def compile_cpp(job, emit):
+    import subprocess  # here, not at the top: see the module's docstring
+
     t0 = time.perf_counter()
     _write("main.cpp", job["program"].encode("utf-8", "surrogatepass"), 0o600)
     headers = job.get("headers") or {}
@@ -260,6 +267,8 @@ def run_binary(job, emit):
     its memory as address space (``memory_bytes``) and the stack as large as that allows (Codeforces' stack is its
     memory limit; open-r1's Piston package runs ``ulimit -s unlimited``). A test whose run cannot be set up fails
     with the reason, and the next test runs."""
+    import subprocess  # here, not at the top: see the module's docstring
+
     _write("main", base64.b64decode(job["binary"]), 0o700)
     memory = job.get("memory_bytes")
 
