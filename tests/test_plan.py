@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import statistics
 
 import numpy as np
@@ -186,7 +187,10 @@ def codegen_samples(tmp_path_factory):
 
     from grpo_wb.signal.headroom import samples_from_scored_rows
 
-    shared = tmp_path_factory.getbasetemp().parent / "codegen16b_scored.json"
+    # Under pytest-xdist a worker's basetemp is a folder of this session's, so its parent is shared by this session's
+    # workers alone; in one process the parent is every session's (rows scored by an older tree would be read).
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "codegen16b_scored.json"
     with FileLock(str(shared) + ".lock"):
         if not shared.exists():
             shared.write_text(json.dumps(_score_codegen()))
