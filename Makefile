@@ -96,10 +96,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check grpo_wb tests
 	$(BIN)/mypy
 
-# one process: on two pytest-xdist workers (-n 2 --dist loadgroup, groups in tests/conftest.py) the suite took 32 min
-# instead of about 45 but three tests failed under the load (docs/testing.md); --durations: the slowest tests
+# two pytest-xdist workers; the tests that share a module fixture, Ray, a torch model or a full reward-audit battery
+# run as one unit each (groups in tests/conftest.py; docs/testing.md has the times); --durations: the slowest tests
 test: $(STAMP) sandbox browser lint
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray, no live model (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow or live)

@@ -251,7 +251,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """A parallel run (``pytest -n 2 --dist loadgroup``; docs/testing.md says why ``make test`` is not one yet):
+    """A parallel run (``pytest -n 2 --dist loadgroup``, what ``make test`` runs):
     the tests that share an expensive module fixture, start Ray, load a torch model or run a full reward-audit
     battery are each one unit of work, which one worker runs, in order; every other test is a unit of its own, run
     wherever a worker is free. (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9: it renames

@@ -162,6 +162,8 @@ def test_a_second_scorer_compiles_nothing_the_first_compiled(both):
     cached, _ = both
     src = SOURCES["right"].replace("int w;", "int w; /* twice */")
     assert _compiled(cached, src).binary
+    # kept by this scorer whether or not an earlier test's compile of it ran out of time under load (not kept)
+    assert _compiled(cached, SOURCES["compile error"]).status == "error"
     with Scorer(LIMITS, workers=1, cache=False) as again:
         r = next(iter(again.score([ScoreRequest(TASK, fenced(src))])))
         assert r.status == "pass" and (again.compiles, again.disk_hits) == (0, 1)

@@ -30,10 +30,14 @@ NODE = "ray start --address 127.0.0.1:6379 --node-ip-address 127.0.0.1 --num-cpu
 
 
 def _isolated(script: str, tmp: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``script`` (bash) in a network + PID namespace of its own, with the venv's tools on PATH."""
+    """Run ``script`` (bash) in a network + PID namespace of its own, with the venv's tools on PATH. As root it runs
+    ahead of the other pytest worker of a parallel run (``nice -n -10``): `ray start` waits a fixed 30 s, which no
+    setting changes, for its raylet to register, and on a loaded 2-core machine that ran out."""
     prefix = ["unshare", "--net", "--pid", "--fork", "--mount-proc"]
     if os.getuid() != 0:
         prefix.insert(1, "--map-root-user")
+    else:
+        prefix = ["nice", "-n", "-10", *prefix]
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp / "home"), "RAY_USAGE_STATS_ENABLED": "0", "LANG": "C.UTF-8"}
     return subprocess.run(
         [*prefix, "bash", "-c", "ip link set lo up\n" + script],

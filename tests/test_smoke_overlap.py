@@ -8,6 +8,7 @@ them is the same between two sequential runs either.
 
 import json
 import random
+import re
 import threading
 from pathlib import Path
 
@@ -40,8 +41,9 @@ def _masked(row: dict, drop) -> str:
 
 
 def _artifacts(run: Path) -> dict:
-    """Every artifact as text lines, timing fields masked; the manifest without its clock and the hashes of
-    the files that hold timing fields (the files themselves are compared above)."""
+    """Every artifact as text lines, timing fields masked; the manifest without its clock, the hashes of the files
+    that hold timing fields (the files themselves are compared above) and the sandbox uid each run leased (in a
+    parallel run another pytest worker may hold the uid the first run had)."""
     out = {}
     for name in ("metrics.jsonl", "groups.jsonl", "last_rollouts.jsonl"):
         out[name] = [_masked(json.loads(line), TIMING.get(name, ())) for line in (run / name).read_text().splitlines()]
@@ -51,7 +53,8 @@ def _artifacts(run: Path) -> dict:
     manifest["files"] = {k: v for k, v in manifest["files"].items() if k == "groups.jsonl"}
     for k in ("out", "overlap"):
         manifest["config"].pop(k)
-    out["checkpoint_manifest.json"] = json.dumps(manifest)
+    leased = re.sub(r'("child_uid": |uid )\d+', r"\1<leased>", json.dumps(manifest))
+    out["checkpoint_manifest.json"] = leased
     return out
 
 
