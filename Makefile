@@ -96,10 +96,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check grpo_wb tests
 	$(BIN)/mypy
 
-# two pytest-xdist workers; the tests that share a module fixture, Ray, a torch model or a full reward-audit battery
-# run as one unit each (groups in tests/conftest.py; docs/testing.md has the times); --durations: the slowest tests
+# two pytest-xdist workers; the tests that share a module fixture, Ray or a torch model run as one unit each (groups
+# in tests/conftest.py); then, beside nothing, the full reward-audit batteries, whose fork and CPU bombs starve any
+# test that runs next to them (marker `alone`). docs/testing.md has the times; --durations: the slowest tests
 test: $(STAMP) sandbox browser lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25 -m "not alone"
+	$(BIN)/python -m pytest -q --durations=5 -m alone
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray, no live model (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow or live)

@@ -289,6 +289,7 @@ def _check_expected(audit: dict, reference: str) -> None:
 
 @pytest.mark.sandbox
 @pytest.mark.slow
+@pytest.mark.alone
 @pytest.mark.parametrize("name", list(REFERENCES))
 def test_each_builtin_gets_each_exploits_expected_outcome(name, tmp_path, capsys):
     """The README's table, cell by cell: every exploit's outcome against every shipped reference."""
