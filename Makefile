@@ -97,8 +97,8 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # two pytest-xdist workers; the tests that share a module fixture, Ray or a torch model run as one unit each (groups
-# in tests/conftest.py); then, beside nothing, the full reward-audit batteries, whose fork and CPU bombs starve any
-# test that runs next to them (marker `alone`). docs/testing.md has the times; --durations: the slowest tests
+# in tests/conftest.py); then, beside nothing, the tests marked `alone` (pyproject.toml says which and why).
+# docs/testing.md has the times; --durations: the slowest tests
 test: $(STAMP) sandbox browser lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25 -m "not alone"
 	$(BIN)/python -m pytest -q --durations=5 -m alone

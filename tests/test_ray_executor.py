@@ -24,7 +24,7 @@ from conftest import TOY, read_jsonl, score_argv, write_jsonl  # noqa: E402
 from grpo_wb.bundled import CODEGEN_SAMPLES  # noqa: E402
 from grpo_wb.scoring.ray_executor import IncompleteScoring, RayScorer, connect  # noqa: E402
 from grpo_wb.scoring.sandbox import SandboxLimits  # noqa: E402
-from grpo_wb.scoring.scorer import Scorer, ScoreRequest  # noqa: E402
+from grpo_wb.scoring.scorer import RESULT_TIMING_FIELDS, Scorer, ScoreRequest  # noqa: E402
 from grpo_wb.tasks.importers import import_humaneval  # noqa: E402
 from grpo_wb.tasks.records import load_tasks  # noqa: E402
 
@@ -68,7 +68,7 @@ def cluster():
 def _key(r):
     """Everything a verdict is (duration, cache hits and whether a stop was needed depend on timing)."""
     d = r.to_json() if hasattr(r, "to_json") else dict(r)
-    return {k: v for k, v in d.items() if k not in ("duration_s", "cached", "stopped_early")}
+    return {k: v for k, v in d.items() if k not in RESULT_TIMING_FIELDS}
 
 
 @pytest.fixture(scope="module")
@@ -321,7 +321,7 @@ def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_pat
         )
         SmokeRun(cfg, progress=False, log=lambda m: None).run()
         runs[ex] = tmp_path / ex
-    strip = ("duration_s", "cached", "seconds", "completions_per_second", "updated_unix")
+    strip = (*RESULT_TIMING_FIELDS, "seconds", "completions_per_second", "updated_unix")
 
     def rows(p):
         out = []

@@ -13,6 +13,7 @@ from conftest import EARLY_STOP, ROOT, TOY, all_pass_toy, read_jsonl, write_json
 
 from grpo_wb.cli.main import main
 from grpo_wb.jsonio import sha256_file
+from grpo_wb.scoring.scorer import RESULT_TIMING_FIELDS
 from grpo_wb.signal.diagnostics import TIMING_FIELDS
 
 FAST = ["--timeout", "2", "--no-progress"]
@@ -134,7 +135,7 @@ def _compare_runs(a: Path, b: Path):
         read_jsonl(b / "metrics.jsonl"), TIMING_FIELDS
     )
     assert read_jsonl(a / "groups.jsonl") == read_jsonl(b / "groups.jsonl")
-    drop = ("duration_s", "cached", "stderr_tail")
+    drop = (*RESULT_TIMING_FIELDS, "stderr_tail")
     assert _strip(read_jsonl(a / "last_rollouts.jsonl"), drop) == _strip(read_jsonl(b / "last_rollouts.jsonl"), drop)
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
     sa.pop("seconds_this_session"), sb.pop("seconds_this_session")

@@ -17,6 +17,7 @@ from conftest import EARLY_STOP, TOY, all_pass_toy, read_jsonl, replay_model, wr
 
 from grpo_wb.cli.main import main
 from grpo_wb.runs.artifacts import RunWriter
+from grpo_wb.scoring.scorer import RESULT_TIMING_FIELDS
 from grpo_wb.signal.diagnostics import TIMING_FIELDS
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.testing.loopback import ReplayServer
@@ -24,7 +25,7 @@ from grpo_wb.testing.loopback import ReplayServer
 FAST = ["--timeout", "2", "--no-progress"]
 TIMING = {
     "metrics.jsonl": TIMING_FIELDS,
-    "last_rollouts.jsonl": ("duration_s", "cached"),
+    "last_rollouts.jsonl": RESULT_TIMING_FIELDS,
     "summary.json": ("seconds_this_session",),
 }
 

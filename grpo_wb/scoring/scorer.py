@@ -179,7 +179,8 @@ class ScoredCompletion:
     meta: dict[str, Any] = field(default_factory=dict)
     """Backend metadata (backend, model, seed, sampling, finish_reason) and anything else carried along."""
     stopped_early: bool = False
-    """Killed once a test had failed (early stop); the tests after it count as failed."""
+    """Killed once a test had failed (early stop): whether the kill landed before the program ended on its own,
+    which timing decides (the verdict does not depend on it); the tests after the failure count as failed."""
     extraction: dict[str, Any] = field(default_factory=dict)
     """How the program came out of the completion: ``mode``, the ``rule`` that chose the code, the chosen
     fenced ``block`` (0-based, None without fences) and ``n_blocks`` (see
@@ -195,6 +196,12 @@ class ScoredCompletion:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+RESULT_TIMING_FIELDS = ("duration_s", "cached", "stopped_early")
+"""The fields of a :class:`ScoreResult` that timing decides, not the program: how long it ran, whether an identical
+program was already run (which of two a thread reached first), whether the early stop's kill landed before the
+program ended. Two runs of the same completions agree on every other field."""
 
 
 def plan_task(task: Task) -> tuple[list[PlannedTest], bool]:
