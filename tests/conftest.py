@@ -252,8 +252,9 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_xdist_make_scheduler(config, log):
     """A parallel run (``pytest -n 2 --dist loadgroup``, what ``make test`` runs):
-    the tests that share an expensive module fixture, start Ray, load a torch model or run a full reward-audit
-    battery are each one unit of work, which one worker runs, in order; every other test is a unit of its own, run
+    the tests that share an expensive module fixture, start Ray, load a torch model or run a reward audit's
+    sandboxed functions are each one unit of work, which one worker runs, in order (the full batteries are marked
+    ``alone`` and run after it); every other test is a unit of its own, run
     wherever a worker is free. (pytest-xdist's own ``xdist_group`` marks do nothing under pytest 9: it renames
     ``item._nodeid``, which pytest 9 no longer reads; so the workers write the groups, by marker, and this
     scheduler reads them.)"""

@@ -54,8 +54,7 @@ def _artifacts(run: Path) -> dict:
     manifest["files"] = {k: v for k, v in manifest["files"].items() if k == "groups.jsonl"}
     for k in ("out", "overlap"):
         manifest["config"].pop(k)
-    leased = re.sub(r'("child_uid": |uid )\d+', r"\1<leased>", json.dumps(manifest))
-    out["checkpoint_manifest.json"] = leased
+    out["checkpoint_manifest.json"] = re.sub(r'("child_uid": |uid )\d+', r"\1<leased>", json.dumps(manifest))
     return out
 
 

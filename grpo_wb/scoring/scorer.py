@@ -199,7 +199,7 @@ class ScoredCompletion:
 
 
 RESULT_TIMING_FIELDS = ("duration_s", "cached", "stopped_early")
-"""The fields of a :class:`ScoreResult` that timing decides, not the program: how long it ran, whether an identical
+"""The fields of a :class:`ScoredCompletion` that timing decides, not the program: how long it ran, whether an identical
 program was already run (which of two a thread reached first), whether the early stop's kill landed before the
 program ended. Two runs of the same completions agree on every other field."""
 
