@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # grpo-wb subprocess a test starts compiles the package again and pytest rewrites every test file on each run.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast lint install lab clean sandbox browser
+.PHONY: demo test test-all test-fast lint install lab clean sandbox browser
 
 # The sandbox uses bubblewrap (namespaces) when present. As root on Debian/Ubuntu we install it;
 # elsewhere the scorer falls back, visibly, to weaker isolation (see `grpo-wb doctor`). g++ compiles
@@ -98,10 +98,16 @@ lint: $(STAMP)
 
 # two pytest-xdist workers; the tests that share a module fixture, Ray or a torch model run as one unit each (groups
 # in tests/conftest.py); then, beside nothing, the tests marked `alone` (pyproject.toml says which and why).
-# docs/testing.md has the times; --durations: the slowest tests
+# docs/testing.md has the times; --durations: the slowest tests; every test's time: the JUnit XML in reports/tests
+JUNIT := reports/tests
 test: $(STAMP) sandbox browser lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25 -m "not alone"
-	$(BIN)/python -m pytest -q --durations=5 -m alone
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25 -m "not alone and not extended" \
+	    --junitxml=$(JUNIT)/parallel.xml
+	$(BIN)/python -m pytest -q --durations=5 -m "alone and not extended" --junitxml=$(JUNIT)/alone.xml
+
+# what CI runs: make test, then the tests marked `extended` (the four reference rewards' full audit batteries), alone
+test-all: test
+	$(BIN)/python -m pytest -q --durations=5 -m extended --junitxml=$(JUNIT)/extended.xml
 
 # the unit tier: no sandbox, no bundled data, no notebooks, no extras, no Ray, no live model (see tests/conftest.py)
 FAST := not (sandbox or data or notebooks or trl or hf or ray or datasets or slow or live)

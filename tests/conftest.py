@@ -211,9 +211,7 @@ def pytest_runtest_teardown(item, nextitem):
 
 _SHARED_MODULES = {
     "test_wheel": "wheel",  # one wheel built and installed (a module fixture), not once per worker
-    "test_plan": "codegen",  # CodeGen-16B's 16,400 samples scored once (a module fixture), not once per worker
     "test_chat_reply_agreement": "chat",  # 3,344 chat replies scored once (a module fixture)
-    "test_humaneval_agreement": "codegen",
     "test_reward_audit": "audit",  # the audits' sandboxed functions one at a time (the full batteries run `alone`)
     "test_agreement": "audit",
 }

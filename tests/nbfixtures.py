@@ -8,7 +8,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import nbformat
 from conftest import TOY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,6 +15,9 @@ NOTEBOOKS = ROOT / "notebooks"
 _RUNS: dict[int, Path] = {}
 _TMP = Path(tempfile.mkdtemp(prefix="grpo_wb_nbtests_"))
 atexit.register(shutil.rmtree, _TMP, True)
+
+# nbformat is imported where it is used: importing it builds jsonschema's format checkers, some 3 s of every pytest
+# process's collection
 
 
 def shared_run(group_size: int = 4) -> Path:
@@ -34,6 +36,8 @@ def shared_run(group_size: int = 4) -> Path:
 
 def make_notebook(path: Path, params: str, cells: list[str], kernel: str = "python3") -> Path:
     """Write a notebook with a ``parameters`` cell and code cells (no outputs)."""
+    import nbformat
+
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": kernel, "display_name": "Python 3", "language": "python"}
     p = nbformat.v4.new_code_cell(params)

@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -194,6 +195,26 @@ def _exists(rel: str) -> Callable[[Ctx], None]:
     return check
 
 
+def _served_sampled_and_scored(c: Ctx) -> None:
+    """The real model through the real server (docs/live.md): 2 MBPP tasks x 2 samples asked in chat with the row's
+    prompt as the trainer sends it, each scored in the sandbox, the server's log kept, and the server gone after."""
+    tasks = [r["task_id"] for r in c.rows("reports/data/mbpp_first8.jsonl")]
+    samples = c.rows("reports/live/samples.jsonl")
+    assert len(samples) == 4 and {s["task_id"] for s in samples} == set(tasks) and len(tasks) == 2, samples
+    assert all(s["finish_reason"] in ("stop", "length") and s["completion_tokens"] for s in samples), samples
+    requests = c.rows("reports/live/samples.requests.jsonl")
+    assert {r["endpoint"] for r in requests} == {"chat"} and {r["prompt_source"] for r in requests} == {"template"}
+    scored = c.rows("reports/live/samples.scored.jsonl")
+    assert len(scored) == 4 and all(r["status"] != "sandbox_error" for r in scored), scored
+    log = (c.w / "reports/live/samples.server.log").read_text()
+    assert log.count("POST /v1/chat/completions") >= 4 and "Finished server process" in log, log[-2000:]
+    assert "the server's own figure: generation" in c.out and "frontier" in c.out, c.out[-3000:]  # the headroom
+    port = int(re.search(r"at http://127\.0\.0\.1:(\d+)/v1", c.out).group(1))
+    with socket.socket() as sock:  # the server is gone: nothing listens on its port
+        sock.settimeout(2)
+        assert sock.connect_ex(("127.0.0.1", port)) != 0, f"something still listens on {port}"
+
+
 def _all(*checks: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
     def check(c: Ctx) -> None:
         for ch in checks:
@@ -336,7 +357,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         "make target: creates .venv, installs and runs the 21-report demo batch (minutes); the "
         "batch itself runs below as `grpo-wb batch data/demo_plan.yaml` on a tiny plan"
     ),
-    "make test": NotRun("make target: runs the whole suite, this file included"),
+    "make test": NotRun("make target: runs the suite, this file included"),
     # ------------------------------------------------------------------ README: what a run does
     ".venv/bin/grpo-wb tasks validate data/toy_tasks.jsonl": Run(
         _prints(r"data/toy_tasks.jsonl: 10 task\(s\) OK \(10 canonical solution\(s\) pass\)"),
@@ -1121,14 +1142,15 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "head -n 8 reports/data/mbpp_sanitized.jsonl > reports/data/mbpp_first8.jsonl": NotRun("a shell line"),
     "grpo-wb models sample --serve smollm2-135m-instruct --tasks reports/data/mbpp_first8.jsonl --n 4 "
     "--out reports/live/samples.jsonl --temperature 0.7 --max-tokens 256": Run(
-        _all(_n_rows("reports/live/samples.jsonl", 4), _n_rows("reports/live/samples.scored.jsonl", 4)),
+        _served_sampled_and_scored,
         (
             "grpo-wb tasks import mbpp --out reports/data/mbpp_sanitized.jsonl",
             "head -n 2 reports/data/mbpp_sanitized.jsonl > reports/data/mbpp_first8.jsonl",
             "grpo-wb models sample --serve smollm2-135m-instruct --tasks reports/data/mbpp_first8.jsonl --n 2 "
             "--out reports/live/samples.jsonl --temperature 0.7 --max-tokens 64 --no-progress",
         ),
-        why="tiny: 2 MBPP tasks x 2 samples of 64 tokens (the server, the scoring and the headroom as documented)",
+        why="tiny: 2 MBPP tasks x 2 samples of 64 tokens (the server, the scoring and the headroom as documented); "
+        "the live tier's check of the real model served, sampled and scored",
         marks=("live", SANDBOX),
         timeout=900,
     ),
@@ -1153,7 +1175,7 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
         env={"OMP_NUM_THREADS": "1"},
         timeout=900,
     ),
-    ".venv/bin/python -m pytest -q -m live tests/test_live.py": NotRun("runs this suite's live tier"),
+    ".venv/bin/python -m pytest -q -m live": NotRun("runs this suite's live tier"),
 }
 
 

@@ -6,9 +6,8 @@ import json
 import re
 from html import unescape as html_unescape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
-import papermill as pm
 import pytest
 from conftest import ROW_FIXTURES, import_argv
 from nbfixtures import NOTEBOOKS, assert_shareable_html, fetched, n_images, n_tables, shared_run
@@ -21,6 +20,9 @@ from grpo_wb.signal import headroom as hr
 from grpo_wb.signal.clusters import cluster_file
 from grpo_wb.tasks.records import load_tasks
 from grpo_wb.testing.loopback import ReplayServer
+
+if TYPE_CHECKING:  # nbformat and papermill are imported where used: nbformat imports jsonschema, whose format
+    import nbformat  # checkers take some 3 s of every pytest process's collection
 
 pytestmark = [pytest.mark.notebooks, pytest.mark.sandbox]
 
@@ -48,6 +50,8 @@ def explorer_groups(html: str) -> list[str]:
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
 def test_template_is_committed_clean(path):
+    import nbformat
+
     nb = nbformat.read(str(path), as_version=4)
     nbformat.validate(nb)
     assert nb.metadata.kernelspec.name == "python3"
@@ -61,6 +65,9 @@ def test_template_is_committed_clean(path):
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
 def test_every_parameter_is_typed_documented_and_strict(path):
+    import nbformat
+    import papermill as pm
+
     assert reports.template_problems(path) == []
     declared = pm.inspect_notebook(str(path))
     assert "out_dir" in declared
@@ -74,6 +81,8 @@ def test_every_parameter_is_typed_documented_and_strict(path):
 
 
 def _run(name: str, out: Path, params: dict) -> tuple[reports.ReportResult, nbformat.NotebookNode, str]:
+    import nbformat
+
     res = reports.run_report(NOTEBOOKS / f"{name}.ipynb", out, params, cell_timeout=120)
     assert res.ok, res.error
     nb = nbformat.read(res.ipynb, as_version=4)

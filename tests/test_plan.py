@@ -6,13 +6,15 @@ import dataclasses
 import itertools
 import json
 import math
-import os
+import random
 import statistics
 
+import codegen_verdicts
 import numpy as np
 import pytest
 from conftest import TOY, need, write_jsonl
 
+from grpo_wb.bundled import CODEGEN_SAMPLES
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.signal.allocation import _knapsack_dp, _vip_round, knapsack_budgets, knapsack_value, vip_budgets
@@ -179,35 +181,42 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def codegen_samples(tmp_path_factory):
-    """CodeGen-16B's 16,400 HumanEval samples, scored here (binary reward): once a test session, whichever
-    pytest-xdist worker gets there first (the others read its rows), as a module fixture alone would score them
-    again each time a worker set it up."""
-    from filelock import FileLock
-
+def codegen_samples():
+    """CodeGen-16B's 16,400 HumanEval samples as grpo_wb's sandbox scored them (binary reward), read from the verdicts
+    bundled beside them (tests/codegen_verdicts.py made them; the test below scores a sample of them again)."""
     from grpo_wb.signal.headroom import samples_from_scored_rows
 
-    # Under pytest-xdist a worker's basetemp is a folder of this session's, so its parent is shared by this session's
-    # workers alone; in one process the parent is every session's (rows scored by an older tree would be read).
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "codegen16b_scored.json"
-    with FileLock(str(shared) + ".lock"):
-        if not shared.exists():
-            shared.write_text(json.dumps(_score_codegen()))
-        rows = json.loads(shared.read_text())
-    assert len(rows) == 16400
-    return samples_from_scored_rows(rows)
+    need(codegen_verdicts.VERDICTS)
+    got = codegen_verdicts.rows()
+    assert len(got) == 16400
+    return samples_from_scored_rows(got)
 
 
-def _score_codegen() -> list[dict]:
-    from grpo_wb.bundled import CODEGEN_SAMPLES
-    from grpo_wb.scoring.sandbox import SandboxLimits
-    from grpo_wb.scoring.scorer import Scorer, sample_requests
-    from grpo_wb.tasks.importers import import_humaneval
+@pytest.mark.sandbox
+@pytest.mark.data
+@pytest.mark.slow
+def test_the_bundled_verdicts_are_what_the_scorer_says_now():
+    """The verdicts the planning tests read cover every bundled sample, in order, and two seeded samples of each task
+    scored again here get the same verdict: a scorer or data change that moves one fails this test."""
+    from grpo_wb.jsonio import iter_jsonl
 
-    tasks = {t.task_id: t for t in import_humaneval()[0]}
-    with Scorer(SandboxLimits(timeout=3.0), workers=2) as sc:
-        return [r.to_json() for r in sc.score(sample_requests(need(CODEGEN_SAMPLES), tasks))]
+    verdicts = codegen_verdicts.read()
+    counts: dict[str, int] = {}
+    for _, r in iter_jsonl(str(need(CODEGEN_SAMPLES))):
+        counts[r["task_id"]] = counts.get(r["task_id"], 0) + 1
+    assert {t: len(v) for t, v in verdicts.items()} == counts
+    assert all(set(v) <= {"0", "1"} for v in verdicts.values())
+    rng = random.Random(0)
+    keep = {f"{t}#{i}" for t, n in counts.items() for i in rng.sample(range(n), 2)}
+    again = codegen_verdicts.score(keep)
+    assert len(again) == len(keep) == 2 * len(counts)
+    moved = [
+        (r["completion_id"], r["status"])
+        for r in again
+        if r["passed"] != (verdicts[r["task_id"]][int(r["completion_id"].rsplit("#", 1)[1])] == "1")
+    ]
+    assert not moved, moved
+    assert any(r["passed"] for r in again) and not all(r["passed"] for r in again)
 
 
 @pytest.mark.sandbox

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 
-import nbformat
 import pytest
 from nbfixtures import assert_shareable_html, fetched, html_body, make_notebook
 
 from grpo_wb.cli.main import main
 from grpo_wb.errors import UserError
 from grpo_wb.reports import notebooks as reports
+
+# nbformat is imported where it is used: importing it builds jsonschema's format checkers, some 3 s of every pytest
+# process's collection
 
 PARAMS = (
     'n_prompts: int = 2  # prompts\nrate: float = 0.5  # a rate\nname: str = "x"  # a name\n'
@@ -57,6 +59,8 @@ def test_template_problems_catch_what_papermill_would_drop(tmp_path, params, pro
 
 
 def test_template_needs_one_parameters_cell_and_python3(tmp_path):
+    import nbformat
+
     nb = make_notebook(tmp_path / "k.ipynb", "x: int = 1  # x\n", [], kernel="grpo-wb")
     assert "kernelspec" in reports.template_problems(nb)[0]
     raw = nbformat.read(str(nb), as_version=4)
@@ -147,6 +151,8 @@ def test_cli_report_unknown_parameter_is_one_line(tiny, tmp_path, capsys):
 
 def _executed_like(tmp_path):
     """A notebook as papermill leaves it: parameters + injected cells, a code cell with a PNG output."""
+    import nbformat
+
     nb = nbformat.read(str(make_notebook(tmp_path / "r.ipynb", "n: int = 1  # n\n", ["print(n)"])), as_version=4)
     inj = nbformat.v4.new_code_cell("# Parameters\nn = 5\n")
     inj.metadata["tags"] = ["injected-parameters"]
@@ -173,6 +179,7 @@ def test_a_rendered_report_fetches_nothing(tmp_path):
     """docs/explorer.md: a report is one HTML file that fetches nothing when it is opened. nbconvert's lab template
     links require.js, MathJax and mermaid from a CDN; render_html's leaves them out. The control: the stock
     template's page of the same notebook, which the same check names them in."""
+    import nbformat
     from nbconvert import HTMLExporter
 
     nb = _executed_like(tmp_path)
@@ -216,6 +223,8 @@ def test_a_rendered_report_names_files_relative_to_the_folder_it_ran_from(tmp_pa
 
 @pytest.mark.notebooks
 def test_failing_cell_via_cli(tmp_path, capsys):
+    import nbformat
+
     nb = make_notebook(
         tmp_path / "fail.ipynb", "n: int = 1  # n\n", ["x = n + 1", "raise ValueError(f'boom {x}')", "print('never')"]
     )
@@ -265,6 +274,8 @@ def test_config_backed_notebook_parameters_are_declared_by_their_dataclass():
 
 def test_a_drifted_parameter_line_is_reported_and_synced(tmp_path):
     import shutil
+
+    import nbformat
 
     from grpo_wb.cli.notebook_params import NOTEBOOKS, parameter_problems, sync_parameters
 
