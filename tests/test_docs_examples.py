@@ -16,6 +16,7 @@ working directory and on PYTHONPATH (for the reward modules the audit examples n
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -131,9 +132,19 @@ class Run:
 
 @dataclass
 class Same:
-    """Shown elsewhere with its placeholders filled: that entry's run covers this text."""
+    """Shown elsewhere with its placeholders filled: that entry's run (or the test covering it) covers this text."""
 
     as_: str
+    why: str
+
+
+@dataclass
+class Covered:
+    """Run as written, the placeholders filled, by the named test (``FILE::TEST`` in tests/), which checks more of it
+    than an example's check could: not run again here. The test must exist and pass the documented flags."""
+
+    by: str
+    flags: tuple[str, ...]
     why: str
 
 
@@ -339,10 +350,10 @@ TRAIN_FLAGS = (
     "--group-size 4 --batch-size 2 --max-steps 1 --max-completion-length 8 --lora-r 4 "
     "--lora-target-modules q_proj,v_proj --workers 2 --site-packages"
 )
-NO_RAY_CLUSTER = (
-    "HEAD_IP: there is no second machine here (and `ray stop` would end other users' Ray), so "
-    "--executor ray starts its local Ray instance on 127.0.0.1 instead of joining a head; "
-    "tests/test_ray_cli.py runs `ray start` heads and nodes in namespaces of their own"
+RAY_CLUSTER = (
+    "HEAD_IP:6379: the address of the 3-node Ray cluster that test starts on 127.0.0.1 (ray.cluster_utils), "
+    "whose results it compares with the local executor's (each example here would start a Ray instance of its own, "
+    "some 30 s); tests/test_ray_cli.py runs the README's `ray start` head and node in namespaces of their own"
 )
 SANDBOX, DATA, SLOW, NB = "sandbox", "data", "slow", "notebooks"
 SCORE_HE_SAMPLES = (  # where `make demo` leaves CodeGen-16B's scored samples, here the 4 of each of HumanEval/0-4
@@ -351,7 +362,7 @@ SCORE_HE_SAMPLES = (  # where `make demo` leaves CodeGen-16B's scored samples, h
     "--out reports/headroom-codegen16b-humaneval/scored.jsonl --workers 1",
 )
 
-EXAMPLES: dict[str, Run | Same | NotRun] = {
+EXAMPLES: dict[str, Run | Same | Covered | NotRun] = {
     # ------------------------------------------------------------------ README: quick start
     "make demo": NotRun(
         "make target: creates .venv, installs and runs the 21-report demo batch (minutes); the "
@@ -914,27 +925,21 @@ EXAMPLES: dict[str, Run | Same | NotRun] = {
     "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=<token> ray start --address HEAD_IP:6379": NotRun(
         "Ray's own command (a second node); tests/test_ray_cli.py runs it in a namespace of its own"
     ),
-    "grpo-wb score --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --completions C.jsonl --out R.jsonl": Run(
-        _n_rows("R.jsonl", N_HE * N_PER),
-        ("grpo-wb score --executor ray --tasks T.jsonl --completions C.jsonl --out R.jsonl --workers 1",),
-        needs=("T_he", "C"),
-        why=NO_RAY_CLUSTER,
-        marks=(SANDBOX, "ray", SLOW),
+    "grpo-wb score --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --completions C.jsonl "
+    "--out R.jsonl": Covered(
+        "test_ray_executor.py::test_cli_score_on_the_cluster_equals_local",
+        ("--executor", "ray", "--ray-address"),  # score's own words through conftest's score_argv
+        RAY_CLUSTER,
     ),
-    "grpo-wb smoke --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --out runs/smoke": Run(
-        _smoke_run("runs/smoke", 1),
-        (f"grpo-wb smoke --executor ray --tasks T.jsonl --out runs/smoke {TINY_SMOKE}",),
-        needs=("T_toy",),
-        why=NO_RAY_CLUSTER + "; tiny: G 2, B 2, 1 step",
-        marks=(SANDBOX, "ray", SLOW),
+    "grpo-wb smoke --executor ray --ray-address HEAD_IP:6379 --tasks T.jsonl --out runs/smoke": Covered(
+        "test_ray_executor.py::test_smoke_run_on_ray_matches_local_and_records_the_cluster",
+        ("smoke", "--executor", "--ray-address", "--tasks", "--out"),
+        RAY_CLUSTER,
     ),
-    "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml": Run(
-        _all(_prints(r"index\.html"), _report("reports/smoke-toy_tasks-g2")),
-        ("grpo-wb batch --executor ray data/demo_plan.yaml --no-progress",),
-        needs=("tiny_plan", "toy", "notebooks"),
-        why=NO_RAY_CLUSTER + "; data/demo_plan.yaml: a one-report plan (a mock smoke notebook) in place of the "
-        "21-report demo",
-        marks=(SANDBOX, NB, "ray", SLOW),
+    "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml": Covered(
+        "test_ray_executor.py::test_batch_reports_run_on_the_cluster_with_the_same_index",
+        ("batch", "--executor", "ray", "--ray-address"),
+        RAY_CLUSTER + "; a plan of three reports, one failing, in place of the 21-report demo",
     ),
     "grpo-wb batch PLAN --executor ray [--ray-address HOST:PORT]": Same(
         "grpo-wb batch --executor ray --ray-address HEAD_IP:6379 data/demo_plan.yaml", "PLAN filled in"
@@ -1449,13 +1454,38 @@ def test_every_documented_command_has_an_entry():
     assert not stale, f"entries for commands no page shows: {stale}"
     for c, e in EXAMPLES.items():
         if isinstance(e, Same):
-            assert isinstance(EXAMPLES.get(e.as_), Run), (c, e.as_)
+            assert isinstance(EXAMPLES.get(e.as_), Run | Covered), (c, e.as_)
         if isinstance(e, Run) and e.cmds:
             assert e.why, f"{c!r} runs otherwise than written: say why"
         if isinstance(e, NotRun):
             assert not c.startswith(("grpo-wb ", ".venv/bin/grpo-wb ")), f"{c!r}: every grpo-wb command runs"
+        if isinstance(e, Covered):
+            _check_covered(c, e)
     assert set(PREPARE) == set(ORDER)
     assert {n for e in EXAMPLES.values() if isinstance(e, Run) for n in e.needs} <= set(PREPARE) | {"loopback"}
+
+
+def _check_covered(command: str, e: Covered) -> None:
+    """The covering test exists, is not skipped, and passes the documented words (the subcommand, its flags)."""
+    file, name = e.by.split("::")
+    tree = ast.parse((ROOT / "tests" / file).read_text())
+    fn = next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == name), None)
+    assert fn is not None, f"{command!r}: {e.by} is not a test"
+    assert not any("skip" in ast.unparse(d) for d in fn.decorator_list), f"{command!r}: {e.by} is skipped"
+    words = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert all(f in command.split() for f in e.flags), f"{command!r} does not show {e.flags}"
+    assert set(e.flags) <= words, f"{e.by} does not pass {sorted(set(e.flags) - words)}"
+
+
+def test_a_covered_entry_names_a_test_that_passes_its_flags():
+    """The control: a test that does not exist, or one that never passes the flag, is refused."""
+    with pytest.raises(AssertionError, match="is not a test"):
+        _check_covered("grpo-wb score --executor ray", Covered("test_ray_executor.py::test_nope", ("score",), "x"))
+    with pytest.raises(AssertionError, match="does not pass"):
+        _check_covered(
+            "grpo-wb score --reward x",
+            Covered("test_ray_executor.py::test_cli_score_on_the_cluster_equals_local", ("--reward",), "x"),
+        )
 
 
 def test_the_extractor_reads_blocks_continuations_comments_and_inline_spans(tmp_path):

@@ -303,24 +303,18 @@ def test_ray_address_without_the_ray_executor_is_an_error(tmp_path, capsys):
     assert "--ray-address needs --executor ray" in capsys.readouterr().err  # not some other error
 
 
-def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_path):
-    from grpo_wb.runs.smoke import SmokeConfig, SmokeRun
+def test_smoke_run_on_ray_matches_local_and_records_the_cluster(cluster, tmp_path, capsys):
+    """The README's `grpo-wb smoke --executor ray --ray-address HEAD_IP:6379`, with the cluster's address."""
+    from grpo_wb.cli.main import main
 
     runs = {}
     for ex in ("local", "ray"):
-        cfg = SmokeConfig(
-            tasks=str(TOY),
-            out=str(tmp_path / ex),
-            group_size=4,
-            batch_size=4,
-            steps=2,
-            seed=1,
-            timeout=3.0,
-            executor=ex,
-            ray_address=cluster.address if ex == "ray" else None,
-        )
-        SmokeRun(cfg, progress=False, log=lambda m: None).run()
+        argv = ["smoke", "--tasks", str(TOY), "--out", str(tmp_path / ex), "--group-size", "4", "--batch-size", "4"]
+        argv += ["--steps", "2", "--seed", "1", "--timeout", "3.0", "--no-progress", "--executor", ex]
+        assert main(argv + (["--ray-address", cluster.address] if ex == "ray" else [])) == 0
         runs[ex] = tmp_path / ex
+    printed = capsys.readouterr()
+    assert "executor: ray at 127.0.0.1" in printed.out + printed.err
     strip = (*RESULT_TIMING_FIELDS, "seconds", "completions_per_second", "updated_unix")
 
     def rows(p):
