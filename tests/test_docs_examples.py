@@ -1372,7 +1372,6 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "toy": lambda w: (
         (w / "data").mkdir(exist_ok=True) or (w / "data/toy_tasks.jsonl").write_text(TOY_TASKS.read_text())
     ),
-    "T_toy": lambda w: (w / "T.jsonl").write_text(TOY_TASKS.read_text()),
     "data": lambda w: (
         _link(w, "data/external", ROOT / "data/external"),
         _link(w, "data/apps_rows", ROOT / "data/apps_rows"),
@@ -1382,7 +1381,6 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "he": lambda w: _jsonl(w / "reports/data/humaneval.jsonl", [t.to_json() for t in _he_tasks()]),
     "T_he": lambda w: _jsonl(w / "T.jsonl", [t.to_json() for t in _he_tasks()]),
     "samples": lambda w: _jsonl(w / "samples.jsonl", _codegen([f"HumanEval/{i}" for i in range(N_HE)])),
-    "C": lambda w: _jsonl(w / "C.jsonl", _codegen([f"HumanEval/{i}" for i in range(N_HE)])),
     "results": lambda w: _jsonl(w / "results.jsonl", _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])),
     "demo_scored": lambda w: _jsonl(
         w / "reports/headroom-codegen16b-humaneval/scored.jsonl", _scored_rows([f"HumanEval/{i}" for i in range(N_HE)])
@@ -1418,13 +1416,11 @@ PREPARE: dict[str, Callable[[Path], None]] = {
 }
 ORDER = [
     "toy",
-    "T_toy",
     "data",
     "notebooks",
     "he",
     "T_he",
     "samples",
-    "C",
     "results",
     "demo_scored",
     "demo_chat_scored",
